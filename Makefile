@@ -1,0 +1,34 @@
+# Two entry points, each self-contained on a fresh machine with Python 3.11:
+#   make run   - create .venv, install, run the offline default pipeline (snakemake)
+#   make test  - create .venv, install with dev extras, lint and run the test suite
+PYTHON ?= python3
+VENV ?= .venv
+CORES ?= 2
+BIN := $(VENV)/bin
+
+.PHONY: run test bench lint clean
+
+$(BIN)/activate:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/activate
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+run: $(VENV)/.installed
+	$(BIN)/snakemake --cores $(CORES)
+
+test: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/pytest
+
+bench: $(VENV)/.installed
+	$(BIN)/python -m benchmarks
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/snakemake --lint --cores 1
+
+clean:
+	rm -rf results .snakemake

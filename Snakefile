@@ -1,0 +1,15 @@
+# argmaxable pipeline. Run: snakemake --cores N [--config 'overrides=[experiment=paper, ...]']
+# The Hydra config is composed and validated in workflow/rules/common.smk before any job is scheduled.
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/detect.smk"
+include: "workflow/rules/theory.smk"
+include: "workflow/rules/multilabel.smk"
+
+
+rule all:
+    input:
+        detect_targets(),
+        theory_targets(),
+        multilabel_targets(),
+    default_target: True

@@ -1,0 +1,1 @@
+"""multilabel/datasets."""

@@ -1,0 +1,125 @@
+"""Atomic result files with provenance.
+
+Every result file a rule writes gets a sidecar ``<file>.meta.json`` recording the composed config, the
+package version and git revision, and SHA-256 hashes of the inputs. Files are written to a temporary name in
+the same directory and renamed into place, so an interrupted job never leaves a half-written result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from argmaxable import __version__
+
+_REPO = Path(__file__).resolve().parents[2]
+
+
+def code_version() -> str:
+    """Package version plus the git revision (``+dirty`` when the tree has changes), when available."""
+    try:
+        rev = subprocess.run(
+            ["git", "-C", str(_REPO), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(_REPO), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()
+        return f"{__version__}+g{rev}{'.dirty' if dirty else ''}"
+    except (OSError, subprocess.SubprocessError):
+        return __version__
+
+
+def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """SHA-256 of a file (or of a directory's files in sorted order)."""
+    path = Path(path)
+    digest = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for f in files:
+        if path.is_dir():
+            digest.update(str(f.relative_to(path)).encode())
+        with open(f, "rb") as fh:
+            while block := fh.read(chunk):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it to ``path`` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        tmp_path.unlink(missing_ok=True)
+
+
+def metadata(config: Any = None, inputs: Iterable[str | os.PathLike] = (), **extra: Any) -> dict[str, Any]:
+    """The provenance record stored beside (or inside) a result file."""
+    return {
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "code_version": code_version(),
+        "config": config,
+        "inputs": {str(p): file_sha256(p) for p in inputs if Path(p).exists()},
+        **extra,
+    }
+
+
+def write_json(obj: Any, path: str | os.PathLike) -> None:
+    """Write ``obj`` as indented JSON, atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def write_table(df, path: str | os.PathLike, *, config: Any = None, inputs: Iterable = (), **extra) -> None:
+    """Write a pandas DataFrame (.parquet, .csv or .md by suffix) atomically, with a ``.meta.json`` sidecar.
+
+    Parquet files also carry the record in their schema metadata under ``argmaxable``.
+    """
+    path = Path(path)
+    meta = metadata(config, inputs, **extra)
+    with atomic_path(path) as tmp:
+        if path.suffix == ".parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(df, preserve_index=False)
+            table = table.replace_schema_metadata(
+                {**(table.schema.metadata or {}), b"argmaxable": json.dumps(meta, default=str).encode()}
+            )
+            pq.write_table(table, tmp)
+        elif path.suffix == ".csv":
+            df.to_csv(tmp, index=False)
+        elif path.suffix == ".md":
+            tmp.write_text(df.to_markdown(index=False) + "\n")
+        else:
+            raise ValueError(f"write_table: unsupported suffix {path.suffix!r} of {path} (use .parquet/.csv/.md)")
+    write_json(meta, sidecar(path))
+
+
+def save_figure(fig, path: str | os.PathLike, *, config: Any = None, inputs: Iterable = (), **extra) -> None:
+    """Save a matplotlib figure atomically as ``path`` (PNG or PDF by suffix) with a provenance sidecar."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=path.suffix.lstrip("."), bbox_inches="tight", dpi=150)
+    write_json(metadata(config, inputs, **extra), sidecar(path))
+
+
+def sidecar(path: str | os.PathLike) -> Path:
+    """Name of the provenance sidecar of a result file."""
+    path = Path(path)
+    return path.with_name(path.name + ".meta.json")

@@ -1,0 +1,23 @@
+# Shared by every rules file: the composed Hydra config (CFG), the results root and helpers.
+import json
+import sys
+
+from argmaxable.config import ConfigError, load_config, to_plain
+
+
+def _compose():
+    overrides = config.get("overrides", [])
+    if isinstance(overrides, str):
+        overrides = [overrides]
+    try:
+        return load_config(list(overrides), config_dir=workflow.basedir + "/config")
+    except ConfigError as err:
+        # One line, no traceback: a bad config must stop the run before any job is scheduled.
+        print(f"argmaxable: {err}", file=sys.stderr)
+        sys.exit(1)
+
+
+CFG = _compose()
+RESULTS = CFG.results_dir
+# Rules pass the composed config to scripts as JSON so every job sees exactly the same tree.
+CFG_JSON = json.dumps(to_plain(CFG), sort_keys=True)

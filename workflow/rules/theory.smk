@@ -1,0 +1,5 @@
+# theory family
+
+
+def theory_targets():
+    return []
