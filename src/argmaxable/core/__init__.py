@@ -1,1 +1,17 @@
-"""core."""
+"""The detection core: one halfspace-feasibility engine (Chebyshev LP by constraint generation) and the
+adapters that turn the papers' questions into it."""
+
+from argmaxable.core.chebyshev import LPOutcome, chebyshev
+from argmaxable.core.check import check_assignments, check_categories, verify_certificate
+from argmaxable.core.result import CheckResult
+from argmaxable.core.solvers import SolverError
+
+__all__ = [
+    "CheckResult",
+    "LPOutcome",
+    "SolverError",
+    "chebyshev",
+    "check_assignments",
+    "check_categories",
+    "verify_certificate",
+]

@@ -1,0 +1,219 @@
+"""The one core: is {x : A x + c < 0, |x_j| <= B} non-empty, and how large a ball does it hold?
+
+Every question of the papers (softmax categories, sigmoid label assignments, top-m sets) is an adapter that
+builds rows ``A`` and offsets ``c`` (GUIDE §1). This module answers it with the Chebyshev LP
+
+    maximise t   subject to   a_i . x / ||a_i|| + c_i / ||a_i|| + t <= 0,   |x_j| <= B,
+
+solved by constraint generation: a small working set of rows, one mat-vec over all rows to find the violated
+ones, add them, re-solve. ``t`` is free, so each solve has an optimum and two certificates that we check in
+float64 without the solver:
+
+- lower bound: a point x in the box has distance ``min_i -(a_i.x + c_i)/||a_i||`` to every hyperplane, so the
+  region holds a ball of that radius around x (a *witness*);
+- upper bound: for weights ``y >= 0`` summing to 1 over any rows, ``B ||sum y_i a_i/||a_i||| |_1 - sum y_i
+  c_i/||a_i||`` bounds the radius from above (LP duality; valid for the full system since more rows only
+  shrink the region).
+
+Verdict: lower > eps -> "feasible"; upper <= eps -> "infeasible"; anything else (the solver failed, or the
+radius sits within the solver's tolerance of eps) -> "undecided", never folded into either side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from argmaxable.core.solvers import make_lp
+
+# A row whose solver residual exceeds this after a solve is added to the working set. Well above the LP's
+# feasibility tolerance (1e-10) and well below eps (1e-8).
+VIOLATION_TOLERANCE = 1e-9
+
+FEASIBLE, INFEASIBLE, UNDECIDED = "feasible", "infeasible", "undecided"
+
+
+@dataclass
+class LPOutcome:
+    """Verdict on one halfspace system, with the evidence for it.
+
+    Attributes
+    ----------
+    status : {"feasible", "infeasible", "undecided"}
+        Verdict at precision ``eps``.
+    radius : float
+        Chebyshev radius: the LP optimum when it converged, else the certified bound that decided the verdict
+        (lower bound for "feasible", upper bound for "infeasible"). Negative means even the best point in the
+        box violates some row by that distance.
+    lower, upper : float
+        Certified bounds on the radius, checked in float64 (``lower <= radius <= upper`` up to solver noise).
+    x : ndarray or None
+        Witness in the box whose margin is ``lower`` (None when no solve succeeded).
+    dual_rows, dual_weights : ndarray
+        Rows and weights (summing to 1) of the upper-bound certificate.
+    rounds : int
+        Constraint-generation rounds (LP solves).
+    rows_used : int
+        Size of the final working set.
+    decided : dict
+        For each threshold asked for, True/False when the bounds decide ``radius > threshold``, else None.
+    message : str
+        Why the verdict is what it is (solver status when undecided, duplicate rows, ...).
+    """
+
+    status: str
+    radius: float
+    lower: float
+    upper: float
+    x: np.ndarray | None
+    dual_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    dual_weights: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    rounds: int = 0
+    rows_used: int = 0
+    decided: dict = field(default_factory=dict)
+    message: str = ""
+    converged: bool = False  # constraint generation reached the optimum of the full LP
+
+
+def margin(A: np.ndarray, c: np.ndarray, norms: np.ndarray, x: np.ndarray) -> float:
+    """Distance from ``x`` to the nearest hyperplane, negative if some row is violated (float64)."""
+    return float(np.min(-(A @ x + c) / norms))
+
+
+def dual_bound(A: np.ndarray, c: np.ndarray, norms: np.ndarray, rows: np.ndarray, weights: np.ndarray,
+               bound: float) -> float:
+    """Upper bound on the Chebyshev radius from dual weights over ``rows`` (float64, no solver)."""
+    if rows.size == 0 or not np.isfinite(weights).all() or weights.sum() <= 0:
+        return np.inf
+    y = weights / weights.sum()
+    An = A[rows] / norms[rows, None]
+    cn = c[rows] / norms[rows]
+    return float(bound * np.abs(y @ An).sum() - y @ cn)
+
+
+def chebyshev(A, c, *, bound: float, eps: float = 1e-8, solver: str = "highs", x0=None,
+              thresholds: Sequence[float] | None = None, exact: bool = True,
+              initial_rows: int | None = None, rows_per_round: int | None = None) -> LPOutcome:
+    """Decide whether ``{x : A x + c < 0, |x_j| <= bound}`` holds a ball of radius > ``eps``.
+
+    Parameters
+    ----------
+    A : array_like, shape (m, d)
+        Row normals (float64 is used throughout).
+    c : array_like, shape (m,)
+        Offsets.
+    bound : float
+        Box half-width B.
+    eps : float, default 1e-8
+        Radius that counts as a region (thesis §4.2).
+    solver : {"highs", "gurobi"}
+        LP backend.
+    x0 : array_like, shape (d,), optional
+        A point near the region (e.g. the approximate stage's last iterate) to seed the working set.
+    thresholds : sequence of float, optional
+        Radii whose question ``radius > threshold`` must be decided (default ``[eps]``).
+    exact : bool, default True
+        Run constraint generation to the optimum. If False, stop as soon as every threshold is decided.
+    initial_rows, rows_per_round : int, optional
+        Working-set sizes (defaults 2(d+1) and d+1: about d+1 rows are active at a vertex optimum).
+
+    Returns
+    -------
+    LPOutcome
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])  # class 3 lies inside the triangle
+    >>> chebyshev(W - W[3], np.zeros(4), bound=100.0).status
+    'infeasible'
+    """
+    A = np.asarray(A, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    m, d = A.shape
+    thresholds = list(thresholds) if thresholds is not None else [eps]
+    norms = np.linalg.norm(A, axis=1)
+
+    zero = norms == 0.0
+    if zero.any():
+        blocking = np.flatnonzero(zero & (c >= 0.0))
+        if blocking.size:  # 0.x + c < 0 cannot hold: e.g. a duplicate of the target row
+            i = int(blocking[0])
+            return LPOutcome(INFEASIBLE, -np.inf, -np.inf, -np.inf, None, np.array([i]), np.array([1.0]),
+                             decided={thr: False for thr in thresholds},
+                             message=f"row {i} is identically zero with offset {c[i]:.3g} >= 0")
+        keep = np.flatnonzero(~zero)  # 0.x + c < 0 with c < 0 always holds: drop the row
+    else:
+        keep = None
+    if keep is not None:
+        sub = chebyshev(A[keep], c[keep], bound=bound, eps=eps, solver=solver, x0=x0, thresholds=thresholds,
+                        exact=exact, initial_rows=initial_rows, rows_per_round=rows_per_round)
+        sub.dual_rows = keep[sub.dual_rows]
+        return sub
+    if m == 0:
+        x = np.zeros(d)
+        return LPOutcome(FEASIBLE, np.inf, np.inf, np.inf, x, decided={thr: True for thr in thresholds},
+                         message="no constraints")
+
+    An = A / norms[:, None]
+    cn = c / norms
+    start = np.zeros(d) if x0 is None else np.clip(np.asarray(x0, dtype=np.float64), -bound, bound)
+    k0 = min(m, initial_rows or 2 * (d + 1))
+    k_add = rows_per_round or (d + 1)
+
+    in_set = np.zeros(m, dtype=bool)
+    first = np.argpartition(-(An @ start + cn), k0 - 1)[:k0] if k0 < m else np.arange(m)
+    in_set[first] = True
+    working = list(first)
+    lp = make_lp(solver, d, bound)
+    lp.add_rows(An[first], cn[first])
+
+    best_x, lower, upper = None, -np.inf, np.inf
+    dual_rows, dual_weights = np.zeros(0, dtype=np.int64), np.zeros(0)
+    t, rounds, converged, message = np.nan, 0, False, ""
+    while True:
+        rounds += 1
+        sol = lp.solve()
+        if not sol.ok:
+            message = sol.message
+            break
+        t = sol.t
+        x = np.clip(sol.x, -bound, bound)
+        slack = An @ x + cn  # (m,) signed normalised distances; < 0 inside
+        point_margin = float(-slack.max())
+        if point_margin > lower:
+            best_x, lower = x, point_margin
+        rows = np.asarray(working)
+        bound_here = dual_bound(A, c, norms, rows, sol.duals, bound)
+        if bound_here < upper:
+            upper, dual_rows, dual_weights = bound_here, rows, sol.duals / sol.duals.sum()
+        violated = np.flatnonzero((slack + t > VIOLATION_TOLERANCE) & ~in_set)
+        if violated.size == 0:
+            converged = True
+            break
+        if not exact and all(lower > thr or upper <= thr for thr in thresholds):
+            break
+        if upper <= min(thresholds):  # the working set alone already rules every threshold out
+            break
+        worst = violated[np.argsort(-slack[violated])[:k_add]]
+        in_set[worst] = True
+        working.extend(worst)
+        lp.add_rows(An[worst], cn[worst])
+
+    decided = {thr: (True if lower > thr else False if upper <= thr else None) for thr in thresholds}
+    if lower > eps:
+        status = FEASIBLE
+    elif upper <= eps:
+        status = INFEASIBLE
+    else:
+        status = UNDECIDED
+        message = message or (f"radius within solver tolerance of eps: certified bounds [{lower:.3g}, "
+                              f"{upper:.3g}] straddle eps={eps:g}")
+    if converged and np.isfinite(t):
+        radius = t
+    else:
+        radius = lower if status == FEASIBLE else upper
+    return LPOutcome(status, float(radius), lower, upper, best_x, np.asarray(dual_rows), dual_weights,
+                     rounds, int(in_set.sum()), decided, message, converged)

@@ -1,0 +1,295 @@
+"""Public checks: softmax categories and sigmoid label assignments (002 Fig. 4's combined algorithm).
+
+Both run the same two stages over a :mod:`systems` adapter: batched braid reflection proves most items
+argmaxable; the Chebyshev LP (:func:`chebyshev`) decides the rest, several at once on a thread pool.
+Results do not depend on the number of workers: each item is solved on its own, deterministically.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from argmaxable.core.chebyshev import FEASIBLE, INFEASIBLE, chebyshev
+from argmaxable.core.reflect import reflect
+from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE, UNDECIDED, CheckResult
+from argmaxable.core.solvers import SOLVERS
+from argmaxable.core.systems import AssignmentSystem, CategorySystem
+
+_VERDICT = {FEASIBLE: ARGMAXABLE, INFEASIBLE: UNARGMAXABLE}
+
+
+def _as_matrix(W, name: str = "W") -> np.ndarray:
+    """Accept numpy/torch/array-like of any float dtype; return a finite float64 (n, d) array."""
+    if hasattr(W, "detach"):  # torch.Tensor
+        W = W.detach().cpu().double().numpy()
+    W = np.asarray(W, dtype=np.float64)
+    if W.ndim != 2 or W.shape[0] == 0 or W.shape[1] == 0:
+        raise ValueError(f"The {name!r} parameter must be a non-empty 2-D array (n, d). Got shape {W.shape}.")
+    if not np.isfinite(W).all():
+        bad = np.argwhere(~np.isfinite(W))[0]
+        raise ValueError(f"The {name!r} parameter must be finite. Got {W[tuple(bad)]} at index {tuple(bad)}.")
+    return W
+
+
+def _as_bias(b, n: int) -> np.ndarray | None:
+    if b is None:
+        return None
+    if hasattr(b, "detach"):
+        b = b.detach().cpu().double().numpy()
+    b = np.asarray(b, dtype=np.float64)
+    if b.shape != (n,):
+        raise ValueError(f"The 'b' parameter must have shape ({n},) to match W. Got shape {b.shape}.")
+    if not np.isfinite(b).all():
+        raise ValueError(f"The 'b' parameter must be finite. Got {b[~np.isfinite(b)][0]} at index "
+                         f"{int(np.flatnonzero(~np.isfinite(b))[0])}.")
+    return b
+
+
+def _check_settings(bound, eps, patience, solver, workers) -> None:
+    if not (np.isfinite(bound) and bound > 0):
+        raise ValueError(f"The 'bound' parameter must be a positive number. Got {bound!r} instead.")
+    if not (np.isfinite(eps) and eps >= 0):
+        raise ValueError(f"The 'eps' parameter must be a non-negative number. Got {eps!r} instead.")
+    if int(patience) != patience or patience < 0:
+        raise ValueError(f"The 'patience' parameter must be a non-negative integer. Got {patience!r} instead.")
+    if solver not in SOLVERS:
+        raise ValueError(f"The 'solver' parameter must be one of {SOLVERS}. Got {solver!r} instead.")
+    if int(workers) != workers or workers < 1:
+        raise ValueError(f"The 'workers' parameter must be a positive integer. Got {workers!r} instead.")
+
+
+def _progress(total: int, desc: str, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="item", disable=not enabled, leave=False)
+
+
+def _run(system, items, *, bound, eps, patience, solver, workers, progress, kind, radius_threshold,
+         exact_lp, map_rows=None) -> CheckResult:
+    k = len(items)
+    status = np.full(k, ARGMAXABLE, dtype=object)
+    radius = np.full(k, np.nan)
+    radius_exact = np.zeros(k, dtype=bool)
+    lp_rounds = np.zeros(k, dtype=np.int64)
+    message = np.full(k, "", dtype=object)
+    certificates = [(np.zeros(0, dtype=np.int64), np.zeros(0))] * k
+
+    with _progress(k, f"{kind}: reflect", progress) as bar:
+        approx = reflect(system, items, patience=patience, bound=bound, eps=eps, progress=bar.update)
+    witness = np.where(approx.proven[:, None], approx.x, np.nan)
+
+    # Items the approximate stage proved need no LP, unless their radius must be compared with a threshold
+    # their witness margin does not already exceed (assignments: 1-argmaxable).
+    todo = ~approx.proven
+    if radius_threshold is not None:
+        R = system.residuals(items[approx.proven], approx.x[approx.proven])
+        m = system.margins(approx.x[approx.proven], R)
+        settled = m > radius_threshold
+        radius[np.flatnonzero(approx.proven)[settled]] = m[settled]
+        todo[np.flatnonzero(approx.proven)[~settled]] = True
+    lp_items = np.flatnonzero(todo)
+    thresholds = [eps] if radius_threshold is None else [eps, radius_threshold]
+
+    def solve(pos: int):
+        A, c = system.dense(int(items[pos]))
+        return chebyshev(A, c, bound=bound, eps=eps, solver=solver, x0=approx.x[pos], thresholds=thresholds,
+                         exact=exact_lp)
+
+    with _progress(len(lp_items), f"{kind}: exact LP", progress) as bar, ThreadPoolExecutor(workers) as pool:
+        for pos, out in zip(lp_items, pool.map(solve, lp_items), strict=True):
+            bar.update(1)
+            status[pos] = _VERDICT.get(out.status, UNDECIDED)
+            radius[pos] = out.radius
+            radius_exact[pos] = out.converged
+            lp_rounds[pos] = out.rounds
+            message[pos] = out.message
+            if out.status == FEASIBLE:
+                witness[pos] = out.x
+            elif out.status == INFEASIBLE:
+                rows = out.dual_rows if map_rows is None else map_rows(int(items[pos]), out.dual_rows)
+                certificates[pos] = (np.asarray(rows, dtype=np.int64), out.dual_weights)
+    return CheckResult(kind, np.asarray(items), status.astype(str), radius, radius_exact, approx.steps,
+                       lp_rounds, witness, message.astype(str), certificates,
+                       {"bound": bound, "eps": eps, "patience": patience, "solver": solver})
+
+
+def check_categories(W, b=None, *, bound: float = 100.0, patience: int = 2500, eps: float = 1e-8,
+                     solver: str = "highs", classes=None, workers: int = 2, progress: bool = False
+                     ) -> CheckResult:
+    """Which categories of softmax(W x + b) can be the argmax for some x with |x_j| <= bound?
+
+    Parameters
+    ----------
+    W : array_like or torch.Tensor, shape (n, d)
+        Output-layer weights, one row per category.
+    b : array_like, shape (n,), optional
+        Output-layer bias.
+    bound : float, default 100
+        Box on the inputs, |x_j| <= 100 (002 §4).
+    patience : int, default 2500
+        Braid-reflect steps before the exact LP (002 §4).
+    eps : float, default 1e-8
+        Chebyshev radius that counts as a region.
+    solver : {"highs", "gurobi"}
+    classes : array_like of int, optional
+        Subset of categories to check (all rows still constrain).
+    workers : int, default 2
+        LPs solved at once.
+    progress : bool, default False
+        Show progress bars.
+
+    Returns
+    -------
+    CheckResult
+        A category whose row duplicates another (with equal bias) is "unargmaxable": neither copy can win
+        strictly.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])  # c4 lies inside the triangle
+    >>> check_categories(W).status.tolist()
+    ['argmaxable', 'argmaxable', 'argmaxable', 'unargmaxable']
+    """
+    W = _as_matrix(W)
+    b = _as_bias(b, W.shape[0])
+    _check_settings(bound, eps, patience, solver, workers)
+    n = W.shape[0]
+    if classes is None:
+        items = np.arange(n)
+    else:
+        items = np.atleast_1d(np.asarray(classes))
+        if items.ndim != 1 or not np.issubdtype(items.dtype, np.integer):
+            raise ValueError(f"The 'classes' parameter must be a 1-D list of integer indices. Got {classes!r}.")
+        out = items[(items < 0) | (items >= n)]
+        if out.size:
+            raise ValueError(f"The 'classes' parameter must hold indices in [0, {n}). Got {out[:5].tolist()}.")
+    system = CategorySystem(W, b)
+    res = _run(system, items, bound=bound, eps=eps, patience=patience, solver=solver, workers=workers,
+               progress=progress, kind="categories", radius_threshold=None, exact_lp=False,
+               map_rows=system.row_index)
+    for pos in np.flatnonzero(res.radius == -np.inf):  # a zero row in the LP: an identical category
+        dup = int(res.certificates[pos][0][0])
+        res.message[pos] = f"duplicate of category {dup}: neither copy can win strictly"
+    return res
+
+
+def _as_signs(Y, n: int) -> np.ndarray:
+    """Label assignments as an (m, n) int8 matrix of +1 (active) / -1 (inactive)."""
+    if hasattr(Y, "detach"):
+        Y = Y.detach().cpu().numpy()
+    if isinstance(Y, np.ndarray) and Y.ndim == 2:
+        if Y.shape[1] != n:
+            raise ValueError(f"The 'Y' parameter must have {n} columns (one per row of W). Got shape {Y.shape}.")
+        if Y.dtype != bool and not np.isin(Y, (0, 1)).all():
+            raise ValueError("The 'Y' parameter must be boolean (or 0/1) when given as a matrix.")
+        return np.where(Y.astype(bool), 1, -1).astype(np.int8)
+    signs = np.full((len(Y), n), -1, dtype=np.int8)
+    for r, active in enumerate(Y):
+        idx = np.asarray(list(active), dtype=np.int64)
+        bad = idx[(idx < 0) | (idx >= n)]
+        if bad.size:
+            raise ValueError(f"The 'Y' parameter's assignment {r} has label indices outside [0, {n}): "
+                             f"{bad[:5].tolist()}.")
+        signs[r, idx] = 1
+    return signs
+
+
+def check_assignments(W, Y, b=None, *, bound: float = 1e4, patience: int = 100, eps: float = 1e-8,
+                      solver: str = "highs", workers: int = 2, progress: bool = False) -> CheckResult:
+    """Which label assignments of sigmoid(W x + b) can be the thresholded output for some |x_j| <= bound?
+
+    Parameters
+    ----------
+    W : array_like or torch.Tensor, shape (n, d)
+        Output-layer weights, one row per label.
+    Y : bool array (m, n) or list of lists of int
+        Assignments to check: a boolean matrix, or the active label indices of each assignment. An empty
+        assignment (no active label) is valid: every label off.
+    b : array_like, shape (n,), optional
+    bound : float, default 1e4
+        Box on the inputs (thesis §4.2, appendix A.3).
+    patience : int, default 100
+        Reflection steps before the exact LP.
+    eps : float, default 1e-8
+        "eps-argmaxable" means radius > eps; ``result.one_argmaxable()`` counts radius > 1.
+    solver, workers, progress
+        As in :func:`check_categories`.
+
+    Returns
+    -------
+    CheckResult
+        ``radius`` is set for every item.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])
+    >>> check_assignments(W, [[0], [3], [0, 1, 3]]).status.tolist()
+    ['argmaxable', 'unargmaxable', 'argmaxable']
+    """
+    W = _as_matrix(W)
+    b = _as_bias(b, W.shape[0])
+    _check_settings(bound, eps, patience, solver, workers)
+    signs = _as_signs(Y, W.shape[0])
+    system = AssignmentSystem(W, b, signs)
+    return _run(system, np.arange(len(signs)), bound=bound, eps=eps, patience=patience, solver=solver,
+                workers=workers, progress=progress, kind="assignments", radius_threshold=1.0, exact_lp=True)
+
+
+def verify_certificate(result: CheckResult, W, b=None, Y=None) -> np.ndarray:
+    """Re-check every verdict of ``result`` against ``W`` (and ``b``, ``Y``) in float64, without a solver.
+
+    "argmaxable" needs a witness inside the box at distance > eps from every decision boundary;
+    "unargmaxable" needs its dual weights to bound the Chebyshev radius by eps (or a duplicate row);
+    "undecided" claims nothing and always passes.
+
+    Returns
+    -------
+    ndarray of bool, shape (len(result),)
+        True where the evidence holds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])
+    >>> verify_certificate(check_categories(W), W).all()
+    np.True_
+    """
+    W = _as_matrix(W)
+    b = _as_bias(b, W.shape[0])
+    bvec = np.zeros(W.shape[0]) if b is None else b
+    bound, eps = result.settings["bound"], result.settings["eps"]
+    if result.kind == "assignments":
+        if Y is None:
+            raise ValueError("verify_certificate needs the label assignments 'Y' for an assignments result.")
+        system = AssignmentSystem(W, b, _as_signs(Y, W.shape[0]))
+    else:
+        system = CategorySystem(W, b)
+    valid = np.ones(len(result), dtype=bool)
+    for pos, item in enumerate(result.items):
+        if result.status[pos] == ARGMAXABLE:
+            A, c = system.dense(int(item))
+            x = result.witness[pos]
+            norms = np.linalg.norm(A, axis=1)
+            inside = np.isfinite(x).all() and np.abs(x).max() <= bound
+            valid[pos] = bool(inside and np.all(-(A @ x + c) > eps * norms))
+        elif result.status[pos] == UNARGMAXABLE:
+            rows, weights = result.certificates[pos]
+            if result.kind == "assignments":
+                s = system.signs[item, rows].astype(np.float64)
+                A, c = -s[:, None] * W[rows], -s * bvec[rows]
+            else:
+                A, c = W[rows] - W[item], bvec[rows] - bvec[item]
+            norms = np.linalg.norm(A, axis=1)
+            if rows.size and np.any((norms == 0) & (c >= 0)):
+                continue  # a duplicate row: 0 < 0 cannot hold
+            if rows.size == 0 or np.any(norms == 0):
+                valid[pos] = False
+                continue
+            y = weights / weights.sum()
+            upper = bound * np.abs(y @ (A / norms[:, None])).sum() - y @ (c / norms)
+            valid[pos] = bool(upper <= eps)
+    return valid

@@ -1,0 +1,97 @@
+"""The approximate stage: braid reflection (002 §3.4.1, Fig. 5), batched over many targets.
+
+For each target, start at a natural point and, while some constraint is violated, reflect the point across
+the hyperplane of the worst one. One step for a batch of targets is one matrix product (batch × d) @ (d × n),
+so the whole vocabulary of a GPT-2-sized layer costs a few W·Wᵀ-sized passes in float32. The stage is
+one-sided: it proves "argmaxable" with a witness inside the box, never the opposite; every acceptance is
+rigorous (float32 rounding is bounded, or the point is re-checked in float64).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from argmaxable.core.systems import System
+
+# Unit roundoff of float32 (2^-24): bounds the error of the float32 logits used for acceptance.
+FLOAT32_UNIT = 2.0**-24
+
+
+@dataclass
+class ReflectOutcome:
+    """Per-target result of the approximate stage."""
+
+    proven: np.ndarray  # (T,) bool: witness found in the box with margin > eps
+    steps: np.ndarray  # (T,) int: argmax evaluations until proven (1 = the start point already wins), -1 if not
+    x: np.ndarray  # (T, d) float64: the witness if proven, else the last iterate (seeds the exact LP)
+
+
+def batch_size(n: int, budget_bytes: int = 1 << 28) -> int:
+    """Targets per batch so one (batch × n) float32 block of logits stays within ``budget_bytes``."""
+    return max(1, min(4096, budget_bytes // (4 * max(n, 1))))
+
+
+def reflect(system: System, items: np.ndarray, *, patience: int, bound: float, eps: float,
+            progress=None) -> ReflectOutcome:
+    """Run braid reflection for ``items`` of ``system`` for at most ``patience`` reflections each.
+
+    Parameters
+    ----------
+    system : System
+        Adapter giving start points, batched residuals and reflection rows (see :mod:`systems`).
+    items : ndarray of int
+        Which items of the system to try.
+    patience : int
+        Reflections before giving up on an item (002 §4: 2500).
+    bound, eps : float
+        Box half-width and required margin.
+    progress : callable, optional
+        Called with the number of items finished after each batch.
+    """
+    T = len(items)
+    proven = np.zeros(T, dtype=bool)
+    steps = np.full(T, -1, dtype=np.int64)
+    X = np.empty((T, system.d), dtype=np.float64)
+    step = batch_size(system.n_rows)
+    for lo in range(0, T, step):
+        sl = slice(lo, min(lo + step, T))
+        p, s, x = _reflect_batch(system, items[sl], patience, bound, eps)
+        proven[sl], steps[sl], X[sl] = p, s, x
+        if progress is not None:
+            progress(sl.stop - sl.start)
+    return ReflectOutcome(proven, steps, X)
+
+
+def _reflect_batch(system: System, items: np.ndarray, patience: int, bound: float, eps: float):
+    B = len(items)
+    X = system.start(items).astype(system.dtype)  # (B, d)
+    proven = np.zeros(B, dtype=bool)
+    steps = np.full(B, -1, dtype=np.int64)
+    active = np.arange(B)
+    for it in range(patience + 1):
+        if active.size == 0:
+            break
+        if system.homogeneous:  # no offsets: the region is a cone, scaling into the box changes nothing
+            scale = np.maximum(np.abs(X[active]).max(axis=1) / bound, 1.0)
+            X[active] /= scale[:, None]
+        R = system.residuals(items[active], X[active])  # (b, m) a_i.x + c_i, computed in system.dtype
+        worst = system.worst(items[active], X[active], R)  # (b,) index of the row to reflect across
+        wins = system.accept(items[active], X[active], R, eps)  # rigorous: margin > eps in exact arithmetic
+        inside = np.abs(X[active]).max(axis=1) <= bound
+        done = active[wins & inside]
+        proven[done] = True
+        steps[done] = it + 1
+        keep = ~wins  # a winning point outside the box goes to the exact LP, as in 002 §4
+        active, worst = active[keep], worst[keep]
+        if active.size == 0 or it == patience:
+            break
+        a, c = system.rows(items[active], worst)  # (b, d), (b,)
+        sq = np.einsum("bd,bd->b", a, a)
+        movable = sq > 0  # a zero row (duplicate) cannot be reflected across: leave it to the LP
+        val = np.einsum("bd,bd->b", a, X[active]) + c
+        coef = np.where(movable, 2.0 * val / np.where(movable, sq, 1.0), 0.0)
+        X[active] -= coef[:, None] * a
+        active = active[movable]
+    return proven, steps, X.astype(np.float64)

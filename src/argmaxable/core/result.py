@@ -1,0 +1,100 @@
+"""The result of a check: one row per item (category or label assignment), with its evidence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+ARGMAXABLE, UNARGMAXABLE, UNDECIDED = "argmaxable", "unargmaxable", "undecided"
+STATUSES = (ARGMAXABLE, UNARGMAXABLE, UNDECIDED)
+
+
+@dataclass
+class CheckResult:
+    """Verdicts aligned with the items checked.
+
+    Attributes
+    ----------
+    kind : {"categories", "assignments"}
+    items : ndarray of int, shape (k,)
+        Category indices (categories) or row numbers of Y (assignments).
+    status : ndarray of str, shape (k,)
+        "argmaxable", "unargmaxable" or "undecided" (numerical trouble; the message says why).
+    radius : ndarray of float, shape (k,)
+        Chebyshev radius where the exact LP ran (NaN where the approximate stage settled the item). For
+        assignments it is always set: the LP optimum, or, where ``radius_exact`` is False, a witness margin > 1
+        that certifies both eps- and 1-argmaxability (a lower bound on the radius).
+    radius_exact : ndarray of bool
+        Whether ``radius`` is the LP optimum (rather than a certified bound).
+    steps : ndarray of int
+        Argmax evaluations the approximate stage needed (1 = the start point already wins), -1 where it did
+        not prove the item.
+    lp_rounds : ndarray of int
+        Constraint-generation rounds of the exact stage (0 where it did not run).
+    witness : ndarray, shape (k, d)
+        A point in the box where the item wins by more than eps (float64; NaN rows where there is none).
+    message : ndarray of str
+        Evidence or reason in words (duplicate rows, solver status of undecided items, ...).
+    certificates : list of (rows, weights)
+        For unargmaxable items: dual weights over constraint rows (category indices / label indices) whose
+        bound certifies radius <= eps; empty arrays elsewhere. Re-checked by :func:`verify_certificate`.
+    settings : dict
+        bound, eps, patience, solver used.
+    """
+
+    kind: str
+    items: np.ndarray
+    status: np.ndarray
+    radius: np.ndarray
+    radius_exact: np.ndarray
+    steps: np.ndarray
+    lp_rounds: np.ndarray
+    witness: np.ndarray
+    message: np.ndarray
+    certificates: list = field(repr=False)
+    settings: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def counts(self) -> dict[str, int]:
+        """Number of items per status."""
+        return {s: int(np.sum(self.status == s)) for s in STATUSES}
+
+    @property
+    def unargmaxable(self) -> np.ndarray:
+        """Items proven unargmaxable."""
+        return self.items[self.status == UNARGMAXABLE]
+
+    def one_argmaxable(self) -> np.ndarray:
+        """Items whose region holds a ball of radius > 1 (thesis §4.2's 1-argmaxable)."""
+        return (self.status == ARGMAXABLE) & (self.radius > 1.0)
+
+    def to_frame(self):
+        """One row per item: item, status, radius, radius_exact, steps, lp_rounds, witness_norm, message."""
+        import pandas as pd
+
+        with np.errstate(invalid="ignore"):
+            wnorm = np.linalg.norm(self.witness, axis=1) if self.witness.size else np.full(len(self), np.nan)
+        return pd.DataFrame({
+            "item": self.items,
+            "status": self.status,
+            "radius": self.radius,
+            "radius_exact": self.radius_exact,
+            "steps": self.steps,
+            "lp_rounds": self.lp_rounds,
+            "witness_norm": wnorm,
+            "message": self.message,
+        })
+
+    def summary(self) -> str:
+        """A short human-readable account."""
+        c = self.counts()
+        line = ", ".join(f"{v} {k}" for k, v in c.items())
+        text = f"{len(self)} {self.kind} checked: {line}"
+        if c[UNARGMAXABLE]:
+            shown = ", ".join(map(str, self.unargmaxable[:20]))
+            more = " ..." if c[UNARGMAXABLE] > 20 else ""
+            text += f"\nunargmaxable: {shown}{more}"
+        return text

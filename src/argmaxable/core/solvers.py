@@ -1,0 +1,138 @@
+"""LP backends for the Chebyshev programme over a growing working set of rows.
+
+Both backends solve, for unit-norm rows ``a_i`` and offsets ``c_i`` added so far,
+
+    maximise t   subject to   a_i . x + c_i + t <= 0,   -B <= x_j <= B,   t free,
+
+and return the optimum ``(x, t)`` with the row duals ``y``. ``t`` is free (not ``t >= 0`` as in 002 eq. 6) so the
+programme is always feasible and bounded, and its duals give a certificate either way (see
+:mod:`argmaxable.core.chebyshev`). Rows are added between solves and the previous basis is reused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# HiGHS's default feasibility tolerance (1e-7) is looser than the eps = 1e-8 the papers use; 1e-10 keeps the
+# solver's own error far below eps (GUIDE §1). Witnesses are re-checked in float64 anyway.
+FEASIBILITY_TOLERANCE = 1e-10
+
+SOLVERS = ("highs", "gurobi")
+
+
+class SolverError(RuntimeError):
+    """The LP backend failed in a way that is not a verdict (licence limit, crash, unknown status)."""
+
+
+@dataclass
+class LPSolution:
+    """One solve of the working-set LP."""
+
+    ok: bool  # an optimum was found; otherwise ``message`` says why
+    x: np.ndarray | None
+    t: float
+    duals: np.ndarray | None  # one non-negative weight per working-set row (may be unnormalised)
+    message: str
+
+
+class HighsLP:
+    """Chebyshev LP in HiGHS (highspy), rows added incrementally, warm-started by the dual simplex."""
+
+    def __init__(self, d: int, bound: float):
+        import highspy
+
+        self._hs = highspy
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)  # parallelism comes from solving many LPs at once
+        h.setOptionValue("primal_feasibility_tolerance", FEASIBILITY_TOLERANCE)
+        h.setOptionValue("dual_feasibility_tolerance", FEASIBILITY_TOLERANCE)
+        inf = highspy.kHighsInf
+        costs = np.zeros(d + 1)
+        costs[d] = 1.0
+        lower = np.concatenate([np.full(d, -bound), [-inf]])
+        upper = np.concatenate([np.full(d, bound), [inf]])
+        h.addCols(d + 1, costs, lower, upper, 0, np.array([], dtype=np.int32), np.array([], dtype=np.int32),
+                  np.array([], dtype=np.float64))
+        h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        self._h = h
+        self._d = d
+        self._rows = 0
+
+    def add_rows(self, A: np.ndarray, c: np.ndarray) -> None:
+        k, d = A.shape
+        values = np.hstack([A, np.ones((k, 1))]).ravel()
+        index = np.tile(np.arange(d + 1, dtype=np.int32), k)
+        starts = np.arange(k, dtype=np.int32) * (d + 1)
+        self._h.addRows(k, np.full(k, -self._hs.kHighsInf), -c, values.size, starts, index, values)
+        self._rows += k
+
+    def solve(self) -> LPSolution:
+        status = self._h.run()
+        model_status = self._h.getModelStatus()
+        text = self._h.modelStatusToString(model_status)
+        if status == self._hs.HighsStatus.kError:
+            raise SolverError(f"HiGHS failed (HiGHS status {model_status}: {text})")
+        if model_status != self._hs.HighsModelStatus.kOptimal:
+            return LPSolution(False, None, np.nan, None, f"HiGHS model status {int(model_status)}: {text}")
+        sol = self._h.getSolution()
+        col = np.asarray(sol.col_value, dtype=np.float64)
+        return LPSolution(True, col[: self._d], float(col[self._d]), np.abs(np.asarray(sol.row_dual)), "optimal")
+
+
+class GurobiLP:
+    """Chebyshev LP in Gurobi (optional backend; its pip licence caps models at 2000 rows or columns)."""
+
+    # GurobiError 10010: the size-limited pip licence refuses the model. An error, never an "infeasible".
+    SIZE_LIMIT_ERROR = 10010
+
+    def __init__(self, d: int, bound: float):
+        try:
+            import gurobipy as gp
+        except ImportError:
+            raise SolverError("solver='gurobi' needs gurobipy: pip install 'argmaxable[gurobi]'") from None
+        self._gp = gp
+        try:
+            env = gp.Env(empty=True)
+            env.setParam("OutputFlag", 0)
+            env.start()
+            m = gp.Model(env=env)
+            m.Params.Threads = 1
+            m.Params.FeasibilityTol = 1e-9  # Gurobi's minimum allowed value
+            m.Params.OptimalityTol = 1e-9
+            self._x = m.addMVar(d, lb=-bound, ub=bound)
+            self._t = m.addVar(lb=-gp.GRB.INFINITY, ub=gp.GRB.INFINITY)
+            m.setObjective(self._t, gp.GRB.MAXIMIZE)
+        except gp.GurobiError as err:
+            raise SolverError(f"Gurobi failed (GurobiError {err.errno}: {err})") from None
+        self._m = m
+        self._constrs: list = []
+
+    def add_rows(self, A: np.ndarray, c: np.ndarray) -> None:
+        constr = self._m.addConstr(A @ self._x + self._t <= -c)
+        self._constrs.append(constr)
+
+    def solve(self) -> LPSolution:
+        gp = self._gp
+        try:
+            self._m.optimize()
+        except gp.GurobiError as err:
+            hint = " (the pip licence is limited to 2000 rows/columns)" if err.errno == self.SIZE_LIMIT_ERROR else ""
+            raise SolverError(f"Gurobi refused the model (GurobiError {err.errno}: {err}){hint}") from None
+        status = self._m.Status
+        if status != gp.GRB.OPTIMAL:
+            return LPSolution(False, None, np.nan, None, f"Gurobi status {status}")
+        duals = np.concatenate([np.atleast_1d(c.Pi) for c in self._constrs])
+        return LPSolution(True, np.asarray(self._x.X, dtype=np.float64), float(self._t.X), np.abs(duals),
+                          "optimal")
+
+
+def make_lp(solver: str, d: int, bound: float):
+    """Instantiate the named backend."""
+    if solver == "highs":
+        return HighsLP(d, bound)
+    if solver == "gurobi":
+        return GurobiLP(d, bound)
+    raise ValueError(f"solver must be one of {SOLVERS}. Got {solver!r} instead.")

@@ -1,0 +1,142 @@
+"""Adapters from the papers' questions to halfspace systems ``A x + c < 0`` (GUIDE §1 table).
+
+A :class:`System` describes many items at once (one per category or label assignment). It gives the
+approximate stage batched residuals and reflection rows, and the exact stage one dense system per item.
+Rows are never materialised for all items at once: an n×n matrix would not fit for a real vocabulary.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+# Above this many weights the approximate stage runs in float32 (2x the GEMM rate); acceptance stays rigorous
+# through the rounding bound below.
+FLOAT32_ABOVE = 1_000_000
+
+
+def rounding_bound(dtype, d: int) -> float:
+    """Relative error factor of a length-d dot product plus an offset in ``dtype`` (Higham's gamma_{d+2},
+    doubled for the float64->dtype rounding of the inputs and the final subtraction)."""
+    u = np.finfo(dtype).eps / 2
+    return 2.0 * (d + 4) * u / (1.0 - (d + 4) * u)
+
+
+class System(Protocol):
+    n_rows: int  # constraints per item
+    d: int
+    dtype: type
+    homogeneous: bool  # all offsets are zero
+
+    def start(self, items: np.ndarray) -> np.ndarray: ...
+    def residuals(self, items: np.ndarray, X: np.ndarray) -> np.ndarray: ...
+    def worst(self, items: np.ndarray, X: np.ndarray, R: np.ndarray) -> np.ndarray: ...
+    def accept(self, items: np.ndarray, X: np.ndarray, R: np.ndarray, eps: float) -> np.ndarray: ...
+    def rows(self, items: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
+    def dense(self, item: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class CategorySystem:
+    """Category t of softmax(Wx + b) wins iff (w_i - w_t).x + (b_i - b_t) < 0 for all i != t (002 §3.3)."""
+
+    def __init__(self, W: np.ndarray, b: np.ndarray | None):
+        self.W64 = W
+        self.b64 = np.zeros(W.shape[0]) if b is None else b
+        self.homogeneous = b is None or not np.any(b)
+        self.n_rows, self.d = W.shape
+        self.dtype = np.float32 if W.size > FLOAT32_ABOVE else np.float64
+        self.W = W.astype(self.dtype)
+        self.b = self.b64.astype(self.dtype)
+        self.norms = np.linalg.norm(W, axis=1)  # ||w_i||, float64
+        self.kappa = rounding_bound(self.dtype, self.d)
+
+    def start(self, items):
+        return self.W64[items]  # x = w_t: "the dot product is largest when the vectors align" (002 §3.4.1)
+
+    def residuals(self, items, X):
+        logits = X @ self.W.T + self.b  # (b, n)
+        rows = np.arange(len(items))
+        R = logits - logits[rows, items][:, None]  # (b, n): logit_i - logit_t
+        R[rows, items] = -np.inf  # the target's own (zero) row
+        return R
+
+    def worst(self, items, X, R):
+        return np.argmax(R, axis=1)  # the current argmax among the others, Fig. 5 line 1
+
+    def accept(self, items, X, R, eps):
+        # |computed - exact| <= kappa (||w_i|| ||x|| + |b_i|) per logit; ||w_i - w_t|| <= ||w_i|| + ||w_t||.
+        xn = np.linalg.norm(X.astype(np.float64), axis=1)[:, None]  # (b, 1)
+        slack = R + (self.kappa * xn + eps) * self.norms + self.kappa * np.abs(self.b64)  # (b, n)
+        own = self.kappa * (self.norms[items] * xn[:, 0] + np.abs(self.b64[items])) + eps * self.norms[items]
+        ok = slack.max(axis=1) + own < 0
+        # Points that win in float arithmetic but not by the bound's margin: decide them exactly.
+        for k in np.flatnonzero(~ok & (R.max(axis=1) < 0)):
+            A, c = self.dense(int(items[k]))
+            x = X[k].astype(np.float64)
+            ok[k] = bool(np.all(-(A @ x + c) > eps * np.linalg.norm(A, axis=1)))
+        return ok
+
+    def rows(self, items, j):
+        return self.W[j] - self.W[items], self.b[j] - self.b[items]
+
+    def dense(self, item):
+        A = np.delete(self.W64, item, axis=0) - self.W64[item]
+        c = np.delete(self.b64, item) - self.b64[item]
+        return A, c
+
+    def row_index(self, item, rows):
+        """Map row positions of ``dense(item)`` back to category indices."""
+        rows = np.asarray(rows)
+        return rows + (rows >= item)
+
+
+class AssignmentSystem:
+    """Assignment y of sigmoid(Wx + b) holds iff y_i (w_i.x + b_i) > 0 for all i (thesis eq. 4.2):
+    rows a_i = -y_i w_i, offsets c_i = -y_i b_i."""
+
+    def __init__(self, W: np.ndarray, b: np.ndarray | None, signs: np.ndarray):
+        self.W64 = W
+        self.b64 = np.zeros(W.shape[0]) if b is None else b
+        self.homogeneous = b is None or not np.any(b)
+        self.signs = signs  # (m, n) int8 in {+1, -1}
+        self.n_rows, self.d = W.shape
+        self.dtype = np.float64
+        self.W = W
+        self.b = self.b64
+        self.norms = np.linalg.norm(W, axis=1)
+        self.kappa = rounding_bound(self.dtype, self.d)
+
+    def start(self, items):
+        # Mean direction of the active rows minus that of the inactive ones.
+        S = self.signs[items].astype(np.float64)  # (b, n)
+        pos = np.maximum(S, 0.0)
+        neg = np.maximum(-S, 0.0)
+        X = pos @ self.W / np.maximum(pos.sum(1, keepdims=True), 1) - neg @ self.W / np.maximum(
+            neg.sum(1, keepdims=True), 1)
+        return X
+
+    def residuals(self, items, X):
+        return -self.signs[items] * (X @ self.W.T + self.b)  # (b, n)
+
+    def worst(self, items, X, R):
+        return np.argmax(R / np.where(self.norms > 0, self.norms, 1.0), axis=1)  # most violated in distance
+
+    def margins(self, X, R) -> np.ndarray:
+        """Certified distance of each point to its nearest hyperplane (rounding error subtracted)."""
+        xn = np.linalg.norm(X, axis=1)[:, None]
+        err = self.kappa * (self.norms * xn + np.abs(self.b64))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dist = np.where(self.norms > 0, (-R - err) / self.norms, np.where(R < 0, np.inf, -np.inf))
+        return dist.min(axis=1)
+
+    def accept(self, items, X, R, eps):
+        return self.margins(X, R) > eps
+
+    def rows(self, items, j):
+        s = self.signs[items, j].astype(np.float64)
+        return -s[:, None] * self.W[j], -s * self.b[j]
+
+    def dense(self, item):
+        s = self.signs[item].astype(np.float64)
+        return -s[:, None] * self.W64, -s * self.b64

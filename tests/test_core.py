@@ -1,0 +1,225 @@
+"""The detection core against oracles that are not our code: Qhull, Cover's count, the DFT alternation
+theorem, closed-form bias cases and the 2-D toy of 002 Fig. 1."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy.spatial import ConvexHull
+
+import argmaxable as am
+from argmaxable.core import chebyshev
+
+TOY = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])  # 002 Fig. 1: c4 inside the triangle
+
+
+def all_assignments(n: int) -> np.ndarray:
+    return np.array(list(itertools.product([False, True], repeat=n)))
+
+
+@pytest.mark.parametrize(("n", "d", "seed"), [(60, 2, 0), (80, 3, 1), (120, 4, 2), (150, 5, 3), (120, 6, 4)])
+def test_categories_match_qhull_vertices(n, d, seed):
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(n, d))
+    # Points built strictly inside the hull: convex combinations of rows shrunk towards the centroid.
+    inner = 0.5 * rng.dirichlet(np.ones(n), size=10) @ W + 0.5 * W.mean(axis=0)
+    W = np.vstack([W, inner])
+    vertices = np.zeros(len(W), dtype=bool)
+    vertices[ConvexHull(W).vertices] = True
+    res = am.check_categories(W, workers=1)
+    assert (res.status == "undecided").sum() == 0
+    np.testing.assert_array_equal(res.status == "argmaxable", vertices)
+    assert not (res.status[n:] == "argmaxable").any()
+    assert am.verify_certificate(res, W).all()
+
+
+def test_toy_figure_1():
+    res = am.check_categories(TOY)
+    assert res.status.tolist() == ["argmaxable"] * 3 + ["unargmaxable"]
+    assert res.unargmaxable.tolist() == [3]
+    assert np.isnan(res.witness[3]).all() and np.isfinite(res.witness[:3]).all()
+
+
+def test_bias_half_squared_norm_makes_every_class_argmaxable():
+    # b_i = -||w_i||^2 / 2 turns the logits into -||x - w_i||^2/2 + const: x = w_t wins (000/002 appendix).
+    rng = np.random.default_rng(5)
+    W = rng.normal(size=(300, 3))
+    W[:50] *= 0.1  # many rows deep inside the hull: unargmaxable without the bias
+    b = -0.5 * (W**2).sum(axis=1)
+    assert (am.check_categories(W).status == "unargmaxable").sum() > 0
+    res = am.check_categories(W, b)
+    assert (res.status == "argmaxable").all()
+    # Pushing one class's bias far down makes it unargmaxable (its region leaves the box).
+    b2 = b.copy()
+    b2[7] -= 1e4
+    res2 = am.check_categories(W, b2, classes=[7, 8])
+    assert res2.status.tolist() == ["unargmaxable", "argmaxable"]
+    assert am.verify_certificate(res2, W, b2).all()
+
+
+def test_duplicate_rows_are_unargmaxable_with_reason():
+    W = np.vstack([TOY[:3], TOY[0]])
+    res = am.check_categories(W)
+    assert res.status.tolist() == ["unargmaxable", "argmaxable", "argmaxable", "unargmaxable"]
+    assert "duplicate of category 3" in res.message[0]
+    assert "duplicate of category 0" in res.message[3]
+    assert am.verify_certificate(res, W).all()
+
+
+def test_collinear_rows_middle_one_is_unargmaxable():
+    W = np.array([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0], [0.0, -1.0]])
+    b = np.zeros(4)
+    res = am.check_categories(W, b)
+    # w_2 lies on the segment between w_1 and w_3: it can tie but never win strictly.
+    assert res.status.tolist() == ["argmaxable", "unargmaxable", "argmaxable", "argmaxable"]
+
+
+def test_cover_count_gaussian():
+    # Thesis Thm 5.1: W in general position (n=12, d=4): 2 * sum_{i<4} C(11, i) = 464 argmaxable of 2^12.
+    rng = np.random.default_rng(0)
+    W = rng.normal(size=(12, 4))
+    Y = all_assignments(12)
+    res = am.check_assignments(W, Y, workers=2)
+    expected = 2 * sum(math.comb(11, i) for i in range(4))
+    assert expected == 464
+    assert (res.status == "argmaxable").sum() == expected
+    assert (res.status == "undecided").sum() == 0
+    assert np.isfinite(res.radius).all()
+
+
+def sign_changes(y: np.ndarray) -> np.ndarray:
+    return (y[:, 1:] != y[:, :-1]).sum(axis=1)
+
+
+def truncated_dft(n: int, k: int) -> np.ndarray:
+    """Thesis eq. 5.10, written out independently of the package's DFT head."""
+    t = 2 * np.pi * np.arange(n) / n
+    cols = [np.full(n, 1 / np.sqrt(n))]
+    for f in range(1, k + 1):
+        cols += [np.sqrt(2 / n) * np.cos(f * t), np.sqrt(2 / n) * np.sin(f * t)]
+    return np.stack(cols, axis=1)
+
+
+def test_dft_alternation_theorem():
+    # Thesis Thm 5.3 + Prop 5.1: for the truncated DFT (n=10, 2k+1=5) the argmaxable assignments are
+    # exactly those with <= 4 sign changes.
+    W = truncated_dft(10, 2)
+    Y = all_assignments(10)
+    res = am.check_assignments(W, Y)
+    np.testing.assert_array_equal(res.status == "argmaxable", sign_changes(Y) <= 4)
+    k_active = Y.sum(axis=1) <= 2
+    assert (res.status[k_active] == "argmaxable").all()
+    assert am.verify_certificate(res, W, Y=Y).all()
+
+
+def test_assignment_radius_thresholds_one_argmaxable():
+    W = 1e-5 * truncated_dft(10, 2)  # tiny weights: every region is far larger than 1 within the box
+    res = am.check_assignments(W, [[0], [0, 5]])
+    assert res.one_argmaxable().all()
+    res_small = am.check_assignments(W, [[0], [0, 5]], bound=1e-3)
+    assert (res_small.status == "argmaxable").all() and not res_small.one_argmaxable().any()
+
+
+def test_assignment_index_lists_equal_boolean_matrix():
+    rng = np.random.default_rng(1)
+    W = rng.normal(size=(9, 3))
+    lists = [[0, 1], [], [8], [2, 4, 6]]
+    Y = np.zeros((4, 9), dtype=bool)
+    for r, idx in enumerate(lists):
+        Y[r, idx] = True
+    a, b = am.check_assignments(W, lists), am.check_assignments(W, Y)
+    np.testing.assert_array_equal(a.status, b.status)
+    np.testing.assert_allclose(a.radius, b.radius)
+
+
+def test_results_do_not_depend_on_worker_count():
+    rng = np.random.default_rng(2)
+    W = rng.uniform(-1, 1, size=(400, 5))
+    b = rng.uniform(-1, 1, size=400)
+    one = am.check_categories(W, b, workers=1)
+    two = am.check_categories(W, b, workers=2)
+    np.testing.assert_array_equal(one.status, two.status)
+    np.testing.assert_array_equal(one.radius, two.radius)
+    np.testing.assert_array_equal(one.witness, two.witness)
+
+
+def test_float32_stage_agrees_with_float64_stage():
+    # Above 1e6 weights the approximate stage runs in float32 with a rounding bound.
+    rng = np.random.default_rng(3)
+    W = rng.normal(size=(20000, 60))
+    b = rng.normal(size=20000)
+    classes = np.arange(0, 20000, 97)
+    res = am.check_categories(W, b, classes=classes)
+    assert am.verify_certificate(res, W, b).all()
+    small = am.check_categories(W[:1000], b[:1000], classes=classes[classes < 1000])
+    assert am.verify_certificate(small, W[:1000], b[:1000]).all()
+
+
+def test_chebyshev_radius_of_a_square():
+    # |x|<=1, |y|<=1 written as four rows inside a box of 100: the largest ball has radius 1 at the origin.
+    A = np.array([[1.0, 0], [-1, 0], [0, 1], [0, -1]])
+    out = chebyshev(A, -np.ones(4), bound=100.0)
+    assert out.status == "feasible" and out.converged
+    assert out.radius == pytest.approx(1.0, abs=1e-9)
+    np.testing.assert_allclose(out.x, 0.0, atol=1e-9)
+    # The box binds: a far-away region is cut off.
+    assert chebyshev(np.array([[-1.0, 0.0]]), np.array([200.0]), bound=100.0).status == "infeasible"
+
+
+def test_thin_region_is_not_argmaxable_at_eps():
+    # A slab of width 1e-10 holds no ball of radius 1e-8.
+    A = np.array([[1.0, 0.0], [-1.0, 0.0]])
+    out = chebyshev(A, np.array([-1e-10, 0.0]), bound=10.0)
+    assert out.status == "infeasible" and out.upper <= 1e-8
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: am.check_categories(np.array([[1.0, np.nan]])), "must be finite"),
+        (lambda: am.check_categories(np.ones(3)), "2-D array"),
+        (lambda: am.check_categories(TOY, b=np.ones(3)), "shape \\(4,\\)"),
+        (lambda: am.check_categories(TOY, classes=[4]), "indices in \\[0, 4\\)"),
+        (lambda: am.check_categories(TOY, solver="cplex"), "'solver' parameter"),
+        (lambda: am.check_categories(TOY, bound=-1), "'bound' parameter"),
+        (lambda: am.check_assignments(TOY, [[0, 7]]), "outside \\[0, 4\\)"),
+        (lambda: am.check_assignments(TOY, np.ones((2, 3), dtype=bool)), "4 columns"),
+    ],
+)
+def test_bad_input_is_a_clear_error(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_torch_input_any_dtype():
+    torch = pytest.importorskip("torch")
+    res = am.check_categories(torch.tensor(TOY, dtype=torch.float16))
+    assert res.unargmaxable.tolist() == [3]
+
+
+def test_frame_has_one_row_per_item():
+    df = am.check_categories(TOY).to_frame()
+    assert list(df["status"]) == ["argmaxable"] * 3 + ["unargmaxable"]
+    assert {"item", "radius", "steps", "lp_rounds", "witness_norm", "message"} <= set(df.columns)
+
+
+@pytest.mark.gurobi
+def test_highs_and_gurobi_agree():
+    pytest.importorskip("gurobipy")
+    rng = np.random.default_rng(7)
+    W = rng.uniform(-1, 1, size=(1500, 8))
+    b = rng.uniform(-1, 1, size=1500)
+    classes = np.arange(60)
+    h = am.check_categories(W, b, classes=classes, patience=0)
+    try:
+        g = am.check_categories(W, b, classes=classes, patience=0, solver="gurobi")
+    except am.SolverError as err:  # no licence at all on this machine
+        pytest.skip(str(err))
+    np.testing.assert_array_equal(h.status, g.status)
+    Y = all_assignments(10)
+    W10 = rng.normal(size=(10, 4))
+    np.testing.assert_array_equal(am.check_assignments(W10, Y).status,
+                                  am.check_assignments(W10, Y, solver="gurobi").status)
