@@ -3,6 +3,7 @@
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/detect.smk"
+include: "workflow/rules/datasets.smk"
 include: "workflow/rules/theory.smk"
 include: "workflow/rules/multilabel.smk"
 
@@ -10,6 +11,7 @@ include: "workflow/rules/multilabel.smk"
 rule all:
     input:
         detect_targets(),
+        datasets_targets(),
         theory_targets(),
         multilabel_targets(),
     default_target: True

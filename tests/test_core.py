@@ -223,3 +223,15 @@ def test_highs_and_gurobi_agree():
     W10 = rng.normal(size=(10, 4))
     np.testing.assert_array_equal(am.check_assignments(W10, Y).status,
                                   am.check_assignments(W10, Y, solver="gurobi").status)
+
+
+def test_top_m_sets_reduce_to_categories():
+    # Top-1 sets are the argmaxable categories; top-(n-1) sets are those whose missing token can be the
+    # argmin, i.e. an argmaxable category of -W.
+    rng = np.random.default_rng(8)
+    W = rng.normal(size=(40, 3))
+    n = len(W)
+    top1 = am.check_top_m(W, [[t] for t in range(n)])
+    np.testing.assert_array_equal(top1.status, am.check_categories(W).status)
+    all_but_one = am.check_top_m(W, [[i for i in range(n) if i != j] for j in range(n)])
+    np.testing.assert_array_equal(all_but_one.status, am.check_categories(-W).status)

@@ -8,7 +8,16 @@ from argmaxable.core import (
     SolverError,
     check_assignments,
     check_categories,
+    check_top_m,
     verify_certificate,
 )
 
-__all__ = ["CheckResult", "SolverError", "check_assignments", "check_categories", "core", "verify_certificate"]
+__all__ = [
+    "CheckResult",
+    "SolverError",
+    "check_assignments",
+    "check_categories",
+    "check_top_m",
+    "core",
+    "verify_certificate",
+]

@@ -103,6 +103,16 @@ def load_config(overrides: list[str] | tuple[str, ...] = (), config_dir: Path | 
     return validate(cfg)
 
 
+def from_snakemake(smk) -> dict[str, Any]:
+    """The whole composed config of a Snakemake run, for provenance records inside a job's script.
+
+    Rules pass only the settings a job uses as ``params`` (so editing unrelated settings reruns nothing);
+    scripts call this to record the full tree the run was composed from.
+    """
+    overrides = smk.config.get("overrides", [])
+    return to_plain(load_config([overrides] if isinstance(overrides, str) else list(overrides)))
+
+
 def to_plain(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config as plain Python containers (for provenance records)."""
     return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]

@@ -61,8 +61,11 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
+    umask = os.umask(0)
+    os.umask(umask)
     try:
         yield tmp_path
+        tmp_path.chmod(0o666 & ~umask)  # mkstemp makes the file owner-only; results are for everyone
         os.replace(tmp_path, path)
     finally:
         tmp_path.unlink(missing_ok=True)

@@ -19,5 +19,6 @@ def _compose():
 
 CFG = _compose()
 RESULTS = CFG.results_dir
-# Rules pass the composed config to scripts as JSON so every job sees exactly the same tree.
+# The whole tree as JSON. Rules pass only the settings a job uses as params (a change elsewhere must not
+# rerun it); scripts record the full tree for provenance with argmaxable.config.from_snakemake(snakemake).
 CFG_JSON = json.dumps(to_plain(CFG), sort_keys=True)

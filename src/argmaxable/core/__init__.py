@@ -2,7 +2,7 @@
 adapters that turn the papers' questions into it."""
 
 from argmaxable.core.chebyshev import LPOutcome, chebyshev
-from argmaxable.core.check import check_assignments, check_categories, verify_certificate
+from argmaxable.core.check import check_assignments, check_categories, check_top_m, verify_certificate
 from argmaxable.core.result import CheckResult
 from argmaxable.core.solvers import SolverError
 
@@ -13,5 +13,6 @@ __all__ = [
     "chebyshev",
     "check_assignments",
     "check_categories",
+    "check_top_m",
     "verify_certificate",
 ]

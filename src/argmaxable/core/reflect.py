@@ -15,9 +15,6 @@ import numpy as np
 
 from argmaxable.core.systems import System
 
-# Unit roundoff of float32 (2^-24): bounds the error of the float32 logits used for acceptance.
-FLOAT32_UNIT = 2.0**-24
-
 
 @dataclass
 class ReflectOutcome:
@@ -76,9 +73,8 @@ def _reflect_batch(system: System, items: np.ndarray, patience: int, bound: floa
         if system.homogeneous:  # no offsets: the region is a cone, scaling into the box changes nothing
             scale = np.maximum(np.abs(X[active]).max(axis=1) / bound, 1.0)
             X[active] /= scale[:, None]
-        R = system.residuals(items[active], X[active])  # (b, m) a_i.x + c_i, computed in system.dtype
-        worst = system.worst(items[active], X[active], R)  # (b,) index of the row to reflect across
-        wins = system.accept(items[active], X[active], R, eps)  # rigorous: margin > eps in exact arithmetic
+        worst, margin = system.evaluate(items[active], X[active], eps)  # one (b × d) @ (d × n) product
+        wins = margin > eps  # certified: the rounding of the product is accounted for
         inside = np.abs(X[active]).max(axis=1) <= bound
         done = active[wins & inside]
         proven[done] = True

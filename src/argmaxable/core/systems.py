@@ -30,9 +30,12 @@ class System(Protocol):
     homogeneous: bool  # all offsets are zero
 
     def start(self, items: np.ndarray) -> np.ndarray: ...
-    def residuals(self, items: np.ndarray, X: np.ndarray) -> np.ndarray: ...
-    def worst(self, items: np.ndarray, X: np.ndarray, R: np.ndarray) -> np.ndarray: ...
-    def accept(self, items: np.ndarray, X: np.ndarray, R: np.ndarray, eps: float) -> np.ndarray: ...
+
+    def evaluate(self, items: np.ndarray, X: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
+        """For each (item, point): the row to reflect across next, and a certified lower bound on the point's
+        distance to the item's nearest hyperplane (> 0 means every constraint holds; exact arithmetic)."""
+        ...
+
     def rows(self, items: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
     def dense(self, item: int) -> tuple[np.ndarray, np.ndarray]: ...
 
@@ -49,33 +52,32 @@ class CategorySystem:
         self.W = W.astype(self.dtype)
         self.b = self.b64.astype(self.dtype)
         self.norms = np.linalg.norm(W, axis=1)  # ||w_i||, float64
+        self.max_norm = float(self.norms.max())
+        self.max_bias = float(np.abs(self.b64).max())
         self.kappa = rounding_bound(self.dtype, self.d)
 
     def start(self, items):
         return self.W64[items]  # x = w_t: "the dot product is largest when the vectors align" (002 §3.4.1)
 
-    def residuals(self, items, X):
-        logits = X @ self.W.T + self.b  # (b, n)
+    def evaluate(self, items, X, eps):
+        logits = X @ self.W.T  # (b, n) in self.dtype
+        logits += self.b
         rows = np.arange(len(items))
-        R = logits - logits[rows, items][:, None]  # (b, n): logit_i - logit_t
-        R[rows, items] = -np.inf  # the target's own (zero) row
-        return R
-
-    def worst(self, items, X, R):
-        return np.argmax(R, axis=1)  # the current argmax among the others, Fig. 5 line 1
-
-    def accept(self, items, X, R, eps):
-        # |computed - exact| <= kappa (||w_i|| ||x|| + |b_i|) per logit; ||w_i - w_t|| <= ||w_i|| + ||w_t||.
-        xn = np.linalg.norm(X.astype(np.float64), axis=1)[:, None]  # (b, 1)
-        slack = R + (self.kappa * xn + eps) * self.norms + self.kappa * np.abs(self.b64)  # (b, n)
-        own = self.kappa * (self.norms[items] * xn[:, 0] + np.abs(self.b64[items])) + eps * self.norms[items]
-        ok = slack.max(axis=1) + own < 0
-        # Points that win in float arithmetic but not by the bound's margin: decide them exactly.
-        for k in np.flatnonzero(~ok & (R.max(axis=1) < 0)):
+        own = logits[rows, items].astype(np.float64)
+        logits[rows, items] = -np.inf  # the target's own (zero) row
+        worst = np.argmax(logits, axis=1)  # the current argmax among the others (002 Fig. 5 line 1)
+        top = logits[rows, worst].astype(np.float64)
+        # Each computed logit is within kappa (||w_i|| ||x|| + |b_i|) of the exact one, and
+        # ||w_i - w_t|| <= ||w_t|| + max_i ||w_i||: a certified distance bound from two numbers per point.
+        xn = np.linalg.norm(X.astype(np.float64), axis=1)
+        err = self.kappa * (xn * self.max_norm + self.max_bias)
+        margin = (own - top - 2 * err) / (self.norms[items] + self.max_norm)
+        # Points that win in floating point but not by the bound's margin: measure them exactly.
+        for k in np.flatnonzero((margin <= eps) & (own > top)):
             A, c = self.dense(int(items[k]))
             x = X[k].astype(np.float64)
-            ok[k] = bool(np.all(-(A @ x + c) > eps * np.linalg.norm(A, axis=1)))
-        return ok
+            margin[k] = np.min(-(A @ x + c) / np.linalg.norm(A, axis=1))  # the float64 check itself
+        return worst, margin
 
     def rows(self, items, j):
         return self.W[j] - self.W[items], self.b[j] - self.b[items]
@@ -116,22 +118,13 @@ class AssignmentSystem:
             neg.sum(1, keepdims=True), 1)
         return X
 
-    def residuals(self, items, X):
-        return -self.signs[items] * (X @ self.W.T + self.b)  # (b, n)
-
-    def worst(self, items, X, R):
-        return np.argmax(R / np.where(self.norms > 0, self.norms, 1.0), axis=1)  # most violated in distance
-
-    def margins(self, X, R) -> np.ndarray:
-        """Certified distance of each point to its nearest hyperplane (rounding error subtracted)."""
-        xn = np.linalg.norm(X, axis=1)[:, None]
-        err = self.kappa * (self.norms * xn + np.abs(self.b64))
+    def evaluate(self, items, X, eps):
+        R = -self.signs[items] * (X @ self.W.T + self.b)  # (b, n): a_i.x + c_i
+        R += self.kappa * (np.linalg.norm(X, axis=1)[:, None] * self.norms + np.abs(self.b64))  # rounding
         with np.errstate(divide="ignore", invalid="ignore"):
-            dist = np.where(self.norms > 0, (-R - err) / self.norms, np.where(R < 0, np.inf, -np.inf))
-        return dist.min(axis=1)
-
-    def accept(self, items, X, R, eps):
-        return self.margins(X, R) > eps
+            dist = np.where(self.norms > 0, R / self.norms, np.where(R < 0, -np.inf, np.inf))  # (b, n)
+        worst = np.argmax(dist, axis=1)  # the most violated row, in distance
+        return worst, -dist[np.arange(len(items)), worst]
 
     def rows(self, items, j):
         s = self.signs[items, j].astype(np.float64)

@@ -1,0 +1,177 @@
+"""Benchmarks of the detection core. Run: ``python -m benchmarks [--quick] [--only NAME ...]`` (or ``make bench``).
+
+Each benchmark runs in its own subprocess (so its peak memory is its own), measures a simple baseline in the
+same run, prints the ratio, and appends a row to the markdown table printed at the end (paste it into
+benchmarks/RESULTS.md). Targets come from issue 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+GPT2 = (50257, 768)  # GPT-2's vocabulary and width
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _layer(n, d, dist, bias, seed=0):
+    rng = np.random.default_rng(seed)
+    draw = (lambda size: rng.uniform(-1, 1, size)) if dist == "uniform" else rng.standard_normal
+    W = draw((n, d)).astype(np.float32)
+    b = draw(n).astype(np.float32) if bias else None
+    return W, b
+
+
+def per_class_reflect(W, b, t, patience):
+    """Baseline: the reference's one-class-at-a-time braid reflect (002 Fig. 9), matrix-vector steps."""
+    b = np.zeros(W.shape[0], dtype=W.dtype) if b is None else b
+    x = W[t].copy()
+    for step in range(patience + 1):
+        logits = W @ x + b
+        i = int(np.argmax(logits))
+        if i == t:
+            return step + 1
+        w = W[t] - W[i]
+        x = x - 2 * (w @ x + (b[t] - b[i])) / (w @ w) * w
+    return -1
+
+
+def bench_vocab(quick: bool, dist: str, bias: bool) -> dict:
+    """Whole vocabulary of a GPT-2-sized random layer, combined exact result, vs a per-class loop."""
+    import argmaxable as am
+
+    n, d = (8000, 768) if quick else GPT2
+    W, b = _layer(n, d, dist, bias)
+    t0 = time.perf_counter()
+    res = am.check_categories(W, b)
+    total = time.perf_counter() - t0
+    sample = np.random.default_rng(1).choice(n, 20 if quick else 100, replace=False)
+    t0 = time.perf_counter()
+    for t in sample:
+        per_class_reflect(W, b, int(t), 2500)
+    per_class = (time.perf_counter() - t0) / len(sample)
+    return {
+        "benchmark": f"vocab {n}x{d} {dist} {'bias' if bias else 'no bias'}",
+        "ours_s": round(total, 2),
+        "baseline": f"per-class reflect loop: {per_class * 1e3:.1f} ms/class -> {per_class * n:.0f} s",
+        "ratio": round(per_class * n / total, 1),
+        "notes": f"{res.counts()}; LP items {(res.lp_rounds > 0).sum()}",
+        "peak_mib": round(_peak_mib()),
+    }
+
+
+def full_lp(A, c, bound):
+    """Baseline: one HiGHS LP with every row at once (the paper's formulation, eq. 6, t free)."""
+    from argmaxable.core.chebyshev import chebyshev
+
+    return chebyshev(A, c, bound=bound, initial_rows=A.shape[0])
+
+
+def bench_lp(quick: bool, n: int, d: int, bias: bool) -> dict:
+    """Exact LP per class: constraint generation vs the full-constraint LP, on the same classes."""
+    import argmaxable as am
+    from argmaxable.core.chebyshev import chebyshev
+    from argmaxable.core.systems import CategorySystem
+
+    W, b = _layer(n, d, "uniform", bias)
+    W, b = W.astype(np.float64), (None if b is None else b.astype(np.float64))
+    # The classes that reach the LP: those the approximate stage cannot prove.
+    probe = am.check_categories(W, b, patience=50 if quick else 2500)
+    hard = np.flatnonzero(probe.lp_rounds > 0)
+    pool = hard if hard.size else np.arange(n)
+    k = min(len(pool), 5 if quick else 20)
+    classes = np.random.default_rng(2).choice(pool, k, replace=False)
+    system = CategorySystem(W, b)
+    systems = [system.dense(int(t)) for t in classes]
+    t0 = time.perf_counter()
+    ours = [chebyshev(A, c, bound=100.0, exact=False) for A, c in systems]
+    t_cg = (time.perf_counter() - t0) / k
+    t0 = time.perf_counter()
+    base = [full_lp(A, c, 100.0) for A, c in systems]
+    t_full = (time.perf_counter() - t0) / k
+    agree = all(o.status == f.status for o, f in zip(ours, base, strict=True))
+    rounds = [o.rounds for o in ours]
+    return {
+        "benchmark": f"LP per class n={n} d={d} {'bias' if bias else 'no bias'}",
+        "ours_s": round(t_cg, 4),
+        "baseline": f"full-constraint HiGHS LP: {t_full:.3f} s/class",
+        "ratio": round(t_full / t_cg, 1),
+        "notes": (f"{hard.size} of {n} classes reach the LP ({probe.counts()['unargmaxable']} unargmaxable); "
+                  f"timed {k}; rounds median {int(np.median(rounds))} max {max(rounds)}; statuses agree: {agree}"),
+        "peak_mib": round(_peak_mib()),
+    }
+
+
+def bench_assignments(quick: bool) -> dict:
+    """10k label assignments of a MIMIC-III-sized Gaussian layer (n=8921, d=561), at most 80 active labels."""
+    import argmaxable as am
+
+    n, d, m = 8921, 561, (500 if quick else 10000)
+    rng = np.random.default_rng(3)
+    W = rng.standard_normal((n, d))
+    Y = [rng.choice(n, rng.integers(1, 81), replace=False) for _ in range(m)]
+    t0 = time.perf_counter()
+    res = am.check_assignments(W, Y)
+    total = time.perf_counter() - t0
+    return {
+        "benchmark": f"{m} assignments n={n} d={d} (<=80 active)",
+        "ours_s": round(total, 1),
+        "baseline": "target: 10k in < 300 s",
+        "ratio": round(300 * m / 10000 / total, 1),
+        "notes": f"{res.counts()}; 1-argmaxable {int(res.one_argmaxable().sum())}; "
+                 f"LP items {(res.lp_rounds > 0).sum()}, rounds max {res.lp_rounds.max()}",
+        "peak_mib": round(_peak_mib()),
+    }
+
+
+BENCHMARKS = {
+    "vocab_uniform_bias": lambda q: bench_vocab(q, "uniform", True),
+    "vocab_uniform": lambda q: bench_vocab(q, "uniform", False),
+    "vocab_normal_bias": lambda q: bench_vocab(q, "normal", True),
+    "vocab_normal": lambda q: bench_vocab(q, "normal", False),
+    "lp_2000x128": lambda q: bench_lp(q, 2000, 128, False),
+    "lp_50257x16_bias": lambda q: bench_lp(q, 50257, 16, True),
+    "assignments": bench_assignments,
+}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, to check the benchmarks run")
+    parser.add_argument("--only", nargs="*", choices=sorted(BENCHMARKS), help="run only these")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:  # run one benchmark in this process and print its row as JSON
+        print(json.dumps(BENCHMARKS[args.child](args.quick)))
+        return 0
+    rows = []
+    for name in args.only or BENCHMARKS:
+        cmd = [sys.executable, "-m", "benchmarks", "--child", name] + (["--quick"] if args.quick else [])
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode:
+            print(out.stderr, file=sys.stderr)
+            return out.returncode
+        row = json.loads(out.stdout.strip().splitlines()[-1])
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    print(f"\nmachine: {platform.processor() or platform.machine()}, {platform.python_version()}, "
+          f"quick={args.quick}\n")
+    keys = ["benchmark", "ours_s", "baseline", "ratio", "notes", "peak_mib"]
+    print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
+    for row in rows:
+        print("| " + " | ".join(str(row[k]) for k in keys) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
