@@ -1,0 +1,84 @@
+"""Config composition and validation: every group option composes, bad configs fail with one line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from argmaxable.config import CONFIG_DIR, ConfigError, load_config
+
+REPO = Path(__file__).resolve().parents[1]
+GROUPS = sorted(p.name for p in CONFIG_DIR.iterdir() if p.is_dir())
+
+
+def test_default_is_the_offline_experiment():
+    cfg = load_config()
+    assert cfg.experiment == "offline"
+    assert cfg.detect.bound == 100.0 and cfg.detect.eps == 1e-8 and cfg.detect.patience == 2500
+    assert "debtags" in cfg.dataset
+
+
+def test_paper_experiment_composes_with_paper_datasets():
+    cfg = load_config(["experiment=paper"])
+    assert cfg.experiment == "paper"
+    assert {"mimic3", "bioasq", "openimages"} <= set(cfg.dataset)
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_every_option_of_every_group_composes(group):
+    for option in sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml")):
+        value = f"[{option}]" if group in ("model", "dataset") else option
+        cfg = load_config([f"{group}={value}"])
+        if group in ("model", "dataset"):
+            assert option in cfg[group]
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("model=doesnotexist", "Could not find 'model/doesnotexist'"),
+        ("experiment=nope", "Could not find 'experiment/nope'"),
+        ("seed=abc", "invalid config key 'seed'"),
+        ("detect.bound=big", "invalid config key 'detect.bound'"),
+        ("detect.nosuchkey=1", "detect.nosuchkey"),
+    ],
+)
+def test_bad_config_is_one_clear_error(override, message):
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("[", r"\[")) as err:
+        load_config([override])
+    assert "\n" not in str(err.value)
+
+
+def test_missing_required_value_names_the_key(tmp_path):
+    (tmp_path / "config.yaml").write_text("experiment: ???\n")
+    with pytest.raises(ConfigError, match="experiment"):
+        load_config(config_dir=tmp_path)
+
+
+def test_config_is_read_only():
+    cfg = load_config()
+    with pytest.raises(Exception):  # noqa: B017 - OmegaConf raises its own ReadonlyConfigError
+        cfg.seed = 3
+
+
+def snakemake(*args: str) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("snakemake")
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    return subprocess.run([str(exe), *args], cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_snakemake_rejects_a_wrong_override_before_any_job():
+    out = snakemake("--cores", "1", "-n", "--config", "overrides=[model=doesnotexist]")
+    assert out.returncode != 0
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("argmaxable:")]
+    assert len(lines) == 1 and "model/doesnotexist" in lines[0]
+    assert "Traceback" not in out.stderr
+
+
+def test_snakemake_dry_run_lists_the_default_dag():
+    out = snakemake("--cores", "2", "-n", "--quiet", "rules")
+    assert out.returncode == 0, out.stderr
