@@ -45,7 +45,7 @@ class LPOutcome:
         Verdict at precision ``eps``.
     radius : float
         Chebyshev radius: the LP optimum when it converged, else the certified bound that decided the verdict
-        (lower bound for "feasible", upper bound for "infeasible"). Negative means even the best point in the
+        (lower bound for "feasible", upper bound for "infeasible"; NaN when undecided). Negative means even the best point in the
         box violates some row by that distance.
     lower, upper : float
         Certified bounds on the radius, checked in float64 (``lower <= radius <= upper`` up to solver noise).
@@ -214,6 +214,6 @@ def chebyshev(A, c, *, bound: float, eps: float = 1e-8, solver: str = "highs", x
     if converged and np.isfinite(t):
         radius = t
     else:
-        radius = lower if status == FEASIBLE else upper
+        radius = {FEASIBLE: lower, INFEASIBLE: upper}.get(status, np.nan)
     return LPOutcome(status, float(radius), lower, upper, best_x, np.asarray(dual_rows), dual_weights,
                      rounds, int(in_set.sum()), decided, message, converged)

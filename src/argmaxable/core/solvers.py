@@ -71,11 +71,14 @@ class HighsLP:
 
     def solve(self) -> LPSolution:
         status = self._h.run()
+        if status == self._hs.HighsStatus.kError:
+            # A warm-started simplex can break down on nearly degenerate regions (tiny DFT cells); one cold restart
+            # usually recovers. What still fails is numerical trouble, reported as such and never as a verdict.
+            self._h.clearSolver()
+            status = self._h.run()
         model_status = self._h.getModelStatus()
         text = self._h.modelStatusToString(model_status)
-        if status == self._hs.HighsStatus.kError:
-            raise SolverError(f"HiGHS failed (HiGHS status {model_status}: {text})")
-        if model_status != self._hs.HighsModelStatus.kOptimal:
+        if status == self._hs.HighsStatus.kError or model_status != self._hs.HighsModelStatus.kOptimal:
             return LPSolution(False, None, np.nan, None, f"HiGHS model status {int(model_status)}: {text}")
         sol = self._h.getSolution()
         col = np.asarray(sol.col_value, dtype=np.float64)
