@@ -1,5 +1,132 @@
-# theory family
+# theory family: closed forms and random matrices (thesis App. A.1, Ch. 5; 002 Figs 1, 2, 10; 004 Table 1).
+# Every rule compares its exact cells with the seeds' numbers and fails, naming the cells, if one differs.
+from omegaconf import OmegaConf
+
+THEORY = f"{RESULTS}/theory"
+THEORY_SETTINGS = OmegaConf.to_container(CFG.theory, resolve=True)
+
+
+def theory_outputs(tables=None, figures=None):
+    """Named outputs {key: path} of a theory rule, plus ``copies``: the .md beside each table and the .pdf
+    beside each figure (the package writes both; Snakemake must know them to clean and rerun)."""
+    named = {key: f"{THEORY}/tables/{stem}.parquet" for key, stem in (tables or {}).items()}
+    named |= {key: f"{THEORY}/figures/{stem}.png" for key, stem in (figures or {}).items()}
+    copies = [p.removesuffix(".parquet") + ".md" if p.endswith(".parquet")
+              else p.removesuffix(".png") + ".pdf" for p in named.values()]
+    return {**named, "copies": copies}
+
+
+rule count_regions:
+    output:
+        **theory_outputs(tables={"table": "regions", "no_bias": "regions_no_bias", "bias": "regions_bias"}),
+    params:
+        settings=THEORY_SETTINGS["regions"],
+        seed=CFG.seed,
+        config=CFG_JSON,
+    log:
+        f"{THEORY}/logs/count_regions.log",
+    script:
+        "../scripts/theory_count_regions.py"
+
+
+rule count_cover:
+    output:
+        **theory_outputs(tables={"percentage": "cover_percentage", "enumeration": "cover_enumeration"},
+                         figures={"figure": "cover_percentage"}),
+    params:
+        settings=THEORY_SETTINGS["cover"],
+        seed=CFG.seed,
+        config=CFG_JSON,
+    log:
+        f"{THEORY}/logs/count_cover.log",
+    script:
+        "../scripts/theory_count_cover.py"
+
+
+rule measure_dft:
+    output:
+        **theory_outputs(tables={"alternation": "dft_alternation", "radius": "dft_radius"},
+                         figures={"geometry": "dft_geometry", "radius_figure": "dft_radius"}),
+    params:
+        settings=THEORY_SETTINGS["dft"],
+        seed=CFG.seed,
+        config=CFG_JSON,
+    log:
+        f"{THEORY}/logs/measure_dft.log",
+    script:
+        "../scripts/theory_measure_dft.py"
+
+
+rule check_random_layer:
+    output:
+        f"{THEORY}/random_layers/d{{d}}.parquet",
+    wildcard_constraints:
+        d="|".join(str(d) for d in THEORY_SETTINGS["random_layers"]["d_values"]),
+    params:
+        settings=THEORY_SETTINGS["random_layers"],
+        seed=CFG.seed,
+        config=CFG_JSON,
+    threads: THEORY_SETTINGS["random_layers"]["workers"]
+    log:
+        f"{THEORY}/logs/check_random_layer_d{{d}}.log",
+    script:
+        "../scripts/theory_check_random_layer.py"
+
+
+rule summarize_random_layers:
+    input:
+        expand(f"{THEORY}/random_layers/d{{d}}.parquet", d=THEORY_SETTINGS["random_layers"]["d_values"]),
+    output:
+        **theory_outputs(tables={"summary": "random_layers", "qhull": "random_layers_qhull"},
+                         figures={"figure": "random_layers"}),
+    params:
+        settings=THEORY_SETTINGS["random_layers"],
+        seed=CFG.seed,
+        config=CFG_JSON,
+    threads: THEORY_SETTINGS["random_layers"]["workers"]
+    log:
+        f"{THEORY}/logs/summarize_random_layers.log",
+    script:
+        "../scripts/theory_summarize_random_layers.py"
+
+
+rule plot_toy:
+    output:
+        **theory_outputs(tables={"table": "toy"}, figures={"figure": "toy"}),
+    params:
+        config=CFG_JSON,
+    log:
+        f"{THEORY}/logs/plot_toy.log",
+    script:
+        "../scripts/theory_plot_toy.py"
+
+
+rule bound_topm:
+    output:
+        **theory_outputs(
+            tables={"table1": "basri_jacobs_table1", "appendix_b": "basri_jacobs_appendix_b",
+                    "crossings": "basri_jacobs_crossings"},
+            figures={"fig2": "basri_jacobs_fig2", "fig_b": "basri_jacobs_appendix_b"},
+        ),
+    params:
+        settings=THEORY_SETTINGS["basri_jacobs"],
+        seed=CFG.seed,
+        config=CFG_JSON,
+    log:
+        f"{THEORY}/logs/bound_topm.log",
+    script:
+        "../scripts/theory_bound_topm.py"
 
 
 def theory_targets():
-    return []
+    """Every output of the theory family (empty when theory.enabled is false)."""
+    if not CFG.theory.enabled:
+        return []
+    return [
+        *rules.count_regions.output,
+        *rules.count_cover.output,
+        *rules.measure_dft.output,
+        *rules.summarize_random_layers.output,
+        *rules.plot_toy.output,
+        *rules.bound_topm.output,
+    ]

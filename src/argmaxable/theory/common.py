@@ -1,0 +1,30 @@
+"""Output helpers of the theory rules: tables as parquet plus a readable markdown copy, figures as PNG+PDF."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from argmaxable.provenance import save_figure, write_table
+
+
+def write_tables(tables: Mapping[str, pd.DataFrame], out: Mapping[str, str], config: Any = None,
+                 **extra: Any) -> None:
+    """Write each ``tables[key]`` to ``out[key]`` (.parquet) and to the same name with suffix .md."""
+    for key, df in tables.items():
+        path = Path(out[key])
+        write_table(df, path, config=config, **extra)
+        write_table(df, path.with_suffix(".md"), config=config, **extra)
+
+
+def write_figure(fig, path: str | Path, config: Any = None) -> None:
+    """Save ``fig`` as ``path`` (.png) and beside it as .pdf, then close it."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    save_figure(fig, path, config=config)
+    save_figure(fig, path.with_suffix(".pdf"), config=config)
+    plt.close(fig)

@@ -1,0 +1,33 @@
+"""DFT geometry: alternation theorem (thesis Thm 5.3, Prop. 5.1) and slack columns (Prop. 5.2)."""
+
+import numpy as np
+
+import argmaxable as am
+from argmaxable.multilabel.heads import dft_matrix
+from argmaxable.theory.dft import alternation_table, alternations, radius_table, sample_k_active
+
+
+def test_alternations_count_sign_changes():
+    Y = np.array([[1, 1, 0, 0, 0], [1, 1, 0, 1, 0]], dtype=bool)  # thesis: alt(++---) = 1, alt(++-+-) = 3
+    assert alternations(Y).tolist() == [1, 3]
+
+
+def test_dft_argmaxable_assignments_are_the_2k_alternating_ones():
+    df = alternation_table(7, bound=1e4, eps=1e-8)
+    assert df["mismatches"].sum() == 0 and df["undecided"].sum() == 0
+    # |V_{n,2k}| = 2 sum_{i<=2k} C(n-1, i): for n = 7, k = 1 that is 2 (1 + 6 + 15) = 44.
+    assert df.set_index(["n", "k"]).loc[(7, 1), "argmaxable"] == 44
+
+
+def test_k_active_assignments_stay_argmaxable_with_slack():
+    rng = np.random.default_rng(0)
+    Y = sample_k_active(40, 2, 30, rng)
+    assert (Y.sum(axis=1) == 2).all()
+    W = np.hstack([dft_matrix(40, 2), rng.standard_normal((40, 16)) / np.sqrt(40)])
+    assert (am.check_assignments(W, Y, workers=1).status == "argmaxable").all()
+
+
+def test_radius_table_shape():
+    df = radius_table([16], [1, 2], slack=4, samples=20, quantile=0.01, seed=0, bound=1e4, eps=1e-8)
+    assert len(df) == 4 and set(df["slack"]) == {0, 4}
+    assert (df["eps_argmaxable"] == 20).all()  # thesis Thm 5.4: every k-active assignment
