@@ -1,0 +1,54 @@
+# datasets family: build each configured multi-label dataset (config/dataset/*.yaml) into an Arrow
+# DatasetDict with labels.json, stats.json and a histogram of active labels (thesis Fig. 5.1).
+import json
+
+from omegaconf import OmegaConf
+
+from argmaxable.multilabel.datasets.debtags import APT_LISTS, SNAPSHOT
+
+DATASETS = f"{RESULTS}/datasets"
+
+
+def datasets_targets():
+    return [f"{DATASETS}/{name}" for name in CFG.dataset]
+
+
+def snapshot_version(wildcards):
+    """The debtags snapshot's recorded sha256: a param (not an input, which would make Snakemake schedule
+    the snapshot's maintenance rule), so a rebuilt snapshot still triggers a rebuild of the dataset."""
+    ds = CFG.dataset[wildcards.dataset]
+    if ds.name != "debtags" or ds.source != "snapshot":
+        return ""
+    return json.loads(SNAPSHOT.with_suffix(".meta.json").read_text())["sha256"]
+
+
+# Params hold only this dataset's settings (not CFG_JSON): Snakemake reruns a job when its params change, and
+# an unrelated config edit must not rebuild the dataset and, downstream, retrain every head.
+rule build_dataset:
+    wildcard_constraints:
+        dataset="|".join(CFG.dataset) or "none",
+    output:
+        directory(f"{DATASETS}/{{dataset}}"),
+    log:
+        f"{DATASETS}/logs/build_dataset_{{dataset}}.log",
+    params:
+        dataset=lambda wc: OmegaConf.to_container(CFG.dataset[wc.dataset], resolve=True),
+        snapshot=snapshot_version,
+        data_root="data",  # user-supplied inputs (MIMIC-III, BioASQ, OpenImages); see data/README.md
+    script:
+        "../scripts/datasets_build.py"
+
+
+# Maintenance, not part of `all`: rebuild the shipped debtags snapshot from this machine's apt lists.
+# Run `apt-get -o Acquire::Languages=en update` (as root, on Debian) first, then
+#   snakemake --cores 1 --forcerun make_debtags_snapshot -- make_debtags_snapshot
+rule make_debtags_snapshot:
+    output:
+        parquet=str(SNAPSHOT),
+        meta=str(SNAPSHOT.with_suffix(".meta.json")),
+    log:
+        f"{DATASETS}/logs/make_debtags_snapshot.log",
+    params:
+        lists_dir=str(APT_LISTS),
+    script:
+        "../scripts/datasets_snapshot.py"
