@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from omegaconf import MISSING
 
@@ -19,9 +20,25 @@ class DetectConfig:
 
 
 @dataclass
+class PaperResult:
+    """What the papers report for a model, printed beside our numbers in the detection table."""
+
+    table: str = ""  # where it is reported, e.g. "002 Table 4"
+    potentially_unargmaxable: str = ""  # as printed: "109", or "≤ 2" for the grouped rows of 002 Table 8
+    unargmaxable: int | None = None
+
+
+@dataclass
 class ModelConfig:
-    """One softmax output layer to check (a released model or a synthetic layer)."""
+    """One softmax output layer to check (a released model or a synthetic layer).
+
+    ``source`` picks the loader in :mod:`argmaxable.models.loaders` and ``params`` are its keyword
+    arguments (``random``: n, d, dist, bias, seed; ``huggingface``: repo, revision, local_files_only;
+    ``npz``/``file``: path (local or http(s) URL), member, weight_key, bias_key, no_bias, sha256).
+    """
 
     name: str = MISSING
-    source: str = MISSING  # how to obtain the layer: see argmaxable.models.loaders
-    params: dict[str, str] = field(default_factory=dict)
+    source: str = MISSING  # random | huggingface | npz | file: see argmaxable.models.loaders
+    params: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    paper: PaperResult = field(default_factory=PaperResult)

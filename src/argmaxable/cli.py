@@ -1,0 +1,178 @@
+"""Command-line interface: check a softmax layer or sigmoid label assignments from a weights file.
+
+    argmaxable check softmax layer.npz [--weight-key K] [--bias-key K] [--out table.parquet]
+    argmaxable check assignments layer.pt labels.txt [--out table.csv]
+    argmaxable config show [experiment=paper detect.bound=50 ...]
+
+User errors (bad files, missing keys, bad settings) print one line to stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from argmaxable import __version__
+
+EXIT_USAGE = 2  # argparse's own status for bad usage; we use it for every user error
+
+
+class UsageError(ValueError):
+    """A bad command-line input; printed as one line."""
+
+
+def read_labels(path: str | Path, n: int):
+    """Label assignments from a text file (one assignment per line: active label indices separated by spaces;
+    an empty line is the assignment with no active label; ``#`` starts a comment) or a .npy bool matrix."""
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"labels file {str(path)!r} does not exist")
+    if path.suffix == ".npy":
+        Y = np.load(path, allow_pickle=False)
+        if Y.ndim != 2 or Y.shape[1] != n:
+            raise UsageError(f"labels matrix {str(path)!r} must have shape (m, {n}); got {Y.shape}")
+        return Y
+    assignments = []
+    for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+        if line.lstrip().startswith("#"):
+            continue
+        try:
+            assignments.append([int(tok) for tok in line.split("#", 1)[0].split()])
+        except ValueError:
+            raise UsageError(f"{path}:{lineno}: expected label indices separated by spaces, got {line!r}") from None
+    if not assignments:
+        raise UsageError(f"labels file {str(path)!r} holds no assignment")
+    return assignments
+
+
+def _describe(path, W, b) -> str:
+    return f"{path}: {W.shape[0]} x {W.shape[1]} weights, {'with' if b is not None else 'no'} bias"
+
+
+def _read_layer(args):
+    """W, b from a weights file, or from a Hugging Face model directory (save_pretrained) via its logits layer."""
+    if Path(args.path).is_dir():
+        from argmaxable.models.loaders import load_huggingface
+
+        if args.weight_key or args.bias_key:
+            raise UsageError("--weight-key/--bias-key apply to weights files, not to a Hugging Face model directory")
+        layer = load_huggingface(args.path)
+        return layer.W, None if args.no_bias else layer.b
+    from argmaxable.models.weights import load_layer
+
+    return load_layer(args.path, args.weight_key, args.bias_key, no_bias=args.no_bias)
+
+
+def _settings(args) -> dict:
+    """Only the options the user gave: everything else keeps the core's documented defaults."""
+    names = ("bound", "patience", "eps", "solver", "workers")
+    return {k: getattr(args, k) for k in names if getattr(args, k) is not None}
+
+
+def _write(res, args, extra_inputs=()) -> None:
+    if args.out is None:
+        return
+    from argmaxable.provenance import write_table
+
+    out = Path(args.out)
+    if out.suffix not in (".parquet", ".csv"):
+        raise UsageError(f"--out must end in .parquet or .csv; got {str(out)!r}")
+    frame = res.to_frame().rename(columns={"item": "category" if res.kind == "categories" else "assignment"})
+    write_table(frame, out, config={"command": sys.argv[1:], **res.settings},
+                inputs=[args.path, *extra_inputs])
+    print(f"wrote {out}")
+
+
+def cmd_check_softmax(args) -> int:
+    import argmaxable as am
+
+    W, b = _read_layer(args)
+    print(_describe(args.path, W, b))
+    res = am.check_categories(W, b, progress=args.progress, **_settings(args))
+    print(res.summary())
+    _write(res, args)
+    return 0
+
+
+def cmd_check_assignments(args) -> int:
+    import argmaxable as am
+
+    W, b = _read_layer(args)
+    Y = read_labels(args.labels, W.shape[0])
+    print(_describe(args.path, W, b))
+    res = am.check_assignments(W, Y, b, progress=args.progress, **_settings(args))
+    print(res.summary())
+    print(f"{int(res.one_argmaxable().sum())} of {len(res)} assignments are 1-argmaxable (radius > 1)")
+    _write(res, args, [args.labels])
+    return 0
+
+
+def cmd_config_show(args) -> int:
+    from omegaconf import OmegaConf
+
+    from argmaxable.config import load_config
+
+    print(OmegaConf.to_yaml(load_config(args.overrides)), end="")
+    return 0
+
+
+def _add_layer_options(p: argparse.ArgumentParser, bound_default: str) -> None:
+    p.add_argument("path", help="weights file (.npz, .npy, .pt/.pth/.bin, .safetensors) or a Hugging Face model "
+                   "directory (save_pretrained)")
+    p.add_argument("--weight-key", metavar="K", help="name of the weight matrix in the file (default: "
+                   "lm_head.weight, decoder_ff_logit_out_W, ff_logit_W, decoder_Wemb, Wemb_dec, Wemb, weight, W)")
+    p.add_argument("--bias-key", metavar="K", help="name of the bias vector (default: the first known one present)")
+    p.add_argument("--no-bias", action="store_true", help="ignore any bias in the file")
+    p.add_argument("--bound", type=float, help=f"box on the inputs |x_j| <= B (default {bound_default})")
+    p.add_argument("--patience", type=int, help="approximate-stage steps before the exact LP")
+    p.add_argument("--eps", type=float, help="Chebyshev radius that counts as a region (default 1e-8)")
+    p.add_argument("--solver", help="LP solver: highs (default) or gurobi")
+    p.add_argument("--workers", type=int, help="LPs solved at once (default 2)")
+    p.add_argument("--out", metavar="FILE", help="write one row per item to FILE (.parquet or .csv)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=sys.stderr.isatty(),
+                   help="show progress bars on stderr (default: when stderr is a terminal)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="argmaxable", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"argmaxable {__version__}")
+    groups = parser.add_subparsers(dest="group", required=True, metavar="{check,config}")
+
+    check = groups.add_parser("check", help="check a softmax layer or sigmoid label assignments")
+    checks = check.add_subparsers(dest="what", required=True, metavar="{softmax,assignments}")
+    softmax = checks.add_parser("softmax", help="which categories of softmax(Wx+b) can be the argmax (002 §3)")
+    _add_layer_options(softmax, "100, 002 §4")
+    softmax.set_defaults(func=cmd_check_softmax)
+    assign = checks.add_parser("assignments", help="which label assignments of sigmoid(Wx+b) are argmaxable "
+                               "(thesis §4.1)")
+    _add_layer_options(assign, "1e4, thesis §4.2")
+    assign.add_argument("labels", help="text file, one assignment per line (active label indices separated by "
+                        "spaces), or a .npy boolean matrix (m, n)")
+    assign.set_defaults(func=cmd_check_assignments)
+
+    config = groups.add_parser("config", help="inspect the composed Hydra configuration")
+    configs = config.add_subparsers(dest="what", required=True, metavar="{show}")
+    show = configs.add_parser("show", help="print the composed, validated config")
+    show.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. experiment=paper detect.bound=50")
+    show.set_defaults(func=cmd_config_show)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the exit status (0 on success, 2 on a user error)."""
+    from argmaxable.core import SolverError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, OSError, SolverError) as err:  # our errors: WeightsError, ConfigError, UsageError...
+        message = str(err).strip().splitlines() or [type(err).__name__]
+        print(f"argmaxable: error: {message[0]}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

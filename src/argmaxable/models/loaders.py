@@ -1,0 +1,314 @@
+"""Obtain the softmax output layer of a model config: synthetic, Hugging Face, released .npz, or any file.
+
+Each source is one function whose keyword arguments are the config's ``params``:
+
+- ``random``: W, b ~ U(-1, 1) (002 appendix, Fig. 10) or N(0, 1), seeded;
+- ``huggingface``: a hub id or a local ``save_pretrained`` directory. Only the output-layer tensors are read
+  from the checkpoint (never the whole model): the model class is built on the ``meta`` device (no memory)
+  to find which parameter produces the logits and which stored names it is tied to;
+- ``npz``: a Marian/Nematus .npz (Bergamot, Edinburgh WMT'17) by local path or URL, optionally inside a
+  .tar.gz release archive; downloads are cached;
+- ``file``: any file :func:`argmaxable.models.weights.load_layer` reads.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import inspect
+import json
+import os
+import tarfile
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from argmaxable.models.weights import WeightsError, load_layer, open_tensors, to_numpy
+from argmaxable.provenance import atomic_path
+
+
+@dataclass
+class Layer:
+    """A softmax output layer and where it came from."""
+
+    W: np.ndarray  # (n, d)
+    b: np.ndarray | None  # (n,)
+    origin: str  # human-readable source, recorded in provenance
+    files: list[Path] = field(default_factory=list)  # files read, hashed into provenance
+
+
+# ---------------------------------------------------------------------------------------------- random
+
+
+def load_random(n: int, d: int, dist: str = "uniform", bias: bool = True, seed: int = 0) -> Layer:
+    """A random layer: W (n, d) and b (n,) drawn i.i.d. from U(-1, 1) (002 Fig. 10) or N(0, 1)."""
+    draws = {"uniform": lambda rng, size: rng.uniform(-1.0, 1.0, size),
+             "gaussian": lambda rng, size: rng.standard_normal(size)}
+    if dist not in draws:
+        raise WeightsError(f"random layer: 'dist' must be one of {sorted(draws)}; got {dist!r}")
+    if int(n) < 1 or int(d) < 1:
+        raise WeightsError(f"random layer: 'n' and 'd' must be positive; got n={n!r}, d={d!r}")
+    rng = np.random.default_rng(seed)
+    W = draws[dist](rng, (int(n), int(d)))
+    b = draws[dist](rng, int(n)) if bias else None
+    return Layer(W, b, f"random:{dist} n={n} d={d} bias={bool(bias)} seed={seed}")
+
+
+# ----------------------------------------------------------------------------------------- huggingface
+
+# Model types whose logits do not come from get_output_embeddings(): FSMT returns the decoder input
+# embeddings there, while its logits come from a separate output projection.
+_LOGITS_MODULE = {"fsmt": "model.decoder.output_projection"}
+_EXTRA_BIAS = ("final_logits_bias",)  # Marian/BART add this buffer to the logits
+_CHECKPOINTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
+
+
+def _hub_fetcher(repo: str, revision: str | None, local_files_only: bool, cache_dir: str | None
+                 ) -> Callable[[str], Path | None]:
+    """A function returning the local path of one file of the model (None if the model lacks it)."""
+    if Path(repo).is_dir():
+        return lambda name: (Path(repo) / name) if (Path(repo) / name).is_file() else None
+
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
+
+    def fetch(name: str) -> Path | None:
+        try:
+            return Path(hf_hub_download(repo, name, revision=revision, local_files_only=local_files_only,
+                                        cache_dir=cache_dir))
+        except EntryNotFoundError:
+            return None
+        except LocalEntryNotFoundError:
+            if local_files_only:
+                return None
+            raise WeightsError(f"cannot download {name!r} of {repo!r} from the Hugging Face hub (no network?); "
+                               "download it where there is one, or pass a local directory") from None
+        except Exception as err:  # hub errors: unknown repo, gated model, HTTP failures
+            raise WeightsError(f"cannot fetch {name!r} of {repo!r}: {str(err).splitlines()[0]}") from None
+
+    return fetch
+
+
+def _logits_names(config) -> tuple[list[str], list[str]]:
+    """Candidate stored names of the logits weight and of the bias terms, from a meta-device model."""
+    import torch
+    import transformers
+
+    arch = (getattr(config, "architectures", None) or [None])[0]
+    cls = getattr(transformers, arch, None) if arch else None
+    with torch.device("meta"):
+        if cls is not None:
+            model = cls(config)
+        else:
+            autos = (transformers.AutoModelForCausalLM, transformers.AutoModelForMaskedLM,
+                     transformers.AutoModelForSeq2SeqLM)
+            for auto in autos:
+                try:
+                    model = auto.from_config(config)
+                    break
+                except ValueError:
+                    continue
+            else:
+                raise WeightsError(f"no language-model head known for model type {config.model_type!r}")
+    modules = dict(model.named_modules())
+    name = _LOGITS_MODULE.get(config.model_type)
+    if name is None:
+        head = model.get_output_embeddings()
+        name = next((k for k, m in modules.items() if m is head), None) if head is not None else None
+    if name is None or name not in modules:
+        raise WeightsError(f"cannot find the output layer of {arch or config.model_type}")
+    head = modules[name]
+    prefix = f"{model.base_model_prefix}."
+
+    def stored(param) -> list[str]:
+        """Every name a (possibly tied) parameter may be stored under, incl. without the base prefix."""
+        names = [k for k, p in model.named_parameters(remove_duplicate=False) if p is param]
+        return names + [k[len(prefix):] for k in names if k.startswith(prefix)]
+
+    weight = stored(head.weight)
+    biases = []
+    if getattr(head, "bias", None) is not None:
+        biases.append(stored(head.bias))
+    buffers = dict(model.named_buffers())
+    biases += [[k] for k in _EXTRA_BIAS if k in buffers]
+    return weight, biases
+
+
+def _choose(keys, candidates: list[list[str]], repo: str) -> list[str]:
+    """For each list of candidate names, the first one the checkpoint holds."""
+    chosen = []
+    for names in candidates:
+        key = next((k for k in names if k in keys), None)
+        if key is None:
+            raise WeightsError(f"{repo!r}: none of {names} in the checkpoint; keys found: "
+                               f"{', '.join(sorted(keys)[:30])} ...")
+        chosen.append(key)
+    return chosen
+
+
+def _read_head(fetch, candidates: list[list[str]], repo: str) -> tuple[list[np.ndarray], list[Path]]:
+    """Read the chosen tensors from a single or sharded checkpoint, opening each needed file once."""
+    for name in _CHECKPOINTS:
+        path = fetch(name)
+        if path is None:
+            continue
+        if not name.endswith(".index.json"):
+            with open_tensors(path) as tensors:
+                return [to_numpy(tensors[k]) for k in _choose(tensors, candidates, repo)], [path]
+        weight_map = json.loads(path.read_text())["weight_map"]
+        keys = _choose(weight_map, candidates, repo)
+        values, files = {}, []
+        for shard in sorted({weight_map[k] for k in keys}):
+            shard_path = fetch(shard)
+            if shard_path is None:
+                raise WeightsError(f"{repo!r}: shard {shard!r} named in {name} is missing")
+            files.append(shard_path)
+            with open_tensors(shard_path) as tensors:
+                values |= {k: to_numpy(tensors[k]) for k in keys if weight_map[k] == shard}
+        return [values[k] for k in keys], files
+    raise WeightsError(f"{repo!r}: no checkpoint found (looked for {', '.join(_CHECKPOINTS)})")
+
+
+def load_huggingface(repo: str, revision: str | None = None, local_files_only: bool = False,
+                     cache_dir: str | None = None) -> Layer:
+    """The logits layer of a Hugging Face model (hub id or local directory), reading only its tensors.
+
+    BERT/RoBERTa's MLM head applies a transform before its decoder: the softmax layer is the decoder
+    (weight + bias, the bias stored as ``cls.predictions.bias`` / ``lm_head.bias``). Marian adds
+    ``final_logits_bias``; GPT-2 and FSMT have no output bias.
+    """
+    from transformers import AutoConfig
+
+    fetch = _hub_fetcher(repo, revision, local_files_only, cache_dir)
+    config_path = fetch("config.json")
+    if config_path is None:
+        raise WeightsError(f"{repo!r} has no config.json: not a Hugging Face model (directory or hub id)")
+    config = AutoConfig.from_pretrained(config_path.parent)
+    weight_names, bias_names = _logits_names(config)
+    (W, *terms), files = _read_head(fetch, [weight_names, *bias_names], repo)
+    b = sum(t.reshape(-1).astype(np.float32) for t in terms) if terms else None  # e.g. decoder bias + extra
+    if W.ndim != 2 or (b is not None and b.shape != (W.shape[0],)):
+        raise WeightsError(f"{repo!r}: output weights {W.shape} and bias {None if b is None else b.shape} "
+                           "do not form a layer")
+    origin = f"huggingface:{repo}" + (f"@{revision}" if revision else "")
+    return Layer(np.ascontiguousarray(W), b, origin, files)
+
+
+# ------------------------------------------------------------------------------------------ files, npz
+
+
+def cache_root() -> Path:
+    """Where downloaded weights are kept: $ARGMAXABLE_CACHE, else ~/.cache/argmaxable."""
+    return Path(os.environ.get("ARGMAXABLE_CACHE", Path.home() / ".cache" / "argmaxable"))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fetch_url(url: str, sha256: str | None = None) -> Path:
+    """Download ``url`` once into :func:`cache_root` (atomically) and return the local path."""
+    target = cache_root() / hashlib.sha256(url.encode()).hexdigest()[:16] / url.rstrip("/").rsplit("/", 1)[-1]
+    if not target.is_file():
+        try:
+            with urllib.request.urlopen(url, timeout=60) as response, atomic_path(target) as tmp, \
+                    open(tmp, "wb") as out:
+                while block := response.read(1 << 20):
+                    out.write(block)
+        except OSError as err:
+            raise WeightsError(f"cannot download {url}: {err}; download it by hand and set 'path' to the "
+                               "local file") from None
+    if sha256 and _sha256(target) != sha256:
+        raise WeightsError(f"{target} does not match the expected sha256 {sha256}: delete it and retry")
+    return target
+
+
+def _extract(archive: Path, member: str) -> Path:
+    """The one archive member matching the glob ``member``, extracted beside the archive (once)."""
+    try:
+        with tarfile.open(archive) as tar:
+            names = [m.name for m in tar.getmembers() if m.isfile()]
+            hits = [n for n in names if fnmatch.fnmatch(n, member)]
+            if len(hits) != 1:
+                raise WeightsError(f"{len(hits)} members of {archive} match {member!r} (need exactly one); "
+                                   f"members: {', '.join(names[:30])}")
+            target = archive.parent / (archive.name + ".d") / Path(hits[0]).name
+            if not target.is_file():
+                with atomic_path(target) as tmp, tar.extractfile(hits[0]) as src, open(tmp, "wb") as out:
+                    while block := src.read(1 << 20):
+                        out.write(block)
+    except (tarfile.TarError, OSError) as err:
+        raise WeightsError(f"cannot read archive {archive}: {err}") from None
+    return target
+
+
+def load_file(path: str, weight_key: str | None = None, bias_key: str | None = None, no_bias: bool = False,
+              member: str | None = None, sha256: str | None = None) -> Layer:
+    """A layer from a weights file given by local path or http(s) URL, optionally inside a tar archive.
+
+    ``member`` is a glob naming the weights file inside a .tar/.tar.gz release (e.g. ``"*.npz"``); the
+    other arguments are those of :func:`argmaxable.models.weights.load_layer`.
+    """
+    local = fetch_url(path, sha256) if path.startswith(("http://", "https://")) else Path(path).expanduser()
+    if member is not None:
+        if not local.is_file():
+            raise WeightsError(f"archive {str(local)!r} does not exist")
+        inner = _extract(local, member)
+    else:
+        inner = local
+    W, b = load_layer(inner, weight_key=weight_key, bias_key=bias_key, no_bias=no_bias)
+    origin = path + (f"!{member}" if member else "")
+    return Layer(W, b, origin, [local])
+
+
+def load_npz(path: str, weight_key: str | None = None, bias_key: str | None = None, no_bias: bool = False,
+             member: str | None = None, sha256: str | None = None) -> Layer:
+    """A Marian/Nematus .npz release (local path or URL, optionally inside a .tar.gz): see :func:`load_file`."""
+    if not (member or path).endswith(".npz"):
+        raise WeightsError(f"npz source: {member or path!r} is not a .npz file (use source 'file' for others)")
+    return load_file(path, weight_key, bias_key, no_bias, member, sha256)
+
+
+SOURCES: dict[str, Callable[..., Layer]] = {
+    "random": load_random,
+    "huggingface": load_huggingface,
+    "npz": load_npz,
+    "file": load_file,
+}
+
+
+def load_model(model: Mapping) -> Layer:
+    """Load the output layer a model config (``source`` + ``params``) describes.
+
+    Raises
+    ------
+    WeightsError
+        Unknown source, unknown or missing parameters (the message lists the accepted ones), or a loader
+        failure.
+
+    Examples
+    --------
+    >>> layer = load_model({"name": "toy", "source": "random", "params": {"n": 5, "d": 2, "seed": 1}})
+    >>> layer.W.shape, layer.b.shape
+    ((5, 2), (5,))
+    """
+    source, params = model["source"], dict(model.get("params") or {})
+    loader = SOURCES.get(source)
+    if loader is None:
+        raise WeightsError(f"model {model.get('name')!r}: unknown source {source!r}; use one of {sorted(SOURCES)}")
+    sig = inspect.signature(loader)
+    try:
+        sig.bind(**params)
+    except TypeError as err:
+        accepted = ", ".join(sig.parameters)
+        raise WeightsError(f"model {model.get('name')!r}: bad params for source {source!r} ({err}); "
+                           f"accepted: {accepted}") from None
+    return loader(**params)

@@ -1,0 +1,189 @@
+"""Model sources: tiny transformers models saved with save_pretrained and read back through our loader must
+give exactly the model's own output layer; released .npz files by path, in a .tar.gz, or by URL (served on
+the loopback); every model config of the paper experiment must name a known source with valid params."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import inspect
+import tarfile
+import threading
+
+import numpy as np
+import pytest
+import torch
+import transformers
+from safetensors.torch import load_file, save_file
+
+from argmaxable.config import load_config
+from argmaxable.models.loaders import SOURCES, load_huggingface, load_model, load_random
+from argmaxable.models.weights import WeightsError
+
+TINY = dict(vocab_size=53, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16,
+            max_position_embeddings=40)
+SEQ2SEQ = dict(d_model=8, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+               encoder_ffn_dim=16, decoder_ffn_dim=16, max_position_embeddings=40)
+MODELS = {
+    "bert": lambda: transformers.BertForMaskedLM(transformers.BertConfig(**TINY)),
+    "roberta": lambda: transformers.RobertaForMaskedLM(transformers.RobertaConfig(**TINY)),
+    "xlm-roberta": lambda: transformers.XLMRobertaForMaskedLM(transformers.XLMRobertaConfig(**TINY)),
+    "gpt2": lambda: transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        vocab_size=53, n_embd=8, n_layer=1, n_head=2, n_positions=40, bos_token_id=0, eos_token_id=0)),
+    "marian": lambda: transformers.MarianMTModel(transformers.MarianConfig(
+        vocab_size=53, pad_token_id=52, decoder_start_token_id=52, **SEQ2SEQ)),
+    "fsmt": lambda: transformers.FSMTForConditionalGeneration(transformers.FSMTConfig(
+        src_vocab_size=41, tgt_vocab_size=53, langs=["en", "de"], **SEQ2SEQ)),
+}
+
+
+def output_layer(model) -> tuple[np.ndarray, np.ndarray | None]:
+    """The model's own logits layer as (W, b): probe it with hidden states (logits = x W^T + b)."""
+    if isinstance(model, transformers.FSMTForConditionalGeneration):
+        head = model.model.decoder.output_projection  # FSMT's logits layer (not get_output_embeddings)
+    else:
+        head = model.get_output_embeddings()
+    d = head.weight.shape[1]
+    with torch.no_grad():
+        probe = torch.cat([torch.zeros(1, d), torch.eye(d)])  # (1 + d, d)
+        logits = head(probe) + getattr(model, "final_logits_bias", torch.zeros(1))  # (1 + d, n)
+    b = logits[0].numpy()
+    W = (logits[1:] - logits[0]).T.numpy()  # (n, d)
+    return W, (b if np.any(b) else None)
+
+
+def saved(kind: str, path, **kwargs):
+    torch.manual_seed(0)
+    model = MODELS[kind]().eval()
+    with torch.no_grad():  # non-zero biases, so that a missed bias term would show
+        for name, p in model.named_parameters():
+            if name.endswith("bias"):
+                p.uniform_(-1, 1)
+        if hasattr(model, "final_logits_bias"):
+            model.final_logits_bias.uniform_(-1, 1)
+    model.save_pretrained(path, **kwargs)
+    return model
+
+
+@pytest.mark.parametrize("kind", list(MODELS))
+def test_huggingface_layer_equals_the_models_output_layer(tmp_path, kind):
+    model = saved(kind, tmp_path)
+    W_ref, b_ref = output_layer(model)
+    layer = load_huggingface(str(tmp_path))
+    np.testing.assert_allclose(layer.W, W_ref, atol=1e-6)
+    if b_ref is None:
+        assert layer.b is None
+    else:
+        np.testing.assert_allclose(layer.b, b_ref, atol=1e-6)
+    assert kind not in ("gpt2", "fsmt") or layer.b is None  # 002 Table 1: FAIR models have no softmax bias
+
+
+def test_huggingface_sharded_checkpoint(tmp_path):
+    model = saved("marian", tmp_path, max_shard_size="1KB")
+    assert (tmp_path / "model.safetensors.index.json").is_file()
+    W_ref, b_ref = output_layer(model)
+    layer = load_huggingface(str(tmp_path))
+    np.testing.assert_allclose(layer.W, W_ref, atol=1e-6)
+    np.testing.assert_allclose(layer.b, b_ref, atol=1e-6)
+
+
+def test_huggingface_legacy_names_and_pickle_checkpoint(tmp_path):
+    """The original gpt2 checkpoint stores names without the "transformer." prefix, as a pytorch_model.bin."""
+    model = saved("gpt2", tmp_path)
+    state = load_file(str(tmp_path / "model.safetensors"))
+    (tmp_path / "model.safetensors").unlink()
+    torch.save({k.removeprefix("transformer."): v for k, v in state.items()}, tmp_path / "pytorch_model.bin")
+    layer = load_huggingface(str(tmp_path))
+    np.testing.assert_allclose(layer.W, output_layer(model)[0], atol=1e-6)
+
+
+def test_huggingface_errors(tmp_path):
+    with pytest.raises(WeightsError, match=r"no config\.json"):
+        load_huggingface("no-such-org/no-such-model", local_files_only=True, cache_dir=str(tmp_path))
+    saved("gpt2", tmp_path / "m")
+    state = load_file(str(tmp_path / "m" / "model.safetensors"))
+    save_file({k: v for k, v in state.items() if "wte" not in k}, str(tmp_path / "m" / "model.safetensors"))
+    with pytest.raises(WeightsError, match=r"none of \['transformer.wte.weight'"):
+        load_huggingface(str(tmp_path / "m"))
+
+
+def test_random_layer():
+    layer = load_random(1000, 4, "uniform", bias=True, seed=3)
+    assert layer.W.shape == (1000, 4) and layer.b.shape == (1000,)
+    assert -1 <= layer.W.min() < -0.99 and 0.99 < layer.W.max() <= 1  # U(-1, 1), 002 Fig. 10
+    np.testing.assert_array_equal(layer.W, load_random(1000, 4, "uniform", True, 3).W)
+    gauss = load_random(20000, 2, "gaussian", bias=False, seed=0)
+    assert gauss.b is None and abs(gauss.W.std() - 1) < 0.02
+    with pytest.raises(WeightsError, match="'dist' must be one of"):
+        load_random(3, 2, "cauchy")
+
+
+def nematus(path) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(1)
+    W, b = rng.normal(size=(9, 4)), rng.normal(size=9)
+    np.savez(path, Wemb=rng.normal(size=(6, 4)), Wemb_dec=W, ff_logit_b=b)
+    return W, b
+
+
+def test_npz_source_path_and_archive(tmp_path):
+    W, b = nematus(tmp_path / "model.npz")
+    layer = load_model({"name": "x", "source": "npz", "params": {"path": str(tmp_path / "model.npz")}})
+    np.testing.assert_array_equal(layer.W, W)
+    np.testing.assert_array_equal(layer.b, b)
+    with tarfile.open(tmp_path / "release.tar.gz", "w:gz") as tar:
+        tar.add(tmp_path / "model.npz", arcname="ende.student.tiny11/model.npz.best-bleu.npz")
+        tar.add(tmp_path / "model.npz", arcname="ende.student.tiny11/README")
+    layer = load_model({"name": "x", "source": "npz",
+                        "params": {"path": str(tmp_path / "release.tar.gz"), "member": "*.npz"}})
+    np.testing.assert_array_equal(layer.W, W)
+    with pytest.raises(WeightsError, match=r"0 members .* match '\*.bin'.*README"):
+        load_model({"name": "x", "source": "file",
+                    "params": {"path": str(tmp_path / "release.tar.gz"), "member": "*.bin"}})
+
+
+def test_npz_source_by_url(tmp_path, monkeypatch):
+    """A release fetched over http (a server on the loopback), cached, and checked against its sha256."""
+    import hashlib
+
+    served = tmp_path / "www"
+    served.mkdir()
+    W, _ = nematus(served / "model.l2r.ens1.npz")
+    digest = hashlib.sha256((served / "model.l2r.ens1.npz").read_bytes()).hexdigest()
+    monkeypatch.setenv("ARGMAXABLE_CACHE", str(tmp_path / "cache"))
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    handler.log_message = lambda *args: None
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        url = f"http://127.0.0.1:{server.server_address[1]}/model.l2r.ens1.npz"
+        try:
+            layer = load_model({"name": "x", "source": "npz", "params": {"path": url, "sha256": digest}})
+            with pytest.raises(WeightsError, match="cannot download"):
+                load_model({"name": "x", "source": "npz", "params": {"path": url.replace("ens1", "ens9")}})
+        finally:
+            server.shutdown()
+    np.testing.assert_array_equal(layer.W, W)
+    assert list((tmp_path / "cache").rglob("model.l2r.ens1.npz"))
+    with pytest.raises(WeightsError, match="does not match the expected sha256"):
+        load_model({"name": "x", "source": "npz", "params": {"path": url, "sha256": "0" * 64}})
+
+
+def test_load_model_rejects_bad_configs():
+    with pytest.raises(WeightsError, match=r"unknown source 'hub'; use one of \['file', 'huggingface'"):
+        load_model({"name": "m", "source": "hub", "params": {}})
+    with pytest.raises(WeightsError, match=r"bad params for source 'random'.*accepted: n, d, dist, bias, seed"):
+        load_model({"name": "m", "source": "random", "params": {"n": 3, "dims": 2}})
+    with pytest.raises(WeightsError, match=r"not a \.npz file"):
+        load_model({"name": "m", "source": "npz", "params": {"path": "model.bin"}})
+
+
+def test_every_paper_model_config_names_a_loader():
+    """002 checks 7 LMs and 143 MT models (Table 1; 24 distinct Bergamot rows): 149 configs, all loadable."""
+    models = load_config(["experiment=paper"]).model
+    tables = [m.paper.table for m in models.values()]
+    assert {t: tables.count(t) for t in set(tables)} == {
+        "002 Table 4": 7, "002 Table 5": 32, "002 Table 6": 4, "002 Table 7": 24, "002 Table 8": 82}
+    for key, m in models.items():
+        assert m.source in SOURCES, key
+        inspect.signature(SOURCES[m.source]).bind(**m.params)
+    assert len({m.name for m in models.values()}) == len(models)
