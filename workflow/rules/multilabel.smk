@@ -1,5 +1,80 @@
-# multilabel family
+# multilabel family: train BSL and DFT heads over d x head x seed, verify their label assignments with the
+# LP, and aggregate thesis Tables 4.2, 5.1, 5.2 and Figs 4.3, 5.6-5.8 (thesis §4.1.2, §5.1.3, Table A.4).
+from omegaconf import OmegaConf
+
+from argmaxable.multilabel.aggregate import FIGURES, TABLES
+
+ML = f"{RESULTS}/multilabel"
+ML_RUNS = OmegaConf.to_container(CFG.multilabel.runs, resolve=True) if CFG.multilabel.enabled else {}
+for _name in ML_RUNS:
+    if _name not in CFG.dataset:
+        sys.exit(f"argmaxable: multilabel.runs.{_name} has no dataset config; add '{_name}' to the dataset "
+                 f"group (available: {', '.join(CFG.dataset)})")
+ML_RUN_DIR = f"{ML}/{{dataset}}/{{head}}/d{{d}}/seed{{seed}}"
+ML_WILDCARDS = {"dataset": "|".join(ML_RUNS) or "none", "head": "bsl|dft", "d": r"\d+", "seed": r"\d+"}
+
+
+def multilabel_run_dirs():
+    """Every run directory of the sweep: dataset x head x d x seed."""
+    return [ML_RUN_DIR.format(dataset=ds, head=h, d=d, seed=s)
+            for ds, run in ML_RUNS.items() for h in run["heads"] for d in run["d"] for s in run["seeds"]]
 
 
 def multilabel_targets():
-    return []
+    if not ML_RUNS:
+        return []
+    return [f"{ML}/tables/{t}.csv" for t in TABLES] + [f"{ML}/figures/{f}.png" for f in FIGURES]
+
+
+rule train_head:
+    wildcard_constraints:
+        **ML_WILDCARDS,
+    input:
+        dataset=f"{RESULTS}/datasets/{{dataset}}",
+    output:
+        train=f"{ML_RUN_DIR}/train.json",
+        curve=f"{ML_RUN_DIR}/curve.csv",
+        head=f"{ML_RUN_DIR}/head.npz",
+    log:
+        f"{ML}/logs/train_head/{{dataset}}_{{head}}_d{{d}}_seed{{seed}}.log",
+    params:
+        run=lambda wc: ML_RUNS[wc.dataset],
+        config=CFG_JSON,
+    threads: lambda wc: ML_RUNS[wc.dataset]["threads"]
+    script:
+        "../scripts/multilabel_train.py"
+
+
+rule verify_head:
+    wildcard_constraints:
+        **ML_WILDCARDS,
+    input:
+        dataset=f"{RESULTS}/datasets/{{dataset}}",
+        head=f"{ML_RUN_DIR}/head.npz",
+    output:
+        f"{ML_RUN_DIR}/verify.parquet",
+    log:
+        f"{ML}/logs/verify_head/{{dataset}}_{{head}}_d{{d}}_seed{{seed}}.log",
+    params:
+        verify=OmegaConf.to_container(CFG.multilabel.verify),
+        config=CFG_JSON,
+    threads: CFG.multilabel.verify.workers
+    script:
+        "../scripts/multilabel_verify.py"
+
+
+rule make_multilabel_report:
+    input:
+        train=[f"{p}/train.json" for p in multilabel_run_dirs()],
+        verify=[f"{p}/verify.parquet" for p in multilabel_run_dirs()],
+    output:
+        tables=[f"{ML}/tables/{t}.{s}" for t in ("summary", *TABLES) for s in ("csv", "md")],
+        figures=[f"{ML}/figures/{f}.{s}" for f in FIGURES for s in ("png", "pdf")],
+    log:
+        f"{ML}/logs/make_multilabel_report.log",
+    params:
+        run_dirs=multilabel_run_dirs(),
+        loss_curve_d=CFG.multilabel.loss_curve_d,
+        config=CFG_JSON,
+    script:
+        "../scripts/multilabel_aggregate.py"

@@ -1,10 +1,79 @@
-"""Config schema of the multi-label family (heads, training sweep, verification)."""
+"""Config schema of the multi-label family (heads, training sweep, verification).
+
+``multilabel.runs`` maps a dataset name (a key of the ``dataset`` group) to the settings of its sweep
+(thesis Table A.4 for the paper experiment). Snakemake turns ``d x heads x seeds`` into wildcards.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from omegaconf import MISSING
+
+
+@dataclass
+class EncoderConfig:
+    """Feature encoder before the projection (thesis eq. 4.6: x = P e + b)."""
+
+    kind: str = "cnn"  # cnn (CAML, Mullenbach et al. 2018) | hf (Hugging Face text) | timm (images)
+    # CAML CNN (thesis §4.1.2; Mullenbach et al. 2018: embedding 100, 500 filters of width 4, dropout 0.2).
+    embed_dim: int = 100
+    filters: int = 500
+    width: int = 4
+    dropout: float = 0.2
+    vocab_min_count: int = 3  # words seen fewer times in the training split map to <unk>
+    vocab_max_size: int = 50000
+    max_tokens: int = 2500  # CAML truncates MIMIC-III notes to 2500 tokens
+    # Hugging Face text encoder / timm image encoder: hub name or local directory.
+    pretrained: str = ""
+    checkpoint: str = ""  # timm: local weights file replacing the hub's (e.g. ASL's OpenImages TResNet-L)
+    image_size: int = 448  # OpenImages images resized to 448x448 (thesis A.6.1, Baruch et al. 2020)
+    # Half-width of the box over encoder features used by the encoder-space verification. The CNN's features
+    # are max-pooled tanh activations, so they lie in [-1, 1]; other encoders have no finite range (use 1e4).
+    feature_bound: float = 1.0
+
+
+@dataclass
+class RunConfig:
+    """Training sweep and verification settings of one dataset (thesis Table A.4)."""
+
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    d: list[int] = MISSING  # trainable bottleneck widths (BSL: d; DFT: d slack columns, thesis §5.1.3)
+    heads: list[str] = field(default_factory=lambda: ["bsl", "dft"])
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # thesis A.6.3
+    # DFT guarantee order: every assignment with at most k active labels is argmaxable (thesis Thm 5.4).
+    # null = the maximum number of active labels of a training example (the dataset's stats.json k).
+    k_active: int | None = None
+    metric_k: int = 10  # P@k, R@k, F1@k: k=8 for MIMIC-III, 10 otherwise (thesis Fig. 5.6(b))
+    lr_encoder: float = 0.001
+    lr_classifier: float = 0.001
+    batch_size: int = 16
+    patience: int = 10  # early stopping patience in evaluations (thesis A.6.3)
+    eval_every: int = 0  # evaluate every this many optimiser steps; 0 = once per epoch
+    criterion: str = "loss"  # "p@k" (MIMIC-III, higher is better) or "loss" (dev BCE, lower is better)
+    max_epochs: int = 100
+    max_train: int | None = None  # cap on training examples (CPU budget); null = all
+    max_eval: int | None = None  # cap on dev examples used for early stopping; null = all
+    threads: int = 1  # torch intra-op threads per training job
+    device: str = "auto"  # torch device; auto = cuda when available, else cpu
+
+
+@dataclass
+class VerifyConfig:
+    """LP verification of label assignments (thesis §4.1.2)."""
+
+    bound: float = 1e4  # box |x_j| <= 1e4 for label assignments (thesis A.3)
+    eps: float = 1e-8  # LP precision: radius > eps proves a region (thesis §4.1.2)
+    solver: str = "highs"
+    workers: int = 1
+    splits: list[str] = field(default_factory=lambda: ["dev", "test"])  # gold and predicted assignments
+    # Splits also verified over the encoder's features (the composite map e -> W (P e + b)); [] = none.
+    encoder_splits: list[str] = field(default_factory=lambda: ["dev", "test"])
 
 
 @dataclass
 class MultilabelConfig:
     enabled: bool = True
+    runs: dict[str, RunConfig] = field(default_factory=dict)
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
+    loss_curve_d: int | None = None  # the d of thesis Fig. 5.7 (loss curves); null = the middle of the sweep

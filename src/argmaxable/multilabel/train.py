@@ -1,0 +1,267 @@
+"""Train one (dataset, head, d, seed) run of the multi-label sweep (thesis §4.1.2, §5.1.3, A.6.3).
+
+Binary cross-entropy, Adam with separate encoder and classifier learning rates (Table A.4), evaluation every
+``eval_every`` steps (or epoch), early stopping with patience on the paper's criterion (P@k or dev loss).
+After every evaluation the whole state goes to ``checkpoint.pt``; a run that finds one resumes from it.
+Writes ``train.json`` (metrics, wall time, sizes), ``curve.csv`` (loss curve) and ``head.npz`` (the
+classifier W, the composite encoder-space map and the predicted assignments) for verification.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from omegaconf import OmegaConf
+from torch import nn
+
+from argmaxable.multilabel.encoders import build_encoder
+from argmaxable.multilabel.heads import Head, make_head
+from argmaxable.multilabel.metrics import labels_to_dense, multilabel_metrics
+from argmaxable.multilabel.schema import RunConfig
+from argmaxable.provenance import atomic_path, write_json, write_table
+
+log = logging.getLogger(__name__)
+SPLITS = ("dev", "test")
+_EVAL_BATCH = 64  # examples per forward pass when scoring dev/test (memory only)
+
+
+class Model(nn.Module):
+    """Encoder followed by a head: rows -> logits (B, n)."""
+
+    def __init__(self, encoder: nn.Module, head: Head):
+        super().__init__()
+        self.encoder, self.head = encoder, head
+
+    def forward(self, inputs: Any) -> torch.Tensor:
+        return self.head(self.encoder(inputs))  # (B, e) -> (B, n)
+
+    def batch(self, rows: list[dict]) -> Any:
+        """Collate rows into encoder inputs on the model's device."""
+        inputs = self.encoder.collate(rows)
+        device = next(self.parameters()).device
+        if isinstance(inputs, dict):
+            return {k: v.to(device) for k, v in inputs.items()}
+        return inputs.to(device)
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` -> cuda when available, else cpu; anything else as given."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def run_config(run: dict | RunConfig) -> RunConfig:
+    """Validate a run's settings (a plain dict from Snakemake params) against :class:`RunConfig`."""
+    cfg = OmegaConf.merge(OmegaConf.structured(RunConfig), run)
+    out: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
+    if out.criterion not in ("loss", "p@k"):
+        raise ValueError(f"multilabel criterion must be 'loss' or 'p@k'; got {out.criterion!r}")
+    return out
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch (CPU) for a reproducible run."""
+    random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002  (third-party code may draw from NumPy's legacy global state)
+    torch.manual_seed(seed)
+
+
+def active_bound(train_labels, k_active: int | None, n: int) -> int:
+    """The DFT's k: ``k_active`` or the most active labels of a training example (thesis §5.1.3)."""
+    k = k_active if k_active is not None else max(len(y) for y in train_labels)
+    return min(k, (n - 1) // 2)  # 2k+1 <= n, else the bottleneck would not be one (thesis eq. 5.10)
+
+
+def _scores(model: Model, rows: list[dict], labels, n: int) -> tuple[np.ndarray, float]:
+    """Logits (m, n) and mean BCE of ``rows`` in eval mode."""
+    model.eval()
+    out, losses = [], []
+    with torch.no_grad():
+        for i in range(0, len(rows), _EVAL_BATCH):
+            z = model(model.batch(rows[i : i + _EVAL_BATCH])).cpu()
+            y = torch.from_numpy(labels_to_dense(labels[i : i + _EVAL_BATCH], n)).float()
+            losses.append(nn.functional.binary_cross_entropy_with_logits(z, y, reduction="sum").item())
+            out.append(z.numpy())
+    model.train()
+    return np.concatenate(out), sum(losses) / (len(rows) * n)
+
+
+def _ragged(assignments: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Index lists to (flat indices, offsets) for npz storage."""
+    offsets = np.cumsum([0] + [len(a) for a in assignments])
+    flat = np.concatenate(assignments) if assignments else np.zeros(0, dtype=np.int64)
+    return flat.astype(np.int64), offsets.astype(np.int64)
+
+
+def fit(dsd, n: int, out_dir: str | Path, *, head: str, d: int, seed: int, run: dict | RunConfig,
+        config: Any = None, inputs: tuple = ()) -> dict[str, Any]:
+    """Train one run on a built dataset and write its outputs into ``out_dir``.
+
+    Parameters
+    ----------
+    dsd : datasets.DatasetDict
+        Splits ``train``, ``dev``, ``test`` with columns ``text`` (or ``image_path``) and ``labels``.
+    n : int
+        Number of labels.
+    out_dir : path
+        Run directory; ``checkpoint.pt`` there is resumed from and removed when the run finishes.
+    head : {"bsl", "dft"}
+    d : int
+        Bottleneck width (BSL) or slack width (DFT).
+    seed : int
+    run : dict or RunConfig
+        The dataset's :class:`~argmaxable.multilabel.schema.RunConfig`.
+
+    Returns
+    -------
+    dict
+        The record written to ``train.json``.
+    """
+    cfg = run_config(run)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(cfg.threads)
+    seed_everything(seed)
+
+    # 1. Data: an optional capped training subset (the same for all runs) and a capped dev set for stopping.
+    train = dsd["train"]
+    if cfg.max_train is not None and len(train) > cfg.max_train:
+        train = train.select(np.sort(np.random.default_rng(0).permutation(len(train))[: cfg.max_train]))
+    train_rows, train_labels = list(train), train["labels"]
+    k = active_bound(train_labels, cfg.k_active, n)
+    dev = dsd["dev"]
+    stop_rows = list(dev.select(range(min(len(dev), cfg.max_eval or len(dev)))))
+    stop_labels = [r["labels"] for r in stop_rows]
+
+    # 2. Model and optimiser (separate learning rates for encoder and classifier, Table A.4).
+    encoder = build_encoder(cfg.encoder, [r.get("text", "") for r in train_rows])
+    device = resolve_device(cfg.device)
+    model = Model(encoder, make_head(head, encoder.dim, n, d, k)).to(device)
+    optim = torch.optim.Adam([
+        {"params": model.encoder.parameters(), "lr": cfg.lr_encoder},
+        {"params": model.head.parameters(), "lr": cfg.lr_classifier},
+    ])
+    higher_better = cfg.criterion == "p@k"
+    state = {"epoch": 0, "step": 0, "elapsed": 0.0, "best": -math.inf if higher_better else math.inf,
+             "best_step": 0, "best_elapsed": 0.0, "bad_evals": 0, "curve": [], "done": False}
+    ckpt_path, best_path = out_dir / "checkpoint.pt", out_dir / "best.pt"
+    if ckpt_path.exists():
+        ckpt = torch.load(ckpt_path, weights_only=False, map_location=device)
+        model.load_state_dict(ckpt["model"])
+        optim.load_state_dict(ckpt["optim"])
+        torch.set_rng_state(ckpt["rng"].cpu())
+        state = ckpt["state"]
+        log.info("resumed from %s at epoch %d step %d", ckpt_path, state["epoch"], state["step"])
+
+    # 3. Train with early stopping; checkpoint after every evaluation.
+    loss_fn = nn.BCEWithLogitsLoss()
+    steps_per_epoch = math.ceil(len(train_rows) / cfg.batch_size)
+    eval_every = cfg.eval_every or steps_per_epoch
+    running: list[float] = []
+    while not state["done"] and state["epoch"] < cfg.max_epochs:
+        # The epoch's order depends only on (seed, epoch), so a resumed run sees the same batches.
+        order = np.random.default_rng([seed, state["epoch"]]).permutation(len(train_rows))
+        start_batch = state["step"] - state["epoch"] * steps_per_epoch
+        for b in range(start_batch, steps_per_epoch):
+            t0 = time.perf_counter()
+            idx = order[b * cfg.batch_size : (b + 1) * cfg.batch_size]
+            rows = [train_rows[i] for i in idx]
+            y = torch.from_numpy(labels_to_dense([r["labels"] for r in rows], n)).float().to(device)  # (B, n)
+            loss = loss_fn(model(model.batch(rows)), y)
+            if state["step"] == 0:  # the loss at initialisation (thesis Fig. 5.7: DFT starts lower)
+                state["curve"].append({"step": 0, "epoch": 0, "elapsed_s": 0.0, "train_loss": loss.item(),
+                                       "dev_loss": math.nan, "dev_p@k": math.nan})
+            optim.zero_grad()
+            loss.backward()
+            optim.step()
+            state["step"] += 1
+            state["elapsed"] += time.perf_counter() - t0
+            running.append(loss.item())
+            if state["step"] % eval_every == 0 or b == steps_per_epoch - 1:
+                _evaluate(model, stop_rows, stop_labels, n, cfg, state, running, higher_better, best_path)
+                running = []
+                if state["bad_evals"] >= cfg.patience:
+                    state["done"] = True
+                    break
+                if b < steps_per_epoch - 1:
+                    _checkpoint(ckpt_path, model, optim, state)
+        state["epoch"] += 1
+        _checkpoint(ckpt_path, model, optim, state)
+
+    # 4. Score the best model on dev and test; store W, the composite map and predicted assignments.
+    model.load_state_dict(torch.load(best_path, weights_only=True, map_location=device))
+    record = _finish(model, dsd, n, k, out_dir, cfg, state, head=head, d=d, seed=seed,
+                     config=config, inputs=inputs)
+    ckpt_path.unlink(missing_ok=True)
+    return record
+
+
+def _evaluate(model, rows, labels, n, cfg, state, running, higher_better, best_path) -> None:
+    t0 = time.perf_counter()
+    scores, dev_loss = _scores(model, rows, labels, n)
+    pk = multilabel_metrics(scores, labels_to_dense(labels, n), cfg.metric_k)["p@k"]
+    value = pk if cfg.criterion == "p@k" else dev_loss
+    improved = value > state["best"] if higher_better else value < state["best"]
+    state["elapsed"] += time.perf_counter() - t0
+    if improved:
+        state.update(best=value, best_step=state["step"], best_elapsed=state["elapsed"], bad_evals=0)
+        with atomic_path(best_path) as tmp:
+            torch.save(model.state_dict(), tmp)
+    else:
+        state["bad_evals"] += 1
+    state["curve"].append({"step": state["step"], "epoch": state["epoch"], "elapsed_s": state["elapsed"],
+                           "train_loss": float(np.mean(running)), "dev_loss": dev_loss, "dev_p@k": pk})
+    log.info("step %d train %.4f dev loss %.4f P@%d %.4f%s", state["step"], np.mean(running), dev_loss,
+             cfg.metric_k, pk, " *" if improved else "")
+
+
+def _checkpoint(path: Path, model, optim, state) -> None:
+    with atomic_path(path) as tmp:
+        torch.save({"model": model.state_dict(), "optim": optim.state_dict(), "rng": torch.get_rng_state(),
+                    "state": state}, tmp)
+
+
+def _finish(model: Model, dsd, n, k, out_dir: Path, cfg: RunConfig, state, *, head, d, seed, config,
+            inputs) -> dict[str, Any]:
+    arrays: dict[str, np.ndarray] = {}
+    metrics: dict[str, dict[str, float]] = {}
+    for split in SPLITS:
+        rows = list(dsd[split])
+        labels = [r["labels"] for r in rows]
+        scores, loss = _scores(model, rows, labels, n)
+        metrics[split] = {**multilabel_metrics(scores, labels_to_dense(labels, n), cfg.metric_k), "loss": loss}
+        arrays[f"pred_{split}"], arrays[f"pred_{split}_offsets"] = _ragged([np.flatnonzero(z > 0) for z in scores])
+    WP, Wb = model.head.composite()
+    with atomic_path(out_dir / "head.npz") as tmp, open(tmp, "wb") as fh:
+        np.savez_compressed(fh, W=model.head.W(), WP=WP, Wb=Wb, feature_bound=model.encoder.feature_bound,
+                            k=k, **arrays)
+    write_table(pd.DataFrame(state["curve"]), out_dir / "curve.csv", config=config, inputs=inputs)
+    record = {
+        "head": head, "d": d, "seed": seed, "n": n, "k": k, "e": model.encoder.dim,
+        "features": int(model.head.W().shape[1]), "trainable_head": model.head.trainable_parameters(),
+        "trainable_total": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        "n_train": min(len(dsd["train"]), cfg.max_train or len(dsd["train"])),
+        "steps": state["step"], "epochs": state["epoch"], "best_step": state["best_step"],
+        "wall_time_s": state["elapsed"], "time_to_best_s": state["best_elapsed"],
+        "criterion": cfg.criterion, "best_criterion": state["best"], "metric_k": cfg.metric_k,
+        "metrics": metrics, "config": config,
+    }
+    write_json(record, out_dir / "train.json")
+    return record
+
+
+def train_run(dataset_dir: str | Path, out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
+    """Load a built dataset (``datasets.load_built``) and :func:`fit` one run on it."""
+    from argmaxable.multilabel.datasets import load_built
+
+    dsd, label_names = load_built(dataset_dir)
+    return fit(dsd, len(label_names), out_dir, inputs=(dataset_dir,), **kwargs)

@@ -1,0 +1,101 @@
+"""Verify a trained run's label assignments with the Chebyshev LP (thesis §4.1.2, §5.1.3).
+
+Every dev and test gold assignment, and every assignment the model predicts, is checked in up to two spaces:
+
+- ``head``: the classifier W alone, x free in the box |x_j| <= 1e4 (what the thesis verifies);
+- ``encoder``: the composite map e -> W (P e + b), i.e. W P with offsets W b, e in the encoder's feature box
+  (beyond the thesis: a head box can overstate what the encoder can reach).
+
+Identical assignments are solved once per space. The result has one row per (split, source, space, example).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from argmaxable.multilabel.schema import VerifyConfig
+from argmaxable.provenance import write_table
+
+COLUMNS = ["split", "source", "space", "example", "n_active", "within_k", "status", "radius",
+           "eps_argmaxable", "one_argmaxable"]
+
+
+def check_distinct(W: np.ndarray, b: np.ndarray | None, bound: float, assignments: list[tuple[int, ...]],
+                   cfg: VerifyConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Status and radius of each assignment, solving each distinct assignment once.
+
+    Numerical trouble in the LP comes back as ``undecided`` from the core (GUIDE §1); a :class:`SolverError`
+    (e.g. Gurobi's licence limit) is a failure of the run and propagates.
+    """
+    import argmaxable as am
+
+    index: dict[tuple[int, ...], int] = {}
+    inverse = np.array([index.setdefault(a, len(index)) for a in assignments], dtype=np.int64)
+    res = am.check_assignments(W, [list(a) for a in index], b, bound=bound, eps=cfg.eps, solver=cfg.solver,
+                               workers=cfg.workers)
+    status, radius = np.asarray(res.status, dtype=object), np.asarray(res.radius, dtype=np.float64)
+    return status[inverse], radius[inverse]
+
+
+def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: VerifyConfig) -> pd.DataFrame:
+    """Verify gold and predicted assignments of each split against a run's stored head.
+
+    Parameters
+    ----------
+    npz : mapping
+        The run's ``head.npz``: ``W``, ``WP``, ``Wb``, ``feature_bound``, ``k`` and ragged ``pred_<split>``.
+    gold : dict
+        Split name -> list of gold label index lists (the splits in ``cfg.splits``).
+    cfg : VerifyConfig
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``split, source, space, example, n_active, within_k, status, radius, eps_argmaxable,
+        one_argmaxable``; ``within_k`` marks assignments with at most k active labels (the DFT guarantee).
+    """
+    items = []  # (split, source, example, assignment)
+    for split in cfg.splits:
+        flat, offsets = npz[f"pred_{split}"], npz[f"pred_{split}_offsets"]
+        pred = [tuple(flat[offsets[i] : offsets[i + 1]].tolist()) for i in range(len(offsets) - 1)]
+        items += [(split, "gold", i, tuple(sorted(y))) for i, y in enumerate(gold[split])]
+        items += [(split, "pred", i, a) for i, a in enumerate(pred)]
+    spaces = {"head": (npz["W"], None, cfg.bound, cfg.splits),
+              "encoder": (npz["WP"], npz["Wb"], float(npz["feature_bound"]), cfg.encoder_splits)}
+    frames = []
+    for space, (W, b, bound, splits) in spaces.items():
+        chosen = [it for it in items if it[0] in splits]
+        if not chosen:
+            continue
+        status, radius = check_distinct(W, b, bound, [it[3] for it in chosen], cfg)
+        frames.append(pd.DataFrame({
+            "split": [it[0] for it in chosen], "source": [it[1] for it in chosen], "space": space,
+            "example": [it[2] for it in chosen], "n_active": [len(it[3]) for it in chosen],
+            "status": status.astype(str), "radius": radius,
+        }))
+    out = pd.concat(frames, ignore_index=True)
+    out["within_k"] = out["n_active"] <= int(npz["k"])
+    # eps-argmaxable: proved at LP precision (radius > eps); 1-argmaxable: radius > 1 (thesis §4.1.2).
+    out["eps_argmaxable"] = (out["status"] == "argmaxable") & (out["radius"] > cfg.eps)
+    out["one_argmaxable"] = out["eps_argmaxable"] & (out["radius"] > 1.0)
+    return out[COLUMNS]
+
+
+def verify_run(dataset_dir: str | Path, run_dir: str | Path, out_path: str | Path, *,
+               verify: dict | VerifyConfig, config: Any = None) -> pd.DataFrame:
+    """Verify one run (``run_dir/head.npz``) on the dataset's splits; write the table to ``out_path``."""
+    from omegaconf import OmegaConf
+
+    from argmaxable.multilabel.datasets import load_built
+
+    cfg: VerifyConfig = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(VerifyConfig), verify))
+    dsd, _ = load_built(dataset_dir)
+    npz_path = Path(run_dir) / "head.npz"
+    with np.load(npz_path) as npz:
+        table = verify_arrays(dict(npz), {s: dsd[s]["labels"] for s in cfg.splits}, cfg)
+    write_table(table, out_path, config=config, inputs=[dataset_dir, npz_path])
+    return table

@@ -1,0 +1,70 @@
+"""Encoders: CAML CNN, a tiny locally built Hugging Face BERT (no downloads), timm when installed."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+import torch
+
+from argmaxable.multilabel.encoders import build_encoder, tokenize
+from argmaxable.multilabel.schema import EncoderConfig
+
+TEXTS = ["Python bindings for libfoo2.0", "a text editor for the console", "python console editor"]
+
+
+def test_cnn_features_are_max_pooled_tanh_in_the_unit_box():
+    torch.manual_seed(0)
+    enc = build_encoder(EncoderConfig(kind="cnn", embed_dim=8, filters=12, width=4, vocab_min_count=1), TEXTS)
+    assert tokenize("Python bindings for libfoo2.0") == ["python", "bindings", "for", "libfoo2.0"]
+    ids = enc.collate([{"text": t} for t in [*TEXTS, "unseen words only", ""]])
+    assert ids.shape[0] == 5 and ids.shape[1] >= 4  # at least one filter width, even for empty text
+    assert ids[3, 0] == enc.UNK and ids[4].eq(enc.PAD).all()
+    feats = enc(ids)
+    assert feats.shape == (5, 12) and enc.dim == 12
+    assert feats.abs().max() <= 1.0 == enc.feature_bound
+
+
+def test_hf_encoder_uses_the_cls_state_of_a_local_model(tmp_path):
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    words = sorted({w for t in TEXTS for w in t.lower().split()})
+    (tmp_path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
+    BertTokenizerFast(vocab_file=str(tmp_path / "vocab.txt")).save_pretrained(tmp_path)
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=5 + len(words), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                     intermediate_size=32, max_position_embeddings=64)
+    model = BertModel(cfg).eval()
+    model.save_pretrained(tmp_path)
+    enc = build_encoder(EncoderConfig(kind="hf", pretrained=str(tmp_path), max_tokens=32)).eval()
+    batch = enc.collate([{"text": t} for t in TEXTS])
+    assert enc.dim == 16 and batch["input_ids"][:, 0].eq(2).all()  # [CLS] first
+    with torch.no_grad():
+        feats = enc(batch)
+        ref = model(**batch).last_hidden_state[:, 0]
+    assert feats.shape == (3, 16)
+    np.testing.assert_allclose(feats.numpy(), ref.numpy(), atol=1e-6)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("timm") is not None, reason="timm installed")
+def test_timm_encoder_explains_the_optional_extra_when_missing():
+    with pytest.raises(ImportError, match=r"argmaxable\[images\]"):
+        build_encoder(EncoderConfig(kind="timm", pretrained="tresnet_l"))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("timm") is None, reason="timm is an optional extra (images)")
+def test_timm_encoder_features(tmp_path):
+    import timm
+    from PIL import Image
+
+    model = timm.create_model("resnet18", pretrained=False, num_classes=0)
+    torch.save(model.state_dict(), tmp_path / "w.pth")
+    Image.new("RGB", (40, 30), (200, 10, 10)).save(tmp_path / "a.jpg")
+    enc = build_encoder(EncoderConfig(kind="timm", pretrained="resnet18", checkpoint=str(tmp_path / "w.pth"),
+                                      image_size=64))
+    feats = enc(enc.collate([{"image_path": str(tmp_path / "a.jpg")}]))
+    assert feats.shape == (1, enc.dim)
+
+
+def test_unknown_encoder_kind_is_rejected():
+    with pytest.raises(ValueError, match=r"encoder\.kind"):
+        build_encoder(EncoderConfig(kind="rnn"))

@@ -1,0 +1,110 @@
+"""BSL and DFT heads: the DFT matrix of thesis eq. 5.10, its FFT form (A.10), Prop. 5.1, Thm 5.3/5.4."""
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+import argmaxable as am
+from argmaxable.multilabel.heads import BSLHead, DFTHead, dft_apply, dft_matrix, make_head
+
+
+def _explicit(n, k):
+    """Eq. 5.10 entry by entry, straight from the thesis (no vectorisation shared with dft_matrix)."""
+    W = np.zeros((n, 2 * k + 1))
+    for i in range(n):
+        t = 2 * np.pi * i / n
+        W[i, 0] = 1 / np.sqrt(n)
+        for j in range(1, k + 1):
+            W[i, 2 * j - 1] = np.sqrt(2 / n) * np.cos(j * t)
+            W[i, 2 * j] = np.sqrt(2 / n) * np.sin(j * t)
+    return W
+
+
+@pytest.mark.parametrize(("n", "k"), [(3, 1), (7, 0), (8, 3), (9, 4), (64, 5), (101, 20)])
+def test_dft_matrix_is_eq_5_10_with_orthonormal_columns(n, k):
+    W = dft_matrix(n, k)
+    np.testing.assert_allclose(W, _explicit(n, k), atol=1e-12)
+    np.testing.assert_allclose(W.T @ W, np.eye(2 * k + 1), atol=1e-12)  # thesis §5.1.2: orthonormal
+
+
+@pytest.mark.parametrize(("n", "k"), [(5, 2), (8, 3), (64, 5), (101, 20), (527, 20)])
+def test_fft_forward_equals_the_explicit_matrix(n, k):
+    x = torch.randn(6, 2 * k + 1, dtype=torch.float64, generator=torch.Generator().manual_seed(n))
+    np.testing.assert_allclose(dft_apply(x, n).numpy(), x.numpy() @ _explicit(n, k).T, atol=1e-10)
+
+
+def test_dft_head_forward_equals_its_full_matrix_and_composite_map():
+    torch.manual_seed(0)
+    head = DFTHead(e=7, n=50, d=3, k=4).double()
+    e = torch.randn(5, 7, dtype=torch.float64)
+    z = head(e).detach().numpy()
+    x = head.projection(e).detach().numpy()
+    assert head.W().shape == (50, 2 * 4 + 1 + 3)
+    np.testing.assert_allclose(z, x @ head.W().T, atol=1e-10)
+    WP, Wb = head.composite()
+    np.testing.assert_allclose(z, e.numpy() @ WP.T + Wb, atol=1e-10)
+
+
+def test_bsl_head_is_projection_then_bias_free_classifier():
+    head = BSLHead(e=6, n=20, d=3)
+    assert head.classifier.bias is None and head.W().shape == (20, 3)
+    assert head.trainable_parameters() == 6 * 3 + 3 + 3 * 20
+    e = torch.randn(4, 6)
+    WP, Wb = head.composite()
+    np.testing.assert_allclose(head(e).detach().numpy(), e.numpy() @ WP.T + Wb, atol=1e-5)
+
+
+@pytest.mark.parametrize(("n", "k"), [(5, 1), (7, 1), (6, 2), (8, 2), (9, 3)])
+def test_maximal_minors_are_nonzero_and_of_one_sign(n, k):
+    """Thesis Prop. 5.1: span(W^DFT) lies in the positive Grassmannian Gr+_{n,2k+1}."""
+    W = dft_matrix(n, k)
+    minors = np.array([np.linalg.det(W[list(rows)]) for rows in itertools.combinations(range(n), 2 * k + 1)])
+    assert np.all(np.abs(minors) > 1e-9)
+    assert np.all(minors > 0) or np.all(minors < 0)
+
+
+def _cyclic_sign_changes(y):
+    return int(np.sum(y != np.roll(y, 1)))
+
+
+@pytest.mark.parametrize(("n", "k"), [(8, 1), (9, 2)])
+def test_argmaxable_iff_at_most_2k_cyclic_sign_changes(n, k):
+    """Thesis Thm 5.3 (GUIDE §2, alternation): W^DFT_{n,2k+1} makes exactly the assignments with at most 2k
+    cyclic sign changes argmaxable; so every assignment with at most k active labels is argmaxable."""
+    Y = np.array(list(itertools.product([False, True], repeat=n)))
+    res = am.check_assignments(dft_matrix(n, k), Y, workers=1)
+    expected = np.array([_cyclic_sign_changes(y) <= 2 * k for y in Y])
+    np.testing.assert_array_equal(res.status == "argmaxable", expected)
+    assert np.all(res.status[Y.sum(axis=1) <= k] == "argmaxable")
+    assert not np.any(res.status == "undecided")
+
+
+def test_every_k_active_assignment_is_argmaxable_with_slack_columns():
+    """Thesis Thm 5.4 with s random slack columns: W = [W^DFT, S] keeps every k-active assignment."""
+    n, k = 16, 2
+    torch.manual_seed(0)
+    W = DFTHead(e=4, n=n, d=3, k=k).W()
+    Y = [list(c) for r in range(k + 1) for c in itertools.combinations(range(n), r)]
+    res = am.check_assignments(W, Y, workers=1)
+    assert len(Y) == 1 + 16 + 120
+    assert np.all(res.status == "argmaxable")
+
+
+@pytest.mark.parametrize(("n", "k"), [(527, 20), (8921, 80)])
+def test_initialisation_trick_gives_probability_k_over_n(n, k):
+    """Thesis §5.1.3: projection bias [sqrt(n) logit(k/n), 0, ...] starts every label at probability k/n."""
+    torch.manual_seed(0)
+    head = DFTHead(e=32, n=n, d=8, k=k)
+    p0 = torch.sigmoid(head(torch.zeros(1, 32)))
+    np.testing.assert_allclose(p0.detach().numpy(), k / n, rtol=1e-4)
+    p = torch.sigmoid(head(0.01 * torch.randn(64, 32)))  # features near zero: close to k/n on average
+    assert abs(p.mean().item() - k / n) < 0.2 * k / n
+
+
+def test_bad_sizes_are_rejected_with_a_clear_message():
+    with pytest.raises(ValueError, match="2k\\+1 <= n"):
+        dft_matrix(4, 2)
+    with pytest.raises(ValueError, match="head kind"):
+        make_head("lsl", 3, 10, 2, 1)

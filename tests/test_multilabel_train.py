@@ -1,0 +1,115 @@
+"""End to end on a tiny synthetic dataset: train (with resume), verify, aggregate."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from datasets import Dataset, DatasetDict
+
+from argmaxable.multilabel import train as train_mod
+from argmaxable.multilabel.aggregate import FIGURES, TABLES, aggregate, load_tables
+from argmaxable.multilabel.schema import VerifyConfig
+from argmaxable.multilabel.train import fit
+from argmaxable.multilabel.verify import verify_arrays
+
+N_LABELS = 12
+RUN = {
+    "encoder": {"kind": "cnn", "embed_dim": 8, "filters": 16, "width": 2, "dropout": 0.0, "vocab_min_count": 1},
+    "d": [2], "k_active": 2, "metric_k": 3, "lr_encoder": 0.01, "lr_classifier": 0.01, "batch_size": 16,
+    "patience": 10, "max_epochs": 3, "criterion": "p@k", "threads": 1, "device": "cpu",
+}
+
+
+def tiny_dataset(seed=0) -> DatasetDict:
+    """Each label i has a word ``tagi``; texts hold their labels' words plus noise words."""
+    rng = np.random.default_rng(seed)
+
+    def split(m):
+        labels = [sorted(rng.choice(N_LABELS, size=rng.integers(1, 4), replace=False).tolist()) for _ in range(m)]
+        texts = [" ".join([f"tag{i}" for i in y] + [f"noise{j}" for j in rng.integers(0, 5, 3)]) for y in labels]
+        return Dataset.from_dict({"id": [str(i) for i in range(m)], "text": texts, "labels": labels})
+
+    return DatasetDict(train=split(96), dev=split(24), test=split(24))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """BSL and DFT runs of the tiny sweep under <root>/multilabel/tiny/<head>/d2/seed0."""
+    root = tmp_path_factory.mktemp("results")
+    dsd = tiny_dataset()
+    dirs = []
+    for head in ("bsl", "dft"):
+        out = root / "multilabel" / "tiny" / head / "d2" / "seed0"
+        fit(dsd, N_LABELS, out, head=head, d=2, seed=0, run=RUN)
+        with np.load(out / "head.npz") as npz:
+            table = verify_arrays(dict(npz), {s: dsd[s]["labels"] for s in ("dev", "test")}, VerifyConfig())
+        table.to_parquet(out / "verify.parquet")
+        dirs.append(out)
+    return root, dirs, dsd
+
+
+def test_fit_writes_metrics_curve_and_head(runs):
+    _, dirs, _ = runs
+    for out in dirs:
+        rec = json.loads((out / "train.json").read_text())
+        assert rec["epochs"] == 3 and rec["steps"] == 3 * 6  # 96 examples / batch 16
+        assert set(rec["metrics"]) == {"dev", "test"} and 0 <= rec["metrics"]["test"]["f1@k"] <= 1
+        assert len(pd.read_csv(out / "curve.csv")) == 1 + 3  # the initial loss, then one evaluation per epoch
+        assert not (out / "checkpoint.pt").exists()
+        with np.load(out / "head.npz") as npz:
+            assert npz["W"].shape == (N_LABELS, 2 if rec["head"] == "bsl" else 2 * 2 + 1 + 2)
+            assert npz["WP"].shape == (N_LABELS, 16) and int(npz["k"]) == 2
+
+
+def test_dft_run_makes_every_k_active_assignment_argmaxable(runs):
+    _, dirs, _ = runs
+    table = pd.read_parquet(dirs[1] / "verify.parquet")
+    head = table[(table["space"] == "head") & table["within_k"]]
+    assert len(head) > 0 and (head["status"] == "argmaxable").all()  # thesis Thm 5.4
+    # Predicted assignments come from a real input, so they are argmaxable in the encoder space too.
+    pred = table[(table["space"] == "encoder") & (table["source"] == "pred")]
+    assert (pred["status"] == "argmaxable").all()
+
+
+def test_interrupted_run_resumes_to_the_same_model(tmp_path, monkeypatch):
+    dsd = tiny_dataset(1)
+    fit(dsd, N_LABELS, tmp_path / "full", head="dft", d=2, seed=3, run=RUN)
+    calls = {"n": 0}
+    real = train_mod._evaluate
+
+    def crash_on_second(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(train_mod, "_evaluate", crash_on_second)
+    with pytest.raises(KeyboardInterrupt):
+        fit(dsd, N_LABELS, tmp_path / "resumed", head="dft", d=2, seed=3, run=RUN)
+    assert (tmp_path / "resumed" / "checkpoint.pt").exists()
+    monkeypatch.setattr(train_mod, "_evaluate", real)
+    fit(dsd, N_LABELS, tmp_path / "resumed", head="dft", d=2, seed=3, run=RUN)
+    with np.load(tmp_path / "full" / "head.npz") as a, np.load(tmp_path / "resumed" / "head.npz") as b:
+        np.testing.assert_allclose(a["W"], b["W"], atol=1e-6)
+        np.testing.assert_allclose(a["WP"], b["WP"], atol=1e-5)
+    curve = pd.read_csv(tmp_path / "resumed" / "curve.csv")
+    assert curve["step"].tolist() == [0, 6, 12, 18]
+
+
+def test_aggregate_writes_every_table_and_figure(runs):
+    root, dirs, dsd = runs
+    tables = aggregate(dirs, root / "multilabel" / "tables", root / "multilabel" / "figures")
+    for name in TABLES:
+        assert (root / "multilabel" / "tables" / f"{name}.md").exists()
+    for name in FIGURES:
+        assert (root / "multilabel" / "figures" / f"{name}.png").exists()
+    t52 = tables["table_5_2"]
+    assert set(t52.columns) >= {"eps_argmaxable_BSL", "eps_argmaxable_DFT", "one_argmaxable_DFT"}
+    assert tables["table_4_2"].iloc[-1]["tiny"] == len(dsd["test"])  # the row of test-set sizes
+    assert set(load_tables(root / "multilabel" / "tables")) >= set(TABLES)
+
+
+def test_bad_criterion_is_rejected(tmp_path):
+    with pytest.raises(ValueError, match="criterion"):
+        fit(tiny_dataset(), N_LABELS, tmp_path, head="bsl", d=2, seed=0, run={**RUN, "criterion": "f1"})
