@@ -65,6 +65,19 @@ def test_config_is_read_only():
         cfg.seed = 3
 
 
+def test_jobs_record_the_config_of_the_run_they_belong_to():
+    """A job's provenance is the whole tree its run was composed from, overrides included."""
+    from types import SimpleNamespace
+
+    from argmaxable.config import from_snakemake
+
+    job = SimpleNamespace(config={"overrides": ["seed=7", "model=[random_gaussian]"]},
+                          scriptdir=str(REPO / "workflow" / "scripts"))
+    recorded = from_snakemake(job)
+    assert recorded["seed"] == 7 and list(recorded["model"]) == ["random_gaussian"]
+    assert recorded["experiment"] == "offline"
+
+
 def snakemake(*args: str) -> subprocess.CompletedProcess:
     exe = Path(sys.executable).with_name("snakemake")
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}

@@ -246,3 +246,4 @@ def test_solver_breakdown_is_undecided_never_a_verdict(monkeypatch):
     # The three vertices are proved by their own rows as witnesses; c4 needs the LP, which fails.
     assert res.status.tolist() == ["argmaxable"] * 3 + ["undecided"]
     assert "HiGHS" in res.message[3] and np.isnan(res.radius[3])
+

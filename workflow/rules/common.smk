@@ -1,8 +1,7 @@
 # Shared by every rules file: the composed Hydra config (CFG), the results root and helpers.
-import json
 import sys
 
-from argmaxable.config import ConfigError, load_config, to_plain
+from argmaxable.config import ConfigError, load_config
 
 
 def _compose():
@@ -19,6 +18,5 @@ def _compose():
 
 CFG = _compose()
 RESULTS = CFG.results_dir
-# The whole tree as JSON. Rules pass only the settings a job uses as params (a change elsewhere must not
-# rerun it); scripts record the full tree for provenance with argmaxable.config.from_snakemake(snakemake).
-CFG_JSON = json.dumps(to_plain(CFG), sort_keys=True)
+# Rules pass only the settings a job uses as params (a change elsewhere must not rerun it); scripts record the
+# full tree for provenance with argmaxable.config.from_snakemake(snakemake).

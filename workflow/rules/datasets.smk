@@ -22,7 +22,7 @@ def snapshot_version(wildcards):
     return json.loads(SNAPSHOT.with_suffix(".meta.json").read_text())["sha256"]
 
 
-# Params hold only this dataset's settings (not CFG_JSON): Snakemake reruns a job when its params change, and
+# Params hold only this dataset's settings: Snakemake reruns a job when its params change, and
 # an unrelated config edit must not rebuild the dataset and, downstream, retrain every head.
 rule build_dataset:
     wildcard_constraints:

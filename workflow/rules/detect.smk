@@ -25,7 +25,6 @@ rule check_model:
     params:
         model=lambda wc: OmegaConf.to_container(CFG.model[wc.model], resolve=True),
         detect=OmegaConf.to_container(CFG.detect, resolve=True),
-        config=CFG_JSON,
     threads: CFG.detect.workers
     script:
         "../scripts/detect_check_model.py"
@@ -39,7 +38,5 @@ rule make_detect_table:
         md=f"{DETECT}/tables/detect.md",
     log:
         f"{DETECT}/logs/make_detect_table.log",
-    params:
-        config=CFG_JSON,
     script:
         "../scripts/detect_make_table.py"

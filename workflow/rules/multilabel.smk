@@ -39,7 +39,6 @@ rule train_head:
         f"{ML}/logs/train_head/{{dataset}}_{{head}}_d{{d}}_seed{{seed}}.log",
     params:
         run=lambda wc: ML_RUNS[wc.dataset],
-        config=CFG_JSON,
     threads: lambda wc: ML_RUNS[wc.dataset]["threads"]
     script:
         "../scripts/multilabel_train.py"
@@ -57,7 +56,6 @@ rule verify_head:
         f"{ML}/logs/verify_head/{{dataset}}_{{head}}_d{{d}}_seed{{seed}}.log",
     params:
         verify=OmegaConf.to_container(CFG.multilabel.verify),
-        config=CFG_JSON,
     threads: CFG.multilabel.verify.workers
     script:
         "../scripts/multilabel_verify.py"
@@ -75,6 +73,5 @@ rule make_multilabel_report:
     params:
         run_dirs=multilabel_run_dirs(),
         loss_curve_d=CFG.multilabel.loss_curve_d,
-        config=CFG_JSON,
     script:
         "../scripts/multilabel_aggregate.py"

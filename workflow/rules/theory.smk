@@ -22,7 +22,6 @@ rule count_regions:
     params:
         settings=THEORY_SETTINGS["regions"],
         seed=CFG.seed,
-        config=CFG_JSON,
     log:
         f"{THEORY}/logs/count_regions.log",
     script:
@@ -36,7 +35,6 @@ rule count_cover:
     params:
         settings=THEORY_SETTINGS["cover"],
         seed=CFG.seed,
-        config=CFG_JSON,
     log:
         f"{THEORY}/logs/count_cover.log",
     script:
@@ -50,7 +48,6 @@ rule measure_dft:
     params:
         settings=THEORY_SETTINGS["dft"],
         seed=CFG.seed,
-        config=CFG_JSON,
     log:
         f"{THEORY}/logs/measure_dft.log",
     script:
@@ -65,7 +62,6 @@ rule check_random_layer:
     params:
         settings=THEORY_SETTINGS["random_layers"],
         seed=CFG.seed,
-        config=CFG_JSON,
     threads: THEORY_SETTINGS["random_layers"]["workers"]
     log:
         f"{THEORY}/logs/check_random_layer_d{{d}}.log",
@@ -82,7 +78,6 @@ rule summarize_random_layers:
     params:
         settings=THEORY_SETTINGS["random_layers"],
         seed=CFG.seed,
-        config=CFG_JSON,
     threads: THEORY_SETTINGS["random_layers"]["workers"]
     log:
         f"{THEORY}/logs/summarize_random_layers.log",
@@ -93,8 +88,6 @@ rule summarize_random_layers:
 rule plot_toy:
     output:
         **theory_outputs(tables={"table": "toy"}, figures={"figure": "toy"}),
-    params:
-        config=CFG_JSON,
     log:
         f"{THEORY}/logs/plot_toy.log",
     script:
@@ -111,7 +104,6 @@ rule bound_topm:
     params:
         settings=THEORY_SETTINGS["basri_jacobs"],
         seed=CFG.seed,
-        config=CFG_JSON,
     log:
         f"{THEORY}/logs/bound_topm.log",
     script:

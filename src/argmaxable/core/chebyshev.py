@@ -45,8 +45,8 @@ class LPOutcome:
         Verdict at precision ``eps``.
     radius : float
         Chebyshev radius: the LP optimum when it converged, else the certified bound that decided the verdict
-        (lower bound for "feasible", upper bound for "infeasible"; NaN when undecided). Negative means even the best point in the
-        box violates some row by that distance.
+        (lower bound for "feasible", upper bound for "infeasible"; NaN when undecided). Negative means even the
+        best point in the box violates some row by that distance.
     lower, upper : float
         Certified bounds on the radius, checked in float64 (``lower <= radius <= upper`` up to solver noise).
     x : ndarray or None

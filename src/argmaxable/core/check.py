@@ -233,7 +233,7 @@ def check_assignments(W, Y, b=None, *, bound: float = 1e4, patience: int = 100, 
     --------
     >>> import numpy as np
     >>> W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])
-    >>> check_assignments(W, [[0], [3], [0, 1, 3]]).status.tolist()
+    >>> check_assignments(W, [[0, 3], [3], [0, 1, 3]]).status.tolist()
     ['argmaxable', 'unargmaxable', 'argmaxable']
     """
     W = _as_matrix(W)
