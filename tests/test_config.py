@@ -72,7 +72,7 @@ def test_jobs_record_the_config_of_the_run_they_belong_to():
     from argmaxable.config import from_snakemake
 
     job = SimpleNamespace(config={"overrides": ["seed=7", "model=[random_gaussian]"]},
-                          scriptdir=str(REPO / "workflow" / "scripts"))
+                          scriptdir=str(REPO / "workflow" / "rules" / ".." / "scripts"))  # as Snakemake gives it
     recorded = from_snakemake(job)
     assert recorded["seed"] == 7 and list(recorded["model"]) == ["random_gaussian"]
     assert recorded["experiment"] == "offline"
@@ -95,3 +95,19 @@ def test_snakemake_rejects_a_wrong_override_before_any_job():
 def test_snakemake_dry_run_lists_the_default_dag():
     out = snakemake("--cores", "2", "-n", "--quiet", "rules")
     assert out.returncode == 0, out.stderr
+
+
+def test_a_snakemake_job_runs_and_records_its_run(tmp_path):
+    """End to end through Snakemake's script directive: the output exists, its sidecar holds the run's config,
+    and a second run has nothing to do."""
+    import json
+
+    overrides = f'overrides=["results_dir={tmp_path}","seed=3"]'
+    target = str(tmp_path / "theory" / "tables" / "toy.parquet")
+    out = snakemake(target, "--cores", "1", "--config", overrides)
+    assert out.returncode == 0, out.stderr[-3000:]
+    meta = json.loads((tmp_path / "theory" / "tables" / "toy.parquet.meta.json").read_text())
+    assert meta["config"]["seed"] == 3 and meta["config"]["results_dir"] == str(tmp_path)
+    assert meta["code_version"]
+    again = snakemake(target, "--cores", "1", "--config", overrides)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr

@@ -110,7 +110,7 @@ def from_snakemake(smk) -> dict[str, Any]:
     scripts call this to record the full tree the run was composed from.
     """
     overrides = smk.config.get("overrides", [])
-    config_dir = Path(smk.scriptdir).parents[1] / "config"  # the workflow's own tree, whatever is installed
+    config_dir = Path(smk.scriptdir).resolve().parents[1] / "config"  # the workflow's tree, whatever is installed
     return to_plain(load_config([overrides] if isinstance(overrides, str) else list(overrides), config_dir))
 
 
