@@ -113,3 +113,10 @@ def test_aggregate_writes_every_table_and_figure(runs):
 def test_bad_criterion_is_rejected(tmp_path):
     with pytest.raises(ValueError, match="criterion"):
         fit(tiny_dataset(), N_LABELS, tmp_path, head="bsl", d=2, seed=0, run={**RUN, "criterion": "f1"})
+
+
+def test_notebook_shows_the_tables_and_figures(runs, run_notebook):
+    root, dirs, _ = runs
+    aggregate(dirs, root / "multilabel" / "tables", root / "multilabel" / "figures")
+    text = run_notebook("multilabel", root)
+    assert "### table_5_2" in text and "No multi-label tables" not in text

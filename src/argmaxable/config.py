@@ -117,3 +117,12 @@ def from_snakemake(smk) -> dict[str, Any]:
 def to_plain(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config as plain Python containers (for provenance records)."""
     return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+
+
+def results_root() -> Path:
+    """Where notebooks read results: ``$ARGMAXABLE_RESULTS``, else the default run's ``results_dir``."""
+    import os
+
+    if "ARGMAXABLE_RESULTS" in os.environ:
+        return Path(os.environ["ARGMAXABLE_RESULTS"])
+    return (CONFIG_DIR.parent / load_config().results_dir).resolve()
