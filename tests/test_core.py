@@ -8,7 +8,9 @@ import math
 
 import numpy as np
 import pytest
-from scipy.spatial import ConvexHull
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from scipy.spatial import ConvexHull, QhullError
 
 import argmaxable as am
 from argmaxable.core import chebyshev
@@ -247,3 +249,21 @@ def test_solver_breakdown_is_undecided_never_a_verdict(monkeypatch):
     assert res.status.tolist() == ["argmaxable"] * 3 + ["undecided"]
     assert "HiGHS" in res.message[3] and np.isnan(res.radius[3])
 
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(-5, 5), st.integers(-5, 5)), min_size=3, max_size=12))
+def test_integer_points_in_the_plane_match_qhull(points):
+    """Any small integer point set, duplicates and collinear points included: a category is argmaxable
+    exactly when its point is a vertex of the convex hull (Qhull) and has no duplicate."""
+    W = np.array(points, dtype=np.float64)
+    try:
+        hull = ConvexHull(W)
+    except QhullError:  # all points collinear: Qhull has no 2-D hull to compare with
+        assume(False)
+    unique = np.array([(w == W).all(axis=1).sum() == 1 for w in W])
+    expected = np.zeros(len(W), dtype=bool)
+    expected[hull.vertices] = True
+    res = am.check_categories(W, workers=1)
+    np.testing.assert_array_equal(res.status == "argmaxable", expected & unique)
+    assert am.verify_certificate(res, W).all()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -57,11 +58,12 @@ def enumeration_table(max_n: int, *, seed: int, bound: float, eps: float) -> pd.
 
 
 def percentage_table(n: int, d_values: list[int]) -> pd.DataFrame:
-    """Fig. 5.2's numbers at selected d: the exact count (as a decimal string) and the percentage."""
+    """Fig. 5.2's numbers at selected d: the count of argmaxable assignments (6 significant digits, rounded from
+    the exact integer; a 300-digit column helps nobody reading the table) and the percentage."""
     rows = []
     for d in d_values:
         lp = log10_percentage(n, d)
-        rows.append({"n": n, "d": d, "argmaxable": str(cover_count(n, d)), "log10_percent": lp,
+        rows.append({"n": n, "d": d, "argmaxable": f"{Decimal(cover_count(n, d)):.5e}", "log10_percent": lp,
                      "percent": 10.0**lp})
     return pd.DataFrame(rows)
 
