@@ -86,7 +86,8 @@ def bench_lp(quick: bool, n: int, d: int, bias: bool) -> dict:
     W, b = _layer(n, d, "uniform", bias)
     W, b = W.astype(np.float64), (None if b is None else b.astype(np.float64))
     # The classes that reach the LP: those the approximate stage cannot prove.
-    probe = am.check_categories(W, b, patience=50 if quick else 2500)
+    # Patience 100 finds the hard classes; the paper's 2500 costs 2500 full-vocabulary steps per hard class here.
+    probe = am.check_categories(W, b, patience=50 if quick else 100)
     hard = np.flatnonzero(probe.lp_rounds > 0)
     pool = hard if hard.size else np.arange(n)
     k = min(len(pool), 5 if quick else 20)
@@ -113,22 +114,27 @@ def bench_lp(quick: bool, n: int, d: int, bias: bool) -> dict:
 
 
 def bench_assignments(quick: bool) -> dict:
-    """10k label assignments of a MIMIC-III-sized Gaussian layer (n=8921, d=561), at most 80 active labels."""
+    """Label assignments of a MIMIC-III-sized Gaussian layer (n=8921, d=561), at most 80 active labels.
+
+    With Gaussian W every such assignment is unargmaxable (Wendel: n >> 2d), so each needs an LP over a dense
+    working set of about 2d rows; the run times a sample and extrapolates to the issue's 10k.
+    """
     import argmaxable as am
 
-    n, d, m = 8921, 561, (500 if quick else 10000)
+    n, d, m = 8921, 561, (4 if quick else 20)
     rng = np.random.default_rng(3)
     W = rng.standard_normal((n, d))
     Y = [rng.choice(n, rng.integers(1, 81), replace=False) for _ in range(m)]
     t0 = time.perf_counter()
     res = am.check_assignments(W, Y)
     total = time.perf_counter() - t0
+    per_10k = total / m * 10000
     return {
-        "benchmark": f"{m} assignments n={n} d={d} (<=80 active)",
-        "ours_s": round(total, 1),
+        "benchmark": f"{m} assignments n={n} d={d} (<=80 active), extrapolated to 10k",
+        "ours_s": round(per_10k, 1),
         "baseline": "target: 10k in < 300 s",
-        "ratio": round(300 * m / 10000 / total, 1),
-        "notes": f"{res.counts()}; 1-argmaxable {int(res.one_argmaxable().sum())}; "
+        "ratio": round(300 / per_10k, 3),
+        "notes": f"{res.counts()}; {total / m:.2f} s/assignment; 1-argmaxable {int(res.one_argmaxable().sum())}; "
                  f"LP items {(res.lp_rounds > 0).sum()}, rounds max {res.lp_rounds.max()}",
         "peak_mib": round(_peak_mib()),
     }

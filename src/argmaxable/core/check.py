@@ -204,7 +204,8 @@ def _as_signs(Y, n: int) -> np.ndarray:
 
 
 def check_assignments(W, Y, b=None, *, bound: float = 1e4, patience: int = 100, eps: float = 1e-8,
-                      solver: str = "highs", workers: int = 2, progress: bool = False) -> CheckResult:
+                      solver: str = "highs", workers: int = 2, progress: bool = False,
+                      exact_radius: bool = False) -> CheckResult:
     """Which label assignments of sigmoid(W x + b) can be the thresholded output for some |x_j| <= bound?
 
     Parameters
@@ -223,6 +224,11 @@ def check_assignments(W, Y, b=None, *, bound: float = 1e4, patience: int = 100, 
         "eps-argmaxable" means radius > eps; ``result.one_argmaxable()`` counts radius > 1.
     solver, workers, progress
         As in :func:`check_categories`.
+    exact_radius : bool, default False
+        Run every LP to its optimum so that ``radius`` is the Chebyshev radius itself. By default an LP stops
+        once its certified bounds decide both ``radius > eps`` and ``radius > 1``, and ``radius`` is the bound
+        that decided them (``radius_exact`` says which): the counts are the same, and an unargmaxable
+        assignment of a wide layer no longer needs thousands of rows to pin down a radius nobody reads.
 
     Returns
     -------
@@ -242,7 +248,8 @@ def check_assignments(W, Y, b=None, *, bound: float = 1e4, patience: int = 100, 
     signs = _as_signs(Y, W.shape[0])
     system = AssignmentSystem(W, b, signs)
     return _run(system, np.arange(len(signs)), bound=bound, eps=eps, patience=patience, solver=solver,
-                workers=workers, progress=progress, kind="assignments", radius_threshold=1.0, exact_lp=True)
+                workers=workers, progress=progress, kind="assignments", radius_threshold=1.0,
+                exact_lp=exact_radius)
 
 
 def verify_certificate(result: CheckResult, W, b=None, Y=None) -> np.ndarray:

@@ -67,6 +67,35 @@ class CategorySystem:
         logits[rows, items] = -np.inf  # the target's own (zero) row
         worst = np.argmax(logits, axis=1)  # the current argmax among the others (002 Fig. 5 line 1)
         top = logits[rows, worst].astype(np.float64)
+        return worst, self._certified_margin(items, X, own, top, eps)
+
+    def start_margins(self, eps: float, block: int = 2048) -> np.ndarray:
+        """Certified margin of every category at its own start point x = w_t, for all n categories at once.
+
+        The logits of all start points form the Gram matrix W Wᵀ (+ b), which is symmetric: it is computed block
+        by block over its upper triangle only, each block serving the targets of its rows and of its columns,
+        which halves the dominant cost of checking a whole vocabulary. Only running maxima are kept (never an
+        n×n matrix); items that do not win here go through :meth:`evaluate` as usual.
+        """
+        n = self.n_rows
+        top = np.full(n, -np.inf, dtype=self.dtype)
+        for lo in range(0, n, block):
+            rows = slice(lo, min(lo + block, n))
+            for lo2 in range(lo, n, block):
+                cols = slice(lo2, min(lo2 + block, n))
+                G = self.W[rows] @ self.W[cols].T
+                if lo2 == lo:
+                    np.fill_diagonal(G, -np.inf)  # the target's own (zero) row
+                if lo2 != lo:  # the block serves the column targets too, with the row categories' biases
+                    np.maximum(top[cols], (G + self.b[rows, None]).max(axis=0), out=top[cols])
+                G += self.b[cols]
+                np.maximum(top[rows], G.max(axis=1), out=top[rows])
+        items = np.arange(n)
+        own = np.einsum("nd,nd->n", self.W64, self.W64) + self.b64
+        return self._certified_margin(items, self.W64, own, top.astype(np.float64), eps)
+
+    def _certified_margin(self, items, X, own, top, eps):
+        """Lower bound on each point's distance to its item's nearest hyperplane, from computed logits."""
         # Each computed logit is within kappa (||w_i|| ||x|| + |b_i|) of the exact one, and
         # ||w_i - w_t|| <= ||w_t|| + max_i ||w_i||: a certified distance bound from two numbers per point.
         xn = np.linalg.norm(X.astype(np.float64), axis=1)
@@ -77,7 +106,7 @@ class CategorySystem:
             A, c = self.dense(int(items[k]))
             x = X[k].astype(np.float64)
             margin[k] = np.min(-(A @ x + c) / np.linalg.norm(A, axis=1))  # the float64 check itself
-        return worst, margin
+        return margin
 
     def rows(self, items, j):
         return self.W[j] - self.W[items], self.b[j] - self.b[items]

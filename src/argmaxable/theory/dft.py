@@ -65,7 +65,7 @@ def radius_table(n_values, k_values, *, slack: int, samples: int, quantile: floa
             W = dft_matrix(n, k)
             for s in (0, slack):
                 Ws = np.hstack([W, rng.standard_normal((n, s)) / np.sqrt(n)])  # (n, 2k+1+s)
-                res = am.check_assignments(Ws, Y, bound=bound, eps=eps, workers=1)
+                res = am.check_assignments(Ws, Y, bound=bound, eps=eps, workers=1, exact_radius=True)
                 counts = res.counts()
                 rows.append({"n": n, "k": k, "slack": s, "samples": samples,
                              "radius_quantile": float(np.quantile(res.radius, quantile)),
