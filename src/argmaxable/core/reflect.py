@@ -55,11 +55,11 @@ def reflect(system: System, items: np.ndarray, *, patience: int, bound: float, e
     todo = np.arange(T)
     if hasattr(system, "start_margins") and system.n_rows == T and np.array_equal(items, todo):
         # Every category at once: the first step from the Gram matrix's upper triangle (half the work).
-        x0 = system.start(items)
-        scale = np.maximum(np.abs(x0).max(axis=1) / bound, 1.0) if system.homogeneous else np.ones(T)
-        x0 = x0 / scale[:, None]  # a cone: scaling into the box divides every distance by the same factor
-        won = (system.start_margins(eps) / scale > eps) & (np.abs(x0).max(axis=1) <= bound)
-        proven[won], steps[won], X[won] = True, 1, x0[won]
+        X[:] = system.start(items)  # rows that do not win here are overwritten by the batches below
+        scale = np.maximum(np.abs(X).max(axis=1) / bound, 1.0) if system.homogeneous else np.ones(T)
+        X /= scale[:, None]  # a cone: scaling into the box divides every distance by the same factor
+        won = (system.start_margins(eps) / scale > eps) & (np.abs(X).max(axis=1) <= bound)
+        proven[won], steps[won] = True, 1
         progress(int(won.sum()))
         todo = np.flatnonzero(~won)
     step = batch_size(system.n_rows)
