@@ -284,3 +284,47 @@ def test_gram_first_step_matches_the_batched_step(n, d, bias):
     assert 0 < (gram > 1e-8).sum() < n
     np.testing.assert_array_equal(gram > 1e-8, direct > 1e-8)
     np.testing.assert_allclose(gram, direct, rtol=1e-5 if system.dtype == np.float32 else 1e-9, atol=1e-9)
+
+
+def test_affine_cell_count_with_bias():
+    # n hyperplanes w_i.x + b_i = 0 in general position cut R^d into sum_{i<=d} C(n, i) cells (Buck 1943):
+    # n=12, d=3 -> 299 argmaxable assignments of 2^12 (the box of 1e4 holds every cell of Gaussian data).
+    rng = np.random.default_rng(11)
+    W, b = rng.normal(size=(12, 3)), rng.normal(size=12)
+    res = am.check_assignments(W, all_assignments(12), b)
+    assert (res.status == "argmaxable").sum() == sum(math.comb(12, i) for i in range(4)) == 299
+    assert (res.status == "undecided").sum() == 0
+    assert am.verify_certificate(res, W, b, Y=all_assignments(12)).all()
+
+
+def test_dual_stage_proves_only_unargmaxable_assignments():
+    """Gordan certificates by projection are one-sided: on the DFT layer (alternation theorem) they may prove
+    only assignments with more than 2k sign changes, and each certificate has weights >= 0 summing to 1."""
+    from argmaxable.core.gordan import gordan_certificates
+
+    W = truncated_dft(10, 2)
+    Y = all_assignments(10)
+    out = gordan_certificates(W, None, np.where(Y, -1, 1), bound=1e4, eps=1e-8)
+    assert out.proven.sum() > 100
+    assert (sign_changes(Y)[out.proven] > 4).all()
+    for w in out.weights.values():
+        assert (w >= 0).all() and w.sum() == pytest.approx(1.0)
+
+
+def test_dual_stage_proves_a_wide_gaussian_layer_without_lp():
+    # n >> 2d: every sparse assignment is unargmaxable (Wendel), and the projection proves each one.
+    rng = np.random.default_rng(12)
+    W = rng.normal(size=(600, 20))
+    Y = [rng.choice(600, k, replace=False) for k in (1, 5, 30)]
+    res = am.check_assignments(W, Y)
+    assert res.status.tolist() == ["unargmaxable"] * 3 and (res.lp_rounds == 0).all()
+    assert "dual stage" in res.message[0] and (res.radius <= 1e-8).all()
+    assert am.verify_certificate(res, W, Y=Y).all()
+    s = -np.ones(600)
+    s[Y[0]] = 1
+    assert chebyshev(-s[:, None] * W, np.zeros(600), bound=1e4).status == "infeasible"  # the exact LP agrees
+    rows, weights = res.certificates[0]
+    bad = weights.copy()
+    bad[np.argmax(bad)] *= -1  # a tampered certificate must fail the independent check
+    res.certificates[0] = (rows, bad)
+    assert not am.verify_certificate(res, W, Y=Y)[0]

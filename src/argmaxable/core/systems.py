@@ -11,6 +11,8 @@ from typing import Protocol
 
 import numpy as np
 
+from argmaxable.core.gordan import gordan_certificates
+
 # Above this many weights the approximate stage runs in float32 (2x the GEMM rate); acceptance stays rigorous
 # through the rounding bound below.
 FLOAT32_ABOVE = 1_000_000
@@ -154,6 +156,11 @@ class AssignmentSystem:
             dist = np.where(self.norms > 0, R / self.norms, np.where(R < 0, -np.inf, np.inf))  # (b, n)
         worst = np.argmax(dist, axis=1)  # the most violated row, in distance
         return worst, -dist[np.arange(len(items)), worst]
+
+    def gordan(self, items, *, bound, eps, progress=None):
+        """The dual stage (:mod:`gordan`): the rows are ``-y_i [w_i, b_i]``, one matrix with signs."""
+        return gordan_certificates(self.W64, None if self.homogeneous else self.b64, -self.signs[items],
+                                   bound=bound, eps=eps, progress=progress)
 
     def rows(self, items, j):
         s = self.signs[items, j].astype(np.float64)

@@ -1,0 +1,112 @@
+"""The approximate dual stage: Gordan certificates by projection, batched over label assignments.
+
+The approximate primal stage (:mod:`reflect`) proves items argmaxable; this one proves them unargmaxable, and
+is just as one-sided. A label assignment's rows are the rows of one fixed matrix with signs: normalised, its
+system is ``s_i h_i . (x, 1) < 0`` with ``h_i = [w_i, b_i] / ||w_i||`` and ``s_i = -y_i``. Any weights
+``mu >= 0``, not all zero, with ``sum_i mu_i s_i h_i = 0`` prove that no x satisfies every row (Gordan's
+alternative), and they bound the Chebyshev radius by ``B ||sum mu_i s_i h_i[:d]||_1 - sum mu_i s_i h_i[d] ~ 0``
+(:func:`argmaxable.core.chebyshev.dual_bound`, with ``mu`` summing to 1).
+
+Such weights are found without an LP. The projection ``P = H (HᵀH)⁺ Hᵀ`` onto the column space of H does not
+depend on the signs, because the Gram matrix ``Σ (s_i h_i)(s_i h_i)ᵀ = HᵀH`` does not; so one factorisation
+serves every assignment, and ``mu = omega - s∘P(s∘omega)`` satisfies ``Σ mu_i s_i h_i = 0`` for any omega.
+Starting from omega = 1, the few entries of mu that come out non-positive get more weight and the projection
+is repeated. Each round is two matrix products over a batch of assignments. When n is far above the
+rank, as in a wide label set with a narrow bottleneck, one or two rounds prove nearly every assignment that is
+unargmaxable (measured: all 10k of a Gaussian 8921x561 layer, where each LP takes seconds). What
+this stage cannot prove goes on to reflection and the exact LP as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# Entries of mu must exceed this fraction of their weight omega to count as safely positive.
+FLOOR = 1e-3
+# Re-weighting rounds before giving up on an item (an argmaxable item can never succeed).
+MAX_ROUNDS = 4
+
+
+@dataclass
+class GordanOutcome:
+    """Per-item result of the dual stage."""
+
+    proven: np.ndarray  # (T,) bool: weights found whose float64 bound is <= eps
+    upper: np.ndarray  # (T,) certified upper bound on the Chebyshev radius (inf where not proven)
+    rows: np.ndarray  # the constraint rows the weights refer to (shared by every item)
+    weights: dict  # position -> (len(rows),) float64 weights summing to 1, for proven items
+
+
+def _pseudo_inverse_gram(H: np.ndarray) -> tuple[np.ndarray, int]:
+    """(HᵀH)⁺ and the rank of H, from the symmetric eigendecomposition of the small Gram matrix."""
+    G = H.T @ H
+    vals, vecs = np.linalg.eigh(G)
+    keep = vals > vals.max(initial=0.0) * G.shape[0] * np.finfo(np.float64).eps
+    inv = (vecs[:, keep] / vals[keep]) @ vecs[:, keep].T
+    return inv, int(keep.sum())
+
+
+def batch_size(n: int, budget_bytes: int = 1 << 27) -> int:
+    """Items per batch so that one (batch × n) float64 block stays within ``budget_bytes``."""
+    return max(1, min(2048, budget_bytes // (8 * max(n, 1))))
+
+
+def gordan_certificates(W: np.ndarray, b: np.ndarray | None, signs: np.ndarray, *, bound: float, eps: float,
+                        progress=None) -> GordanOutcome:
+    """Try to prove each sign pattern's system ``signs_i (w_i . x + b_i) < 0`` infeasible (see module doc).
+
+    Parameters
+    ----------
+    W : ndarray, shape (n, d)
+        Rows, float64.
+    b : ndarray, shape (n,), optional
+        Offsets (bias).
+    signs : ndarray, shape (T, n)
+        +1/-1 per row and item: the item's constraint ``i`` is ``signs[i] * (w_i . x + b_i) < 0``.
+    bound, eps : float
+        Box half-width and the radius that counts as a region.
+    progress : callable, optional
+        Called with the number of items finished after each batch.
+    """
+    T = len(signs)
+    progress = progress or (lambda k: None)
+    norms = np.linalg.norm(W, axis=1)
+    rows = np.flatnonzero(norms > 0)  # a zero row is a constant constraint: a certificate may ignore it
+    H = W[rows] / norms[rows, None]
+    if b is not None:
+        H = np.hstack([H, (b[rows] / norms[rows])[:, None]])
+    d = W.shape[1]
+    upper = np.full(T, np.inf)
+    out = GordanOutcome(np.zeros(T, dtype=bool), upper, rows, {})
+    Ginv, rank = _pseudo_inverse_gram(H)
+    if len(rows) <= rank:  # the rows are independent: no weights cancel them (Gordan), skip the stage
+        progress(T)
+        return out
+    step = batch_size(len(rows))
+    for lo in range(0, T, step):
+        pos = np.arange(lo, min(lo + step, T))
+        S = signs[pos][:, rows].astype(np.float64)
+        omega = np.ones_like(S)
+        for _ in range(MAX_ROUNDS + 1):
+            V = S * omega
+            mu = omega - S * ((V @ H) @ Ginv @ H.T)
+            low = mu <= FLOOR * omega
+            positive = ~low.any(axis=1)
+            if positive.any():
+                R = (S[positive] * mu[positive]) @ H  # Σ mu_i s_i h_i: ~0, recomputed as the check
+                total = mu[positive].sum(axis=1)
+                bias_term = R[:, d] if b is not None else 0.0
+                bnd = (bound * np.abs(R[:, :d]).sum(axis=1) - bias_term) / total
+                for k in np.flatnonzero(bnd <= eps):
+                    p = int(pos[np.flatnonzero(positive)[k]])
+                    out.proven[p], upper[p] = True, bnd[k]
+                    out.weights[p] = mu[np.flatnonzero(positive)[k]] / total[k]
+            keep = ~positive  # positive weights whose bound failed are numerical trouble: leave them to the LP
+            if not keep.any():
+                break
+            pos, S, omega, mu, low = pos[keep], S[keep], omega[keep], mu[keep], low[keep]
+            omega = np.where(low, (2.0 + FLOOR) * omega - mu, omega)
+        progress(min(step, T - lo))
+    return out
