@@ -90,7 +90,7 @@ def bench_lp(quick: bool, n: int, d: int, bias: bool) -> dict:
     probe = am.check_categories(W, b, patience=50 if quick else 100)
     hard = np.flatnonzero(probe.lp_rounds > 0)
     pool = hard if hard.size else np.arange(n)
-    k = min(len(pool), 5 if quick else 20)
+    k = min(len(pool), 5 if quick else 50)
     classes = np.random.default_rng(2).choice(pool, k, replace=False)
     system = CategorySystem(W, b)
     systems = [system.dense(int(t)) for t in classes]
