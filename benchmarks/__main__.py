@@ -2,7 +2,8 @@
 
 Each benchmark runs in its own subprocess (so its peak memory is its own), measures a simple baseline in the
 same run, prints the ratio, and appends a row to the markdown table printed at the end (paste it into
-benchmarks/RESULTS.md). Targets come from issue 3.
+benchmarks/RESULTS.md). Targets come from issue 3. The closing line names the BLAS kernel that ran: on machines
+that force an older one through OPENBLAS_CORETYPE, compare with ``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE``.
 """
 
 from __future__ import annotations
@@ -188,7 +189,11 @@ def main(argv=None) -> int:
         row = json.loads(out.stdout.strip().splitlines()[-1])
         print(json.dumps(row), flush=True)
         rows.append(row)
-    print(f"\nmachine: {platform.processor() or platform.machine()}, {platform.python_version()}, "
+    from threadpoolctl import threadpool_info
+
+    blas = next((f"{i['internal_api']} {i['version']} ({i['architecture']} kernel, {i['num_threads']} threads)"
+                 for i in threadpool_info() if i["user_api"] == "blas"), "unknown BLAS")
+    print(f"\nmachine: {platform.processor() or platform.machine()}, Python {platform.python_version()}, {blas}, "
           f"quick={args.quick}\n")
     keys = ["benchmark", "ours_s", "baseline", "ratio", "notes", "peak_mib"]
     print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))

@@ -328,3 +328,22 @@ def test_dual_stage_proves_a_wide_gaussian_layer_without_lp():
     bad[np.argmax(bad)] *= -1  # a tampered certificate must fail the independent check
     res.certificates[0] = (rows, bad)
     assert not am.verify_certificate(res, W, Y=Y)[0]
+
+
+def test_polish_makes_loose_dual_weights_exact():
+    """Duals that cancel the rows only to 1e-9 (a solver's tolerance) bound the radius by about B * 1e-9 > eps at
+    B = 1e4; projected onto the exact cancellation over the same rows they prove radius <= eps."""
+    from argmaxable.core.chebyshev import dual_bound, polish
+
+    rng = np.random.default_rng(13)
+    A = rng.normal(size=(9, 8))
+    mu = np.append(rng.uniform(0.5, 1.0, 8), 1.0)
+    A[8] = -(mu[:8] @ A[:8])  # sum mu_i a_i = 0 with mu > 0: infeasible, radius 0
+    norms = np.linalg.norm(A, axis=1)
+    exact = mu * norms / (mu * norms).sum()  # the same weights on the normalised rows
+    loose = exact * (1 + 1e-9 * rng.standard_normal(9))
+    rows = np.arange(9)
+    assert dual_bound(A, np.zeros(9), norms, rows, loose, 1e4) > 1e-8
+    rows_p, weights_p = polish(A, norms, rows, loose)
+    assert dual_bound(A, np.zeros(9), norms, rows_p, weights_p, 1e4) <= 1e-10
+    np.testing.assert_allclose(weights_p, exact, rtol=1e-7)

@@ -76,32 +76,43 @@ class CategorySystem:
 
         The logits of all start points form the Gram matrix W Wᵀ (+ b), which is symmetric: it is computed block
         by block over its upper triangle only, each block serving the targets of its rows and of its columns,
-        which halves the dominant cost of checking a whole vocabulary. Only running maxima are kept (never an
-        n×n matrix); items that do not win here go through :meth:`evaluate` as usual.
+        which halves the dominant cost of checking a whole vocabulary. With a bias, each block is one product
+        of ``[w_i, b_i, 1]`` with ``[w_j, 1, b_j]``, i.e. ``w_i.w_j + b_i + b_j``: the row and column targets'
+        logits are its row and column maxima less one bias, with no extra pass over the block. Only running
+        maxima are kept (never an n×n matrix); items that do not win here go through :meth:`evaluate`.
         """
         n = self.n_rows
+        if self.homogeneous:
+            left = right = self.W
+        else:
+            ones = np.ones((n, 1), dtype=self.dtype)
+            left = np.hstack([self.W, self.b[:, None], ones])
+            right = np.hstack([self.W, ones, self.b[:, None]])
         top = np.full(n, -np.inf, dtype=self.dtype)
         for lo in range(0, n, block):
             rows = slice(lo, min(lo + block, n))
             for lo2 in range(lo, n, block):
                 cols = slice(lo2, min(lo2 + block, n))
-                G = self.W[rows] @ self.W[cols].T
+                G = left[rows] @ right[cols].T
                 if lo2 == lo:
                     np.fill_diagonal(G, -np.inf)  # the target's own (zero) row
-                if lo2 != lo:  # the block serves the column targets too, with the row categories' biases
-                    np.maximum(top[cols], (G + self.b[rows, None]).max(axis=0), out=top[cols])
-                G += self.b[cols]
+                else:  # the block serves the column targets too
+                    np.maximum(top[cols], G.max(axis=0), out=top[cols])
                 np.maximum(top[rows], G.max(axis=1), out=top[rows])
         items = np.arange(n)
         own = np.einsum("nd,nd->n", self.W64, self.W64) + self.b64
-        return self._certified_margin(items, self.W64, own, top.astype(np.float64), eps)
+        top = top.astype(np.float64)
+        if not self.homogeneous:
+            top -= self.b.astype(np.float64)  # each maximum holds the target's own bias once: remove it exactly
+        return self._certified_margin(items, self.W64, own, top, eps)
 
     def _certified_margin(self, items, X, own, top, eps):
         """Lower bound on each point's distance to its item's nearest hyperplane, from computed logits."""
-        # Each computed logit is within kappa (||w_i|| ||x|| + |b_i|) of the exact one, and
-        # ||w_i - w_t|| <= ||w_t|| + max_i ||w_i||: a certified distance bound from two numbers per point.
+        # Each computed logit is within kappa (||w_i|| ||x|| + 2 max|b|) of the exact one (twice the bias: the
+        # Gram blocks of start_margins add two), and ||w_i - w_t|| <= ||w_t|| + max_i ||w_i||: a certified
+        # distance bound from two numbers per point.
         xn = np.linalg.norm(X.astype(np.float64), axis=1)
-        err = self.kappa * (xn * self.max_norm + self.max_bias)
+        err = self.kappa * (xn * self.max_norm + 2 * self.max_bias)
         margin = (own - top - 2 * err) / (self.norms[items] + self.max_norm)
         # Points that win in floating point but not by the bound's margin: measure them exactly.
         for k in np.flatnonzero((margin <= eps) & (own > top)):
