@@ -80,6 +80,8 @@ def full_lp(A, c, bound):
 
 def bench_lp(quick: bool, n: int, d: int, bias: bool) -> dict:
     """Exact LP per class: constraint generation vs the full-constraint LP, on the same classes."""
+    from threadpoolctl import threadpool_limits
+
     import argmaxable as am
     from argmaxable.core.chebyshev import chebyshev
     from argmaxable.core.systems import CategorySystem
@@ -95,12 +97,13 @@ def bench_lp(quick: bool, n: int, d: int, bias: bool) -> dict:
     classes = np.random.default_rng(2).choice(pool, k, replace=False)
     system = CategorySystem(W, b)
     systems = [system.dense(int(t)) for t in classes]
-    t0 = time.perf_counter()
-    ours = [chebyshev(A, c, bound=100.0, exact=False) for A, c in systems]
-    t_cg = (time.perf_counter() - t0) / k
-    t0 = time.perf_counter()
-    base = [full_lp(A, c, 100.0) for A, c in systems]
-    t_full = (time.perf_counter() - t0) / k
+    with threadpool_limits(limits=1, user_api="blas"):  # as in the pipeline: one BLAS thread per LP
+        t0 = time.perf_counter()
+        ours = [chebyshev(A, c, bound=100.0, exact=False) for A, c in systems]
+        t_cg = (time.perf_counter() - t0) / k
+        t0 = time.perf_counter()
+        base = [full_lp(A, c, 100.0) for A, c in systems]
+        t_full = (time.perf_counter() - t0) / k
     agree = all(o.status == f.status for o, f in zip(ours, base, strict=True))
     rounds = [o.rounds for o in ours]
     return {

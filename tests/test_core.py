@@ -14,6 +14,7 @@ from scipy.spatial import ConvexHull, QhullError
 
 import argmaxable as am
 from argmaxable.core import chebyshev
+from argmaxable.core.systems import bf16_gemm
 
 TOY = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])  # 002 Fig. 1: c4 inside the triangle
 
@@ -270,10 +271,13 @@ def test_integer_points_in_the_plane_match_qhull(points):
 
 
 @pytest.mark.parametrize(("n", "d", "bias"), [(300, 4, True), (300, 4, False), (2000, 600, True)])
-def test_gram_first_step_matches_the_batched_step(n, d, bias):
+def test_gram_first_step_matches_the_batched_step(n, d, bias, monkeypatch):
     """The whole-vocabulary first step (Gram matrix, upper triangle, several blocks) certifies the same margins
     as evaluating every start point directly (float64 below 1e6 weights, float32 above)."""
+    from argmaxable.core import systems
     from argmaxable.core.systems import CategorySystem
+
+    monkeypatch.setattr(systems, "bf16_gemm", lambda: False)  # the bfloat16 products have their own test
 
     rng = np.random.default_rng(5)
     W = rng.normal(size=(n, d)) * rng.uniform(0.2, 1.0, size=(n, 1))  # varied norms: some lose at the start
@@ -323,6 +327,8 @@ def test_dual_stage_proves_a_wide_gaussian_layer_without_lp():
     s = -np.ones(600)
     s[Y[0]] = 1
     assert chebyshev(-s[:, None] * W, np.zeros(600), bound=1e4).status == "infeasible"  # the exact LP agrees
+    exact = am.check_assignments(W, Y[:1], exact_radius=True)  # radii computed, not bounded: no dual stage
+    assert exact.status[0] == "unargmaxable" and exact.lp_rounds[0] > 0 and exact.radius_exact[0]
     rows, weights = res.certificates[0]
     bad = weights.copy()
     bad[np.argmax(bad)] *= -1  # a tampered certificate must fail the independent check
@@ -347,3 +353,35 @@ def test_polish_makes_loose_dual_weights_exact():
     rows_p, weights_p = polish(A, norms, rows, loose)
     assert dual_bound(A, np.zeros(9), norms, rows_p, weights_p, 1e4) <= 1e-10
     np.testing.assert_allclose(weights_p, exact, rtol=1e-7)
+
+
+@pytest.mark.skipif(not bf16_gemm(), reason="no native bfloat16 products on this CPU")
+def test_bf16_gram_margins_are_certified_lower_bounds(monkeypatch):
+    """With bfloat16 products (CPUs that have them), every positive first-step margin is still a lower bound on
+    the exact float64 distance to the nearest decision boundary, and the whole check gives the same verdicts."""
+    from argmaxable.core import systems
+
+    rng = np.random.default_rng(6)
+    n, d = 1500, 700  # over 1e6 weights: the float32 system, which takes the bfloat16 products
+    W = rng.normal(size=(n, d)) * rng.uniform(0.3, 1.0, size=(n, 1))  # varied norms: some rows lose at x = w_t
+    b = rng.normal(size=n) * 30
+    system = systems.CategorySystem(W, b)
+    gram = system.start_margins(1e-8, block=256)
+    G = W @ W.T
+    sq = np.diag(G).copy()
+    logits = G + b  # logits[t, i] = w_i . w_t + b_i
+    own = np.diag(logits).copy()
+    dist = (own[:, None] - logits) / np.sqrt(np.maximum(sq[:, None] + sq[None, :] - 2 * G, 1e-300))
+    np.fill_diagonal(dist, np.inf)
+    exact = dist.min(axis=1)
+    won = gram > 0  # a positive margin is a certified lower bound (a negative one only says "not proven")
+    assert (gram[won] <= exact[won]).all()
+    assert 0.3 < (gram > 1e-8).mean() < (exact > 1e-8).mean()
+    monkeypatch.setattr(systems, "bf16_gemm", lambda: False)
+    float32 = systems.CategorySystem(W, b).start_margins(1e-8, block=256)
+    assert ((gram > 1e-8) <= (float32 > 1e-8)).all()  # the looser bound certifies no item the tight one misses
+    monkeypatch.undo()
+    res = am.check_categories(W, b)
+    monkeypatch.setattr(systems, "bf16_gemm", lambda: False)
+    np.testing.assert_array_equal(res.status, am.check_categories(W, b).status)
+    assert am.verify_certificate(res, W, b).all()

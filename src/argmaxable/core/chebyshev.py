@@ -212,7 +212,7 @@ def chebyshev(A, c, *, bound: float, eps: float = 1e-8, solver: str = "highs", x
                 rows, weights, bound_here = rows_p, weights_p, polished
         if bound_here < upper:
             upper, dual_rows, dual_weights = bound_here, rows, weights
-        if upper <= min(thresholds):  # the working set alone rules every threshold out: no pass over all rows
+        if not exact and upper <= min(thresholds):  # the working set alone rules every threshold out
             break
         x = np.clip(sol.x, -bound, bound)
         slack = (A @ x) * inv + cn  # (m,) signed normalised distances; < 0 inside

@@ -1,6 +1,7 @@
 """Public checks: softmax categories and sigmoid label assignments (002 Fig. 4's combined algorithm).
 
-Both run the same two stages over a :mod:`systems` adapter: batched braid reflection proves most items
+Both run the same stages over a :mod:`systems` adapter. Label assignments first go through the dual stage
+(:mod:`gordan`: batched Gordan certificates prove items unargmaxable); then batched braid reflection proves items
 argmaxable; the Chebyshev LP (:func:`chebyshev`) decides the rest, several at once on a thread pool.
 Results do not depend on the number of workers: each item is solved on its own, deterministically.
 """
@@ -81,7 +82,7 @@ def _run(system, items, *, bound, eps, patience, solver, workers, progress, kind
 
     # Approximate dual stage (systems that have one): batched Gordan certificates prove items unargmaxable.
     rest = np.arange(k)
-    if hasattr(system, "gordan"):
+    if hasattr(system, "gordan") and not exact_lp:  # its certificates bound the radius, they do not compute it
         with _progress(k, f"{kind}: dual", progress) as bar:
             dual = system.gordan(items, bound=bound, eps=eps, progress=bar.update)
         for pos, weights in dual.weights.items():
@@ -238,16 +239,18 @@ def check_assignments(W, Y, b=None, *, bound: float = 1e4, patience: int = 100, 
     bound : float, default 1e4
         Box on the inputs (thesis §4.2, appendix A.3).
     patience : int, default 100
-        Reflection steps before the exact LP.
+        Reflection steps before the exact LP. Before reflection, the dual stage (:mod:`gordan`) proves what it
+        can unargmaxable in a few batched matrix products.
     eps : float, default 1e-8
         "eps-argmaxable" means radius > eps; ``result.one_argmaxable()`` counts radius > 1.
     solver, workers, progress
         As in :func:`check_categories`.
     exact_radius : bool, default False
-        Run every LP to its optimum so that ``radius`` is the Chebyshev radius itself. By default an LP stops
-        once its certified bounds decide both ``radius > eps`` and ``radius > 1``, and ``radius`` is the bound
-        that decided them (``radius_exact`` says which): the counts are the same, and an unargmaxable
-        assignment of a wide layer no longer needs thousands of rows to pin down a radius nobody reads.
+        Run every LP to its optimum so that ``radius`` is the Chebyshev radius itself (the dual stage, which
+        bounds radii rather than computing them, is skipped). By default an LP stops once its certified bounds
+        decide both ``radius > eps`` and ``radius > 1``, and ``radius`` is the bound that decided them
+        (``radius_exact`` says which): the counts are the same, and an unargmaxable assignment of a wide layer
+        no longer needs thousands of rows to pin down a radius nobody reads.
 
     Returns
     -------
