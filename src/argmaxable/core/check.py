@@ -76,7 +76,6 @@ def _run(system, items, *, bound, eps, patience, solver, workers, progress, kind
     radius_exact = np.zeros(k, dtype=bool)
     steps = np.full(k, -1, dtype=np.int64)
     lp_rounds = np.zeros(k, dtype=np.int64)
-    witness = np.full((k, system.d), np.nan)
     message = np.full(k, "", dtype=object)
     certificates = [(np.zeros(0, dtype=np.int64), np.zeros(0))] * k
 
@@ -91,13 +90,16 @@ def _run(system, items, *, bound, eps, patience, solver, workers, progress, kind
             message[pos] = f"Gordan certificate over {len(dual.rows)} rows (dual stage)"
         rest = np.flatnonzero(~dual.proven)
 
-    # Approximate primal stage: batched braid reflection proves items argmaxable.
+    # Approximate primal stage: batched braid reflection proves items argmaxable. With every item here (a whole
+    # vocabulary) it writes its iterates straight into the witness array: no n×d temporaries of 300 MB each.
+    whole = len(rest) == k
+    witness = np.empty((k, system.d)) if whole else np.full((k, system.d), np.nan)
     with _progress(len(rest), f"{kind}: reflect", progress) as bar:
-        approx = reflect(system, items[rest], patience=patience, bound=bound, eps=eps, progress=bar.update)
+        approx = reflect(system, items[rest], patience=patience, bound=bound, eps=eps, progress=bar.update,
+                         out=witness if whole else None)
     steps[rest] = approx.steps
-    witness[rest[approx.proven]] = approx.x[approx.proven]
-    start = np.full((k, system.d), np.nan)
-    start[rest] = approx.x
+    if not whole:
+        witness[rest] = approx.x
 
     # Items the approximate stages did not settle go to the LP; so do proven items whose radius must be compared
     # with a threshold their witness margin does not already exceed (assignments: 1-argmaxable).
@@ -109,10 +111,12 @@ def _run(system, items, *, bound, eps, patience, solver, workers, progress, kind
         radius[proven[settled]] = m[settled]
         todo = np.sort(np.concatenate([todo, proven[~settled]]))
     thresholds = [eps] if radius_threshold is None else [eps, radius_threshold]
+    x0 = {int(pos): witness[pos].copy() for pos in todo}  # the LP starts from the last iterate
+    witness[rest[~approx.proven]] = np.nan
 
     def solve(pos: int):
         A, c = system.dense(int(items[pos]))
-        return chebyshev(A, c, bound=bound, eps=eps, solver=solver, x0=start[pos], thresholds=thresholds,
+        return chebyshev(A, c, bound=bound, eps=eps, solver=solver, x0=x0[int(pos)], thresholds=thresholds,
                          exact=exact_lp)
 
     # One BLAS thread per LP: the LPs run in parallel, and nested BLAS threads oversubscribe the cores

@@ -31,7 +31,7 @@ def batch_size(n: int, budget_bytes: int = 1 << 28) -> int:
 
 
 def reflect(system: System, items: np.ndarray, *, patience: int, bound: float, eps: float,
-            progress=None) -> ReflectOutcome:
+            progress=None, out: np.ndarray | None = None) -> ReflectOutcome:
     """Run braid reflection for ``items`` of ``system`` for at most ``patience`` reflections each.
 
     Parameters
@@ -46,19 +46,22 @@ def reflect(system: System, items: np.ndarray, *, patience: int, bound: float, e
         Box half-width and required margin.
     progress : callable, optional
         Called with the number of items finished after each batch.
+    out : ndarray, shape (len(items), d), optional
+        Float64 array to hold the iterates (returned as ``x``), saving an n×d allocation for a whole vocabulary.
     """
     T = len(items)
     progress = progress or (lambda k: None)
     proven = np.zeros(T, dtype=bool)
     steps = np.full(T, -1, dtype=np.int64)
-    X = np.empty((T, system.d), dtype=np.float64)
+    X = np.empty((T, system.d)) if out is None else out
     todo = np.arange(T)
     if hasattr(system, "start_margins") and system.n_rows == T and np.array_equal(items, todo):
         # Every category at once: the first step from the Gram matrix's upper triangle (half the work).
-        X[:] = system.start(items)  # rows that do not win here are overwritten by the batches below
-        scale = np.maximum(np.abs(X).max(axis=1) / bound, 1.0) if system.homogeneous else np.ones(T)
+        X[:] = system.start(slice(None))  # all start points (a view: no temporary); rows not won are redone below
+        extent = np.maximum(X.max(axis=1), -X.min(axis=1))  # max |x_j| without an n×d temporary
+        scale = np.maximum(extent / bound, 1.0) if system.homogeneous else np.ones(T)
         X /= scale[:, None]  # a cone: scaling into the box divides every distance by the same factor
-        won = (system.start_margins(eps) / scale > eps) & (np.abs(X).max(axis=1) <= bound)
+        won = (system.start_margins(eps) / scale > eps) & (extent / scale <= bound)
         proven[won], steps[won] = True, 1
         progress(int(won.sum()))
         todo = np.flatnonzero(~won)

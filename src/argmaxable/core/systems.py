@@ -47,14 +47,21 @@ def bf16_gemm() -> bool:
         return False
 
 
-def _gram_maxima_bf16(left: np.ndarray, right: np.ndarray, block: int) -> np.ndarray:
-    """Row and column maxima of ``left @ right.T`` without its diagonal, over the upper triangle of blocks, with
+def _gram_maxima_bf16(W: np.ndarray, b: np.ndarray | None, block: int) -> np.ndarray:
+    """Row maxima of ``[W, b, 1] @ [W, 1, b].T`` without its diagonal, over the upper triangle of blocks, with
     bfloat16 products (torch) accumulated in float32; see :meth:`CategorySystem.start_margins`."""
     import torch
 
-    n = left.shape[0]
-    L = torch.from_numpy(np.ascontiguousarray(left, dtype=np.float32)).to(torch.bfloat16)
-    R = torch.from_numpy(np.ascontiguousarray(right, dtype=np.float32)).to(torch.bfloat16)
+    n, d = W.shape
+    k = d if b is None else d + 2
+    L = torch.empty((n, k), dtype=torch.bfloat16)
+    L[:, :d] = torch.from_numpy(W)  # rounded to bfloat16 on the copy: no float32 intermediate
+    R = L
+    if b is not None:
+        R = torch.empty((n, k), dtype=torch.bfloat16)
+        R[:, :d] = L[:, :d]
+        L[:, d], L[:, d + 1] = torch.from_numpy(b), 1.0
+        R[:, d], R[:, d + 1] = 1.0, torch.from_numpy(b)
     top = torch.full((n,), -torch.inf, dtype=torch.float32)
     for lo in range(0, n, block):
         rows = slice(lo, min(lo + block, n))
@@ -97,7 +104,7 @@ class CategorySystem:
         self.dtype = np.float32 if W.size > FLOAT32_ABOVE else np.float64
         self.W = W.astype(self.dtype)
         self.b = self.b64.astype(self.dtype)
-        self.norms = np.linalg.norm(W, axis=1)  # ||w_i||, float64
+        self.norms = np.sqrt(np.einsum("nd,nd->n", W, W))  # ||w_i||, float64, with no n×d temporary
         self.max_norm = float(self.norms.max())
         self.max_bias = float(np.abs(self.b64).max())
         self.kappa = rounding_bound(self.dtype, self.d)
@@ -126,20 +133,19 @@ class CategorySystem:
         maxima are kept (never an n×n matrix); items that do not win here go through :meth:`evaluate`.
         """
         n = self.n_rows
+        items = np.arange(n)
+        own = np.einsum("nd,nd->n", self.W64, self.W64) + self.b64
+        if self.dtype == np.float32 and bf16_gemm():
+            # bfloat16 products on a CPU that has them: twice the float32 rate, with a bound 2^16 times looser.
+            # What that bound cannot certify is not re-checked here but goes through the float32 batches.
+            top = _gram_maxima_bf16(self.W, None if self.homogeneous else self.b, block) - self.b64
+            return self._certified_margin(items, self.W64, own, top, eps, bf16_rounding_bound(self.d + 2), False)
         if self.homogeneous:
             left = right = self.W
         else:
             ones = np.ones((n, 1), dtype=self.dtype)
             left = np.hstack([self.W, self.b[:, None], ones])
             right = np.hstack([self.W, ones, self.b[:, None]])
-        items = np.arange(n)
-        own = np.einsum("nd,nd->n", self.W64, self.W64) + self.b64
-        if self.dtype == np.float32 and bf16_gemm():
-            # bfloat16 products on a CPU that has them: twice the float32 rate, with a bound 2^16 times looser.
-            # What that bound cannot certify is not re-checked here but goes through the float32 batches.
-            top = _gram_maxima_bf16(left, right, block)
-            top -= self.b.astype(np.float64)
-            return self._certified_margin(items, self.W64, own, top, eps, bf16_rounding_bound(self.d + 2), False)
         top = np.full(n, -np.inf, dtype=self.dtype)
         for lo in range(0, n, block):
             rows = slice(lo, min(lo + block, n))
@@ -162,7 +168,8 @@ class CategorySystem:
         # Each computed logit is within kappa (||w_i|| ||x|| + 2 max|b|) of the exact one (twice the bias: the
         # Gram blocks of start_margins add two), and ||w_i - w_t|| <= ||w_t|| + max_i ||w_i||: a certified
         # distance bound from two numbers per point.
-        xn = np.linalg.norm(X.astype(np.float64), axis=1)
+        X64 = np.asarray(X, dtype=np.float64)  # no copy when X is already float64 (a whole vocabulary's W)
+        xn = np.sqrt(np.einsum("nd,nd->n", X64, X64))
         err = kappa * (xn * self.max_norm + 2 * self.max_bias)
         margin = (own - top - 2 * err) / (self.norms[items] + self.max_norm)
         # Points that win in floating point but not by the bound's margin: measure them exactly.
