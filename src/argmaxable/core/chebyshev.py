@@ -34,9 +34,10 @@ VIOLATION_TOLERANCE = 1e-9
 
 FEASIBLE, INFEASIBLE, UNDECIDED = "feasible", "infeasible", "undecided"
 
-# First working-set size cap. At d=128 a first solve over 32 rows instead of d+1 = 129 is 2.5x faster and
-# still decides a wide region in one round (benchmarks/RESULTS.md); below d=31 it is d+1 as before.
-INITIAL_ROWS = 32
+# Working-set sizes: the first solve has this many rows, and each round adds max(d+1, this many). Measured
+# (benchmarks/RESULTS.md): at d=128 a first solve over 48 rows instead of d+1 = 129 is about 2x faster and still
+# decides a wide region in one round; at d=16 rounds of 48 rows instead of 17 take 3 rounds instead of 5.
+WORKING_ROWS = 48
 
 
 @dataclass
@@ -137,8 +138,8 @@ def chebyshev(A, c, *, bound: float, eps: float = 1e-8, solver: str = "highs", x
     exact : bool, default True
         Run constraint generation to the optimum. If False, stop as soon as every threshold is decided.
     initial_rows, rows_per_round : int, optional
-        Working-set sizes: the first defaults to min(d+1, 32) (a point of a wide region rarely needs more; a
-        proof of infeasibility grows the set), the second to d+1 (a vertex optimum has d+1 active rows).
+        Working-set sizes: the first defaults to 48 (a point of a wide region rarely needs more; a proof of
+        infeasibility grows the set), the second to max(d+1, 48) (a vertex optimum has d+1 active rows).
 
     Returns
     -------
@@ -181,11 +182,12 @@ def chebyshev(A, c, *, bound: float, eps: float = 1e-8, solver: str = "highs", x
     inv = 1.0 / norms  # rows are normalised only where the LP needs them: the full An would cost a copy of A
     cn = c * inv
     start = np.zeros(d) if x0 is None else np.clip(np.asarray(x0, dtype=np.float64), -bound, bound)
-    k0 = min(m, initial_rows or min(d + 1, INITIAL_ROWS))
-    k_add = rows_per_round or (d + 1)
+    k0 = min(m, initial_rows or WORKING_ROWS)
+    k_add = rows_per_round or max(d + 1, WORKING_ROWS)
 
     in_set = np.zeros(m, dtype=bool)
-    first = np.argpartition(-((A @ start) * inv + cn), k0 - 1)[:k0] if k0 < m else np.arange(m)
+    at_start = cn if x0 is None else (A @ start) * inv + cn  # signed distances at the start point
+    first = np.argpartition(-at_start, k0 - 1)[:k0] if k0 < m else np.arange(m)
     in_set[first] = True
     working = list(first)
     lp = make_lp(solver, d, bound)

@@ -308,6 +308,7 @@ def verify_certificate(result: CheckResult, W, b=None, Y=None) -> np.ndarray:
     else:
         system = CategorySystem(W, b)
     valid = np.ones(len(result), dtype=bool)
+    row_norms = np.sqrt(np.einsum("nd,nd->n", W, W))
     for pos, item in enumerate(result.items):
         if result.status[pos] == ARGMAXABLE:
             A, c = system.dense(int(item))
@@ -319,7 +320,7 @@ def verify_certificate(result: CheckResult, W, b=None, Y=None) -> np.ndarray:
             rows, weights = result.certificates[pos]
             if result.kind == "assignments":
                 s = -system.signs[item, rows].astype(np.float64)  # row i is s_i w_i, offset s_i b_i
-                norms = np.linalg.norm(W[rows], axis=1)
+                norms = row_norms[rows]
                 c = s * bvec[rows]
             else:
                 A = W[rows] - W[item]
