@@ -47,33 +47,40 @@ def bf16_gemm() -> bool:
         return False
 
 
-def _gram_maxima_bf16(W: np.ndarray, b: np.ndarray | None, block: int) -> np.ndarray:
-    """Row maxima of ``[W, b, 1] @ [W, 1, b].T`` without its diagonal, over the upper triangle of blocks, with
-    bfloat16 products (torch) accumulated in float32; see :meth:`CategorySystem.start_margins`."""
+def _bf16_augmented(W: np.ndarray, b: np.ndarray | None):
+    """``[W, b, 1]`` and ``[W, 1, b]`` (or W twice without a bias) as bfloat16 torch tensors, rounded on the copy."""
     import torch
 
     n, d = W.shape
-    k = d if b is None else d + 2
-    L = torch.empty((n, k), dtype=torch.bfloat16)
-    L[:, :d] = torch.from_numpy(W)  # rounded to bfloat16 on the copy: no float32 intermediate
-    R = L
-    if b is not None:
-        R = torch.empty((n, k), dtype=torch.bfloat16)
-        R[:, :d] = L[:, :d]
-        L[:, d], L[:, d + 1] = torch.from_numpy(b), 1.0
-        R[:, d], R[:, d + 1] = 1.0, torch.from_numpy(b)
-    top = torch.full((n,), -torch.inf, dtype=torch.float32)
+    L = torch.empty((n, d if b is None else d + 2), dtype=torch.bfloat16)
+    L[:, :d] = torch.from_numpy(W)
+    if b is None:
+        return L, L
+    R = torch.empty_like(L)
+    R[:, :d] = L[:, :d]
+    L[:, d], L[:, d + 1] = torch.from_numpy(b), 1.0
+    R[:, d], R[:, d + 1] = 1.0, torch.from_numpy(b)
+    return L, R
+
+
+def _gram_maxima(n: int, block: int, product) -> np.ndarray:
+    """Row maxima, without the diagonal, of the symmetric n×n matrix whose block ``product(rows, cols)`` returns
+    (a torch tensor), visiting the upper triangle of blocks only: each block serves the targets of its rows and
+    of its columns. Only the running maxima are kept, never the matrix."""
+    import torch
+
+    top = torch.full((n,), -torch.inf, dtype=torch.float64)
     for lo in range(0, n, block):
         rows = slice(lo, min(lo + block, n))
         for lo2 in range(lo, n, block):
             cols = slice(lo2, min(lo2 + block, n))
-            G = L[rows] @ R[cols].T
+            G = product(rows, cols)
             if lo2 == lo:
-                G.fill_diagonal_(-torch.inf)
+                G.fill_diagonal_(-torch.inf)  # the target's own (zero) row
             else:
-                top[cols] = torch.maximum(top[cols], G.amax(dim=0).float())
-            top[rows] = torch.maximum(top[rows], G.amax(dim=1).float())
-    return top.double().numpy()
+                top[cols] = torch.maximum(top[cols], G.amax(dim=0).double())
+            top[rows] = torch.maximum(top[rows], G.amax(dim=1).double())
+    return top.numpy()
 
 
 class System(Protocol):
@@ -132,33 +139,33 @@ class CategorySystem:
         logits are its row and column maxima less one bias, with no extra pass over the block. Only running
         maxima are kept (never an n×n matrix); items that do not win here go through :meth:`evaluate`.
         """
+        import torch
+
         n = self.n_rows
         items = np.arange(n)
         own = np.einsum("nd,nd->n", self.W64, self.W64) + self.b64
+        bias = None if self.homogeneous else self.b
         if self.dtype == np.float32 and bf16_gemm():
             # bfloat16 products on a CPU that has them: twice the float32 rate, with a bound 2^16 times looser.
             # What that bound cannot certify is not re-checked here but goes through the float32 batches.
-            top = _gram_maxima_bf16(self.W, None if self.homogeneous else self.b, block) - self.b64
-            return self._certified_margin(items, self.W64, own, top, eps, bf16_rounding_bound(self.d + 2), False)
-        if self.homogeneous:
-            left = right = self.W
+            L, R = _bf16_augmented(self.W, bias)
+            top = _gram_maxima(n, block, lambda rows, cols: L[rows] @ R[cols].T)
+            kappa, recheck = bf16_rounding_bound(self.d + 2), False
         else:
-            ones = np.ones((n, 1), dtype=self.dtype)
-            left = np.hstack([self.W, self.b[:, None], ones])
-            right = np.hstack([self.W, ones, self.b[:, None]])
-        top = np.full(n, -np.inf, dtype=self.dtype)
-        for lo in range(0, n, block):
-            rows = slice(lo, min(lo + block, n))
-            for lo2 in range(lo, n, block):
-                cols = slice(lo2, min(lo2 + block, n))
-                G = left[rows] @ right[cols].T
-                if lo2 == lo:
-                    np.fill_diagonal(G, -np.inf)  # the target's own (zero) row
-                else:  # the block serves the column targets too
-                    np.maximum(top[cols], G.max(axis=0), out=top[cols])
-                np.maximum(top[rows], G.max(axis=1), out=top[rows])
-        top = top.astype(np.float64) - self.b.astype(np.float64)  # each maximum holds the target's own bias once
-        return self._certified_margin(items, self.W64, own, top, eps)
+            if bias is None:
+                left = right = self.W
+            else:
+                ones = np.ones((n, 1), dtype=self.dtype)
+                left, right = np.hstack([self.W, bias[:, None], ones]), np.hstack([self.W, ones, bias[:, None]])
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)  # numpy's BLAS multiplies; torch's idle OpenMP threads would slow it (1.4x)
+            try:
+                top = _gram_maxima(n, block, lambda rows, cols: torch.from_numpy(left[rows] @ right[cols].T))
+            finally:
+                torch.set_num_threads(threads)
+            kappa, recheck = None, True
+        top -= self.b64  # each maximum holds the target's own bias once
+        return self._certified_margin(items, self.W64, own, top, eps, kappa, recheck)
 
     def _certified_margin(self, items, X, own, top, eps, kappa=None, recheck=True):
         """Lower bound on each point's distance to its item's nearest hyperplane, from computed logits whose
