@@ -59,8 +59,10 @@ def reflect(system: System, items: np.ndarray, *, patience: int, bound: float, e
         # Every category at once: the first step from the Gram matrix's upper triangle (half the work).
         X[:] = system.start(slice(None))  # all start points (a view: no temporary); rows not won are redone below
         extent = np.maximum(X.max(axis=1), -X.min(axis=1))  # max |x_j| without an n×d temporary
-        scale = np.maximum(extent / bound, 1.0) if system.homogeneous else np.ones(T)
-        X /= scale[:, None]  # a cone: scaling into the box divides every distance by the same factor
+        scale = np.ones(T)
+        if system.homogeneous:  # a cone: scaling into the box divides every distance by the same factor
+            scale = np.maximum(extent / bound, 1.0)
+            X /= scale[:, None]
         won = (system.start_margins(eps) / scale > eps) & (extent / scale <= bound)
         proven[won], steps[won] = True, 1
         progress(int(won.sum()))

@@ -7,6 +7,7 @@ Rows are never materialised for all items at once: an n×n matrix would not fit 
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Protocol
 
 import numpy as np
@@ -28,7 +29,7 @@ def rounding_bound(dtype, d: int) -> float:
 def bf16_rounding_bound(d: int) -> float:
     """Relative error factor of one entry of the bfloat16 Gram product in :meth:`CategorySystem.start_margins`.
 
-    Inputs are rounded to bfloat16 (unit roundoff u = 2^-8, after float64 -> float32), their products are exact
+    Inputs are rounded to bfloat16 (unit roundoff u = 2^-8), their products are exact
     in float32, the length-d sum accumulates in float32 (gamma_d at 2^-24) and the result is rounded to
     bfloat16 again: at most (3u + gamma_d)(1 + O(u)) times the sum of the absolute terms; 4u + 2 gamma_d bounds it.
     """
@@ -48,7 +49,8 @@ def bf16_gemm() -> bool:
 
 
 def _bf16_augmented(W: np.ndarray, b: np.ndarray | None):
-    """``[W, b, 1]`` and ``[W, 1, b]`` (or W twice without a bias) as bfloat16 torch tensors, rounded on the copy."""
+    """``[W, b, 1]`` and ``[W, 1, b]`` (or W twice without a bias) as bfloat16 torch tensors, rounded once on the
+    copy from float64."""
     import torch
 
     n, d = W.shape
@@ -109,12 +111,17 @@ class CategorySystem:
         self.homogeneous = b is None or not np.any(b)
         self.n_rows, self.d = W.shape
         self.dtype = np.float32 if W.size > FLOAT32_ABOVE else np.float64
-        self.W = W.astype(self.dtype)
         self.b = self.b64.astype(self.dtype)
         self.norms = np.sqrt(np.einsum("nd,nd->n", W, W))  # ||w_i||, float64, with no n×d temporary
         self.max_norm = float(self.norms.max())
         self.max_bias = float(np.abs(self.b64).max())
         self.kappa = rounding_bound(self.dtype, self.d)
+
+    @cached_property
+    def W(self) -> np.ndarray:
+        """The layer in the approximate stage's dtype (made on first use: a whole vocabulary proved by the
+        bfloat16 first step never needs it)."""
+        return self.W64.astype(self.dtype)
 
     def start(self, items):
         return self.W64[items]  # x = w_t: "the dot product is largest when the vectors align" (002 §3.4.1)
@@ -148,7 +155,7 @@ class CategorySystem:
         if self.dtype == np.float32 and bf16_gemm():
             # bfloat16 products on a CPU that has them: twice the float32 rate, with a bound 2^16 times looser.
             # What that bound cannot certify is not re-checked here but goes through the float32 batches.
-            L, R = _bf16_augmented(self.W, bias)
+            L, R = _bf16_augmented(self.W64, None if bias is None else self.b64)
             top = _gram_maxima(n, block, lambda rows, cols: L[rows] @ R[cols].T)
             kappa, recheck = bf16_rounding_bound(self.d + 2), False
         else:
