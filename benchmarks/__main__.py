@@ -126,6 +126,7 @@ def bench_assignments(quick: bool) -> dict:
     """
     import argmaxable as am
     from argmaxable.core.chebyshev import chebyshev
+    from argmaxable.core.check import _as_signs
     from argmaxable.core.systems import AssignmentSystem
 
     n, d, m = 8921, 561, (300 if quick else 10000)
@@ -140,7 +141,7 @@ def bench_assignments(quick: bool) -> dict:
     t_verify = time.perf_counter() - t0
     sample = 1 if quick else 2
     t0 = time.perf_counter()
-    lp = [chebyshev(*AssignmentSystem(W, None, _signs(n, Y[i])).dense(0), bound=1e4, exact=False)
+    lp = [chebyshev(*AssignmentSystem(W, None, _as_signs([Y[i]], n)).dense(0), bound=1e4, exact=False)
           for i in range(sample)]
     t_lp = (time.perf_counter() - t0) / sample
     agree = all(o.status == "infeasible" for o in lp) == all(res.status[:sample] == "unargmaxable")
@@ -154,12 +155,6 @@ def bench_assignments(quick: bool) -> dict:
                  f"LP agrees on the sample: {agree}",
         "peak_mib": round(_peak_mib()),
     }
-
-
-def _signs(n, active):
-    s = np.full((1, n), -1, dtype=np.int8)
-    s[0, active] = 1
-    return s
 
 
 BENCHMARKS = {

@@ -94,15 +94,16 @@ def gordan_certificates(W: np.ndarray, b: np.ndarray | None, signs: np.ndarray, 
             mu = omega - S * ((V @ H) @ Ginv @ H.T)
             low = mu <= FLOOR * omega
             positive = ~low.any(axis=1)
-            if positive.any():
-                R = (S[positive] * mu[positive]) @ H  # Σ mu_i s_i h_i: ~0, recomputed as the check
-                total = mu[positive].sum(axis=1)
+            cand = np.flatnonzero(positive)
+            if cand.size:
+                R = (S[cand] * mu[cand]) @ H  # Σ mu_i s_i h_i: ~0, recomputed as the check
+                total = mu[cand].sum(axis=1)
                 bias_term = R[:, d] if b is not None else 0.0
                 bnd = (bound * np.abs(R[:, :d]).sum(axis=1) - bias_term) / total
                 for k in np.flatnonzero(bnd <= eps):
-                    p = int(pos[np.flatnonzero(positive)[k]])
+                    p = int(pos[cand[k]])
                     out.proven[p], upper[p] = True, bnd[k]
-                    out.weights[p] = mu[np.flatnonzero(positive)[k]] / total[k]
+                    out.weights[p] = mu[cand[k]] / total[k]
             keep = ~positive  # positive weights whose bound failed are numerical trouble: leave them to the LP
             if not keep.any():
                 break

@@ -151,19 +151,18 @@ class CategorySystem:
         n = self.n_rows
         items = np.arange(n)
         own = np.einsum("nd,nd->n", self.W64, self.W64) + self.b64
-        bias = None if self.homogeneous else self.b
         if self.dtype == np.float32 and bf16_gemm():
             # bfloat16 products on a CPU that has them: twice the float32 rate, with a bound 2^16 times looser.
             # What that bound cannot certify is not re-checked here but goes through the float32 batches.
-            L, R = _bf16_augmented(self.W64, None if bias is None else self.b64)
+            L, R = _bf16_augmented(self.W64, None if self.homogeneous else self.b64)
             top = _gram_maxima(n, block, lambda rows, cols: L[rows] @ R[cols].T)
             kappa, recheck = bf16_rounding_bound(self.d + 2), False
         else:
-            if bias is None:
+            if self.homogeneous:
                 left = right = self.W
             else:
-                ones = np.ones((n, 1), dtype=self.dtype)
-                left, right = np.hstack([self.W, bias[:, None], ones]), np.hstack([self.W, ones, bias[:, None]])
+                ones, b = np.ones((n, 1), dtype=self.dtype), self.b[:, None]
+                left, right = np.hstack([self.W, b, ones]), np.hstack([self.W, ones, b])
             threads = torch.get_num_threads()
             torch.set_num_threads(1)  # numpy's BLAS multiplies; torch's idle OpenMP threads would slow it (1.4x)
             try:
