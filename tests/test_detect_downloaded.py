@@ -168,7 +168,8 @@ def test_npz_release_by_url_then_sharded_check(tmp_path, key):
         check_model_shard(cfg, DETECT, shard, 3, tables[-1], facts[-1], root=root)
     assert [len(pd.read_parquet(t)) for t in tables] == [10, 10, 10]
     merged = merge_model_shards(cfg, tables, facts, tmp_path / "merged.parquet", tmp_path / "merged.json")
-    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "merged.parquet"), pd.read_parquet(tmp_path / "one.parquet"))
+    one, both = pd.read_parquet(tmp_path / "one.parquet"), pd.read_parquet(tmp_path / "merged.parquet")
+    pd.testing.assert_frame_equal(both, one)
     drop = ("seconds",)
     assert {k: v for k, v in merged.items() if k not in drop} == {k: v for k, v in single.items() if k not in drop}
     with pytest.raises(ValueError, match="do not cover"):

@@ -13,6 +13,7 @@ import tarfile
 import threading
 import zipfile
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -25,9 +26,9 @@ PAYLOAD = bytes(range(256)) * 400  # 100 KiB, so that half of it is a real parti
 class _Flaky(http.server.BaseHTTPRequestHandler):
     """Serves PAYLOAD at /file with Range support; the first request's connection breaks half-way."""
 
-    requests: list = []
+    requests: ClassVar[list] = []  # the Range header of each request, in order
 
-    def do_GET(self):  # noqa: N802 - the http.server API
+    def do_GET(self):
         type(self).requests.append(self.headers.get("Range"))
         if self.path != "/file":
             self.send_error(404)
