@@ -352,5 +352,6 @@ def download_model(model: Mapping, dest: str | os.PathLike) -> dict[str, Any]:
         with contextlib.suppress(OSError):
             Path(dest).rmdir()  # the empty directory a workflow engine may have made for the outputs
         hint = "" if kind in ("none", "trained") else f" ({OFFLINE_HINT}; fetch it where there is a network)"
-        raise DownloadError(f"cannot download model {name!r} from {where}: {err}{hint}") from None
+        reason = str(err).removeprefix(f"cannot download {where}: ")
+        raise DownloadError(f"cannot download model {name!r} from {where}: {reason}{hint}") from None
     return manifest
