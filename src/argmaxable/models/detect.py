@@ -57,9 +57,9 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
         raise WeightsError(f"model {model['name']!r} names script {script!r} but no vocabulary file was found: "
                            "set params.vocab")
     start = time.perf_counter()
-    res = am.check_categories(layer.W, b=layer.b, bound=detect["bound"], patience=detect["patience"],
-                              eps=detect["eps"], solver=detect["solver"], workers=detect["workers"],
-                              classes=None if shards == 1 else classes, progress=progress)
+    res = am.check_categories(layer.W, None if shards == 1 else classes, layer.b, bound=detect["bound"],
+                              patience=detect["patience"], eps=detect["eps"], solver=detect["solver"],
+                              workers=detect["workers"], progress=progress)
     seconds = time.perf_counter() - start
     frame = res.to_frame().rename(columns={"item": "category"})
     extra = {}
