@@ -155,6 +155,7 @@ def test_every_paper_model_config_names_a_loader():
         inspect.signature(SOURCES[m.source]).bind(**m.params)
         assert m.download.kind == {"huggingface": "huggingface", "npz": "url"}[m.source], key
         assert m.download.repo or m.download.url.startswith("https://"), key
+        assert m.source != "npz" or m.download.url.endswith(".npz"), key  # never an archive of 8-bit models
         if m.download.kind == "huggingface":
             assert m.download.revision and "config.json" in m.download.allow_patterns, key
     # the paper's target-script filter (002 §4.2) applies to the OPUS-MT and WMT'19 models, by target language
