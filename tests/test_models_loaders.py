@@ -13,7 +13,7 @@ import transformers
 from safetensors.torch import load_file, save_file
 
 from argmaxable.config import load_config
-from argmaxable.models.loaders import SOURCES, load_huggingface, load_model, load_random
+from argmaxable.models.loaders import SOURCES, Layer, load_huggingface, load_model, load_random
 from argmaxable.models.weights import WeightsError
 
 TINY = dict(vocab_size=53, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16,
@@ -133,6 +133,15 @@ def test_npz_source_reads_relative_paths_inside_the_model_directory(tmp_path):
     assert layer.activation == "tanh" and tmp_path / "vocab.en.json" in layer.files
     with pytest.raises(WeightsError, match="does not exist"):
         load_model(model, root=tmp_path / "elsewhere")
+
+
+def test_tokens_a_loader_found_are_kept_unless_vocab_is_named(tmp_path, monkeypatch):
+    (tmp_path / "vocab.json").write_text('{"x": 0, "y": 1}')
+    fake = lambda path: Layer(np.eye(2), None, "fake", [tmp_path / path], tokens=["a", "b"])  # noqa: E731
+    monkeypatch.setitem(SOURCES, "fake", fake)
+    assert load_model({"name": "f", "source": "fake", "params": {"path": "w"}}, root=tmp_path).tokens == ["a", "b"]
+    named = {"name": "f", "source": "fake", "params": {"path": "w", "vocab": "vocab.json"}}
+    assert load_model(named, root=tmp_path).tokens == ["x", "y"]
 
 
 def test_load_model_rejects_bad_configs():
