@@ -1,0 +1,11 @@
+"""Snakemake script of rule make_report: unpack the job and call argmaxable.report.make_report."""
+
+import sys
+
+from argmaxable.config import from_snakemake
+from argmaxable.report import make_report
+
+snakemake = globals()["snakemake"]  # injected by Snakemake
+sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115 - the job's log for the rest of the process
+make_report(snakemake.params.report_dir, snakemake.params.results_dir, snakemake.output.md, snakemake.output.html,
+            experiment=snakemake.params.experiment, config=from_snakemake(snakemake))
