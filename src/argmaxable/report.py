@@ -240,7 +240,8 @@ def render_markdown(catalogue: dict, items: list[Assessment], header: dict, resu
             for fig in a.figures:
                 lines += ["", f"![{a.item}]({fig.relative_to(results_dir).as_posix()})"]
             if a.comparison is not None:
-                lines += ["", "Ours beside the paper's values:", "", a.comparison.head(TABLE_ROWS).to_markdown(index=False)]
+                lines += ["", "Ours beside the paper's values:", "",
+                          a.comparison.head(TABLE_ROWS).to_markdown(index=False)]
             for tab in a.tables:
                 df, n = _table_preview(tab)
                 shown = f" (first {len(df)} of {n} rows)" if n > len(df) else ""

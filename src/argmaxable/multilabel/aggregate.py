@@ -82,8 +82,8 @@ def make_tables(summary: pd.DataFrame, runs: pd.DataFrame) -> dict[str, pd.DataF
     t42 = pd.concat([t42, pd.DataFrame([{"d": "test size", **sizes.to_dict()}])], ignore_index=True)
     counts = ["eps_argmaxable", "one_argmaxable"]
     enc = summary[(summary["source"] == "gold") & (summary["space"] == "encoder")]
-    dft = test[test["head"] == "dft"]
-    # Thesis Table 5.2, d=25: assignments the theorem makes argmaxable that the LP cannot prove at eps.
+    dft = gold_head[gold_head["head"] == "dft"]  # dev and test splits
+    # Thesis Tables 5.1, 5.2 (d=25): assignments the theorem makes argmaxable that the LP cannot prove at eps.
     exceptions = dft[dft["eps_argmaxable_within_k"] < dft["total_within_k"]]
     metric_cols = ["test_p@k", "test_r@k", "test_f1@k", "test_micro_f1", "test_exact_match",
                    "trainable_head", "wall_time_s", "time_to_best_s", "epochs"]
@@ -92,7 +92,7 @@ def make_tables(summary: pd.DataFrame, runs: pd.DataFrame) -> dict[str, pd.DataF
         "table_5_1": _median_wide(gold_head, ["dataset", "split", "d"], counts),
         "table_5_2": _median_wide(test, ["dataset", "d"], counts),
         "table_encoder_space": _median_wide(enc, ["dataset", "split", "d"], [*counts, "total"]),
-        "table_dft_exceptions": exceptions[[*KEYS, "total_within_k", "eps_argmaxable_within_k",
+        "table_dft_exceptions": exceptions[[*KEYS, "split", "total_within_k", "eps_argmaxable_within_k",
                                             "unargmaxable_within_k", "undecided_within_k"]].reset_index(drop=True),
         "table_metrics": runs.groupby(["dataset", "head", "d"])[metric_cols].median().reset_index(),
     }
