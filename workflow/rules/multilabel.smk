@@ -4,8 +4,7 @@
 from omegaconf import OmegaConf
 
 from argmaxable.multilabel.aggregate import FIGURES, TABLES
-
-SETUP_TABLES = ("table_4_1", "table_A_4")  # thesis Tables 4.1, A.4: datasets and hyperparameters
+from argmaxable.multilabel.setup_tables import SETUP_TABLES
 ML = f"{RESULTS}/multilabel"
 ML_RUNS = OmegaConf.to_container(CFG.multilabel.runs, resolve=True) if CFG.multilabel.enabled else {}
 for _name in ML_RUNS:

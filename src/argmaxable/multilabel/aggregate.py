@@ -212,5 +212,7 @@ def aggregate(run_dirs: Iterable[str | Path], tables_dir: str | Path, figures_di
 
 def load_tables(tables_dir: str | Path) -> dict[str, pd.DataFrame]:
     """Read back the tables :func:`aggregate` wrote (for notebooks)."""
-    return {name: pd.read_csv(Path(tables_dir) / f"{name}.csv") for name in ("summary", *TABLES)
+    from argmaxable.multilabel.setup_tables import SETUP_TABLES
+
+    return {name: pd.read_csv(Path(tables_dir) / f"{name}.csv") for name in ("summary", *TABLES, *SETUP_TABLES)
             if (Path(tables_dir) / f"{name}.csv").exists()}

@@ -15,6 +15,8 @@ import pandas as pd
 
 from argmaxable.provenance import write_table
 
+SETUP_TABLES = ("table_4_1", "table_A_4")  # file stems of thesis Tables 4.1 and A.4
+
 # Thesis Table 4.1: dataset, n (labels), k (most active labels), N (training examples), encoder, e, modality.
 PAPER_TABLE_4_1 = pd.DataFrame(
     [("MIMIC-III", 8921, 80, "44k", "CNN", 500, "text"),
