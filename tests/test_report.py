@@ -139,3 +139,18 @@ def test_report_renders_in_a_headless_browser_with_every_figure_loaded(small_run
                          capture_output=True, text=True, timeout=120, check=True).stdout
     widths = np.array([int(w) for w in re.findall(r'data-width="(\d+)"', dom)])
     assert len(widths) == n_figures and (widths > 0).all(), f"figures that did not load: {widths}"
+
+
+def test_paper_values_given_in_the_declaration_are_compared_per_column(tmp_path):
+    results = tmp_path / "results"
+    (results / "t").mkdir(parents=True)
+    pd.DataFrame({"d": ["25", "50", "test size"], "a": [229, 1500, 3372], "b": [880, 6498, 10000]}).to_csv(
+        results / "t" / "t.csv", index=False)
+    specs = [{"table": "t/t.csv", "key": ["d"], "ours": col, "tolerance": 20,
+              "paper": [{"d": 25, "paper": p25}, {"d": 50, "paper": p50}]}
+             for col, p25, p50 in (("a", 229, 1515), ("b", 880, 6498))]
+    decl = {"family": "f", "outputs": ["t/t.csv"], "relation": {"paper": {"kind": "same", "compare": specs}}}
+    a = assess("p", {"item": "Table 4.2", "title": "t"}, decl, results, "paper")
+    assert a.status == "within tolerance" and a.comparison["diff"].tolist() == [0, -15, 0, 0]
+    specs[0]["tolerance"] = 10
+    assert assess("p", {"item": "Table 4.2", "title": "t"}, decl, results, "paper").status == "differs"

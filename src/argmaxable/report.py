@@ -36,7 +36,7 @@ from argmaxable.provenance import code_version, sidecar
 KINDS = ("same", "substitute", "not_run")
 # What the report concludes (computed), in the coverage table's order.
 STATUSES = ("exact match", "within tolerance", "same inputs", "differs", "substitute data", "not run", "missing")
-REPRODUCED = ("exact match", "within tolerance", "same inputs", "differs")
+COMPARED = ("exact match", "within tolerance", "differs")  # outcomes of a comparison, best first
 TABLE_ROWS = 25  # rows of a table shown inline; the file holds the rest
 TABLE_SUFFIXES = (".parquet", ".csv")
 
@@ -111,8 +111,9 @@ def _read_table(path: Path) -> pd.DataFrame:
 def compare(spec: dict, results_dir: Path) -> tuple[str, str, pd.DataFrame]:
     """Compare our column with the paper's column of one table, cell by cell.
 
-    ``spec``: ``table`` (path under results), ``key`` (columns naming a cell), ``ours`` and ``paper``
-    (column names), optional ``tolerance`` (absolute) and ``where`` (a pandas query selecting rows).
+    ``spec``: ``table`` (path under results), ``key`` (columns naming a cell), ``ours`` (column name),
+    ``paper`` (a column of the same table, or the paper's numbers as records ``[{<key>: ..., paper: ...}]``),
+    optional ``tolerance`` (absolute) and ``where`` (a pandas query selecting rows).
 
     Returns
     -------
@@ -124,8 +125,15 @@ def compare(spec: dict, results_dir: Path) -> tuple[str, str, pd.DataFrame]:
     df = _read_table(results_dir / spec["table"])
     if spec.get("where"):
         df = df.query(spec["where"])
-    cells = df[[*spec["key"], spec["ours"], spec["paper"]]].rename(
-        columns={spec["ours"]: "ours", spec["paper"]: "paper"}).dropna(subset=["paper"]).reset_index(drop=True)
+    if isinstance(spec["paper"], list):  # the paper's numbers, given in the declaration
+        ours = df[[*spec["key"], spec["ours"]]].rename(columns={spec["ours"]: "ours"})
+        paper = pd.DataFrame(spec["paper"])
+        as_text = {k: str for k in spec["key"]}  # keys compare as text (a CSV column may mix numbers and labels)
+        cells = ours.astype(as_text).merge(paper.astype(as_text), on=spec["key"], how="inner")
+    else:
+        cells = df[[*spec["key"], spec["ours"], spec["paper"]]].rename(
+            columns={spec["ours"]: "ours", spec["paper"]: "paper"})
+    cells = cells.dropna(subset=["paper"]).reset_index(drop=True)
     ours = pd.to_numeric(cells["ours"], errors="coerce")
     paper = pd.to_numeric(cells["paper"], errors="coerce")
     numeric = ours.notna().all() and paper.notna().all()
@@ -184,8 +192,15 @@ def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experi
     if rel["kind"] == "substitute":
         a.status, a.line = "substitute data", f"substitute data: {note}"
         return a
-    if decl.get("compare"):
-        a.status, summary, a.comparison = compare(decl["compare"], results_dir)
+    specs = rel.get("compare", decl.get("compare"))
+    if specs:
+        specs = specs if isinstance(specs, list) else [specs]
+        done = [compare(spec, results_dir) for spec in specs]
+        a.status = max((status for status, _, _ in done), key=COMPARED.index)  # the worst of the comparisons
+        summary = "; ".join(f"{spec['ours']}: {text}" if len(done) > 1 else text
+                            for spec, (_, text, _) in zip(specs, done, strict=True))
+        a.comparison = pd.concat([cells.assign(column=spec["ours"]) if len(done) > 1 else cells
+                                  for spec, (_, _, cells) in zip(specs, done, strict=True)], ignore_index=True)
         a.line = f"{a.status} ({summary}){': ' + note if note else ''}"
     else:
         a.status, a.line = "same inputs", f"same inputs: {note}" if note else "same inputs"
