@@ -154,3 +154,9 @@ def test_paper_values_given_in_the_declaration_are_compared_per_column(tmp_path)
     assert a.status == "within tolerance" and a.comparison["diff"].tolist() == [0, -15, 0, 0]
     specs[0]["tolerance"] = 10
     assert assess("p", {"item": "Table 4.2", "title": "t"}, decl, results, "paper").status == "differs"
+
+
+def test_items_of_a_family_that_did_not_run_are_not_run():
+    decl = {"family": "theory", "outputs": ["x.png"], "relation": {"offline": {"kind": "same"}}}
+    a = assess("p", {"item": "Fig. 1", "title": "t"}, decl, Path("/nonexistent"), "offline", families=["detect"])
+    assert (a.status, a.line) == ("not run", "not run: the theory family is disabled in this run")

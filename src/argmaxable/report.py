@@ -166,8 +166,12 @@ def provenance(path: Path) -> dict | None:
             "inputs": {Path(k).name: v[:12] for k, v in (meta.get("inputs") or {}).items()}}
 
 
-def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experiment: str) -> Assessment:
-    """Status and one-line relation of one catalogue item for this run."""
+def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experiment: str,
+           families: list[str] | None = None) -> Assessment:
+    """Status and one-line relation of one catalogue item for this run.
+
+    ``families``: the families whose rules ran (None: all); an item of another family is "not run".
+    """
     a = Assessment(paper=paper, item=entry["item"], title=entry["title"], status="missing",
                    line="no family declares this item")
     if decl is None:
@@ -177,6 +181,11 @@ def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experi
     rel = _relation(decl, experiment)
     if rel["kind"] == "not_run":
         a.status, a.line = "not run", f"not run in this experiment: {rel.get('note', '')}".rstrip(": ")
+        return a
+    if families is not None and a.family not in families:
+        a.status = "not run"
+        a.line = f"not run: needs {decl['needs']}" if decl.get("needs") else \
+            f"not run: the {a.family} family is disabled in this run"
         return a
     outputs = [results_dir / p for p in rel.get("outputs", decl.get("outputs", []))]
     a.missing = [str(p.relative_to(results_dir)) for p in outputs if not p.exists()]
@@ -208,9 +217,9 @@ def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experi
 
 
 def assess_all(catalogue: dict[str, dict], decls: dict[tuple[str, str], dict], results_dir: str | Path,
-               experiment: str) -> list[Assessment]:
+               experiment: str, families: list[str] | None = None) -> list[Assessment]:
     """Every catalogue item, in each paper's order."""
-    return [assess(paper, entry, decls.get((paper, entry["item"])), Path(results_dir), experiment)
+    return [assess(paper, entry, decls.get((paper, entry["item"])), Path(results_dir), experiment, families)
             for paper, spec in catalogue.items() for entry in spec["items"]]
 
 
@@ -321,7 +330,7 @@ def render_html(catalogue: dict, items: list[Assessment], header: dict) -> str:
 
 
 def make_report(report_dir: str | Path, results_dir: str | Path, out_md: str | Path, out_html: str | Path, *,
-                experiment: str, config: Any = None) -> list[Assessment]:
+                experiment: str, families: list[str] | None = None, config: Any = None) -> list[Assessment]:
     """Rule ``make_report``: write ``report.md`` and ``report.html`` (each with a provenance sidecar).
 
     Parameters
@@ -333,6 +342,8 @@ def make_report(report_dir: str | Path, results_dir: str | Path, out_md: str | P
     out_md, out_html : path
     experiment : str
         The composed ``experiment`` (selects each item's declared relation).
+    families : list of str, optional
+        Families whose rules ran in this run (None: all); the others' items are "not run".
     config : dict, optional
         The composed config, recorded in the sidecars.
     """
@@ -340,8 +351,9 @@ def make_report(report_dir: str | Path, results_dir: str | Path, out_md: str | P
 
     report_dir, results_dir = Path(report_dir), Path(results_dir)
     catalogue = load_catalogue(report_dir / "papers.yaml")
-    items = assess_all(catalogue, load_declarations(report_dir, catalogue), results_dir, experiment)
+    items = assess_all(catalogue, load_declarations(report_dir, catalogue), results_dir, experiment, families)
     header = {"experiment": experiment, "code version": code_version(),
+              "families run": ", ".join(families) if families is not None else "all",
               "how to read": "one section per paper, items in the paper's order; each states how ours relates "
                              "to the paper's (exact match / within tolerance / same inputs / differs / "
                              "substitute data / not run / missing)"}

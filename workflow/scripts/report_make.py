@@ -8,4 +8,5 @@ from argmaxable.report import make_report
 snakemake = globals()["snakemake"]  # injected by Snakemake
 sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115 - the job's log for the rest of the process
 make_report(snakemake.params.report_dir, snakemake.params.results_dir, snakemake.output.md, snakemake.output.html,
-            experiment=snakemake.params.experiment, config=from_snakemake(snakemake))
+            experiment=snakemake.params.experiment, families=snakemake.params.families,
+            config=from_snakemake(snakemake))
