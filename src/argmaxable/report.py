@@ -234,6 +234,16 @@ def coverage(items: list[Assessment]) -> pd.DataFrame:
     return df
 
 
+def coverage_line(items: list[Assessment]) -> str:
+    """One sentence: reproduced with the same inputs (and how closely), substitute data, not run, missing."""
+    c = Counter(a.status for a in items)
+    same = sum(c[s] for s in ("exact match", "within tolerance", "same inputs", "differs"))
+    return (f"{len(items)} items: {same} reproduced with the same inputs ({c['exact match']} exact matches of "
+            f"the paper's numbers, {c['within tolerance']} within tolerance, {c['differs']} differing, "
+            f"{c['same inputs']} with nothing numeric to compare); {c['substitute data']} with substitute data; "
+            f"{c['not run']} not run in this experiment; {c['missing']} missing.")
+
+
 def _cell(text: str) -> str:
     """Text safe inside a Markdown table cell."""
     return text.replace("|", "\\|")
@@ -251,7 +261,7 @@ def _table_preview(path: Path) -> tuple[pd.DataFrame, int]:
 def render_markdown(catalogue: dict, items: list[Assessment], header: dict, results_dir: Path) -> str:
     """The report as Markdown; figures are linked relative to the results directory."""
     lines = ["# Replication report", "", *(f"- {k}: {v}" for k, v in header.items()), "",
-             "## Coverage", "", coverage(items).to_markdown(index=False), "",
+             "## Coverage", "", coverage_line(items), "", coverage(items).to_markdown(index=False), "",
              "| paper | item | title | status | relation |", "|---|---|---|---|---|"]
     lines += [f"| {a.paper} | [{a.item}](#{_anchor(a.paper, a.item)}) | {_cell(a.title)} | {a.status} | "
               f"{_cell(a.line)} |" for a in items]
@@ -297,8 +307,8 @@ def render_html(catalogue: dict, items: list[Assessment], header: dict) -> str:
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Replication report</title>"
              f"<style>{_CSS}</style></head><body><h1>Replication report</h1><ul>"]
     parts += [f"<li>{esc(k)}: {esc(str(v))}</li>" for k, v in header.items()]
-    parts += ["</ul><h2>Coverage</h2>", _html_table(coverage(items)), "<table><tr><th>paper</th><th>item</th>"
-              "<th>title</th><th>status</th><th>relation</th></tr>"]
+    parts += [f"</ul><h2>Coverage</h2><p>{esc(coverage_line(items))}</p>", _html_table(coverage(items)),
+              "<table><tr><th>paper</th><th>item</th><th>title</th><th>status</th><th>relation</th></tr>"]
     parts += [f"<tr><td>{esc(a.paper)}</td><td><a href='#{_anchor(a.paper, a.item)}'>{esc(a.item)}</a></td>"
               f"<td>{esc(a.title)}</td><td>{_status_span(a.status)}</td><td>{esc(a.line)}</td></tr>" for a in items]
     parts.append("</table>")
