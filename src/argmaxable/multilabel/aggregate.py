@@ -121,7 +121,8 @@ def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
     for ds in datasets:
         _band(ax, test[(test["dataset"] == ds) & (test["head"] == "bsl")], "d", "pct", ds)
-    ax.set(xscale="log", xlabel="d (BSL bottleneck width)", ylabel="% test assignments argmaxable")
+    ax.set(xscale="log", xlabel="d (BSL bottleneck width)", ylabel="% test assignments argmaxable",
+           title="thesis Fig. 4.3: BSL, argmaxable test assignments")
     ax.legend()
     figs["fig_4_3"] = fig
 
@@ -130,7 +131,7 @@ def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame
         fig.suptitle(title, y=1.04)
         return fig, axes[0]
 
-    fig, axes = per_dataset("Fig. 5.6(a): argmaxable test assignments")
+    fig, axes = per_dataset("thesis Fig. 5.6(a): argmaxable test assignments")
     for ax, ds in zip(axes, datasets, strict=True):
         for head, c in colours.items():
             _band(ax, test[(test["dataset"] == ds) & (test["head"] == head)], "d", "pct", head.upper(), color=c)
@@ -138,7 +139,7 @@ def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame
         ax.legend()
     figs["fig_5_6a"] = fig
 
-    fig, axes = per_dataset("Fig. 5.6(b): F1@k and trainable parameters")
+    fig, axes = per_dataset("thesis Fig. 5.6(b): F1@k and trainable parameters")
     for ax, ds in zip(axes, datasets, strict=True):
         twin = ax.twinx()
         for head, c in colours.items():
@@ -151,7 +152,7 @@ def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame
         ax.legend()
     figs["fig_5_6b"] = fig
 
-    fig, axes = per_dataset("Fig. 5.7: training loss")
+    fig, axes = per_dataset("thesis Fig. 5.7: training loss")
     for ax, ds in zip(axes, datasets, strict=True):
         c_ds = curves[curves["dataset"] == ds]
         ds_d = sorted(c_ds["d"].unique())
@@ -172,7 +173,7 @@ def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame
         ax.bar(np.arange(len(datasets)) + j * width, g["mean"] / 60, width, yerr=g["std"] / 60,
                color=c, label=head.upper())
     ax.set_xticks(np.arange(len(datasets)) + width / 2, datasets)
-    ax.set(ylabel="minutes to best dev criterion", title="Fig. 5.8: time to convergence")
+    ax.set(ylabel="minutes to best dev criterion", title="thesis Fig. 5.8: time to convergence")
     ax.legend()
     figs["fig_5_8"] = fig
     return figs

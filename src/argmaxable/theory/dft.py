@@ -118,6 +118,7 @@ def plot_radius(df: pd.DataFrame, eps: float, quantile: float):
         ax.grid(alpha=0.3)
     np.atleast_1d(axes)[0].set_ylabel(f"{quantile:.0%} quantile of the radius")
     np.atleast_1d(axes)[-1].legend(fontsize=8)
+    fig.suptitle("thesis Fig. 5.5: slack columns alleviate hyperplane overcrowding", fontsize=9)
     fig.tight_layout()
     return fig
 
