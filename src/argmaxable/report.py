@@ -161,7 +161,9 @@ def provenance(path: Path) -> dict | None:
         return None
     meta = json.loads(meta_path.read_text())
     config = json.dumps(meta.get("config"), sort_keys=True, default=str)
-    return {"file": path.name, "code_version": meta.get("code_version"), "created": meta.get("created"),
+    experiment = (meta.get("config") or {}).get("experiment") if isinstance(meta.get("config"), dict) else None
+    return {"file": path.name, "experiment": experiment, "code_version": meta.get("code_version"),
+            "created": meta.get("created"),
             "config_sha256": hashlib.sha256(config.encode()).hexdigest()[:12],
             "inputs": {Path(k).name: v[:12] for k, v in (meta.get("inputs") or {}).items()}}
 
@@ -281,7 +283,8 @@ def render_markdown(catalogue: dict, items: list[Assessment], header: dict, resu
                 shown = f" (first {len(df)} of {n} rows)" if n > len(df) else ""
                 lines += ["", f"`{tab.relative_to(results_dir).as_posix()}`{shown}:", "", df.to_markdown(index=False)]
             for rec in a.provenance:
-                lines += [f"- provenance `{rec['file']}`: {rec['code_version']}, {rec['created']}, config "
+                lines += [f"- provenance `{rec['file']}`: experiment {rec['experiment']}, {rec['code_version']}, "
+                          f"{rec['created']}, config "
                           f"{rec['config_sha256']}, inputs {json.dumps(rec['inputs']) if rec['inputs'] else 'none'}"]
     return "\n".join(lines) + "\n"
 
@@ -330,7 +333,8 @@ def render_html(catalogue: dict, items: list[Assessment], header: dict) -> str:
                 parts += [f"<p><code>{esc(tab.name)}</code>{shown}</p>", _html_table(df)]
             if a.provenance:
                 parts.append("<details><summary>provenance</summary><ul>")
-                parts += [f"<li><code>{esc(r['file'])}</code>: {esc(str(r['code_version']))}, "
+                parts += [f"<li><code>{esc(r['file'])}</code>: experiment {esc(str(r['experiment']))}, "
+                          f"{esc(str(r['code_version']))}, "
                           f"{esc(str(r['created']))}, config {r['config_sha256']}, inputs "
                           f"{esc(json.dumps(r['inputs']) if r['inputs'] else 'none')}</li>" for r in a.provenance]
                 parts.append("</ul></details>")
