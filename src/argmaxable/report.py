@@ -6,7 +6,7 @@ Inputs are plain YAML files in ``workflow/report/``:
 - ``<family>.yaml``, one per experiment family, next to its rules: the items that family makes. Each item
   names ``paper`` and ``item`` (as the paper numbers it), ``outputs`` (paths under the results directory),
   ``relation`` per experiment (``{offline: {kind, note}, paper: {kind, note}}``, kind one of :data:`KINDS`;
-  a relation may name its own ``outputs``),
+  a relation may name its own ``outputs``, ``compare`` and ``differences``),
   optionally ``compare`` (which columns of our table hold our and the paper's values, and a tolerance),
   ``needs`` (what a run needs to make it, shown when its outputs are absent) and ``differences`` (known
   differences, stated beside the item).
@@ -179,8 +179,8 @@ def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experi
     if decl is None:
         return a
     a.family = decl["family"]
-    a.differences = list(decl.get("differences", []))
     rel = _relation(decl, experiment)
+    a.differences = list(rel.get("differences", decl.get("differences", [])))
     if rel["kind"] == "not_run":
         a.status, a.line = "not run", f"not run in this experiment: {rel.get('note', '')}".rstrip(": ")
         return a
