@@ -160,10 +160,10 @@ def provenance(path: Path) -> dict | None:
     if not meta_path.exists():
         return None
     meta = json.loads(meta_path.read_text())
-    config = json.dumps(meta.get("config"), sort_keys=True, default=str)
-    experiment = (meta.get("config") or {}).get("experiment") if isinstance(meta.get("config"), dict) else None
-    return {"file": path.name, "experiment": experiment, "code_version": meta.get("code_version"),
-            "created": meta.get("created"),
+    cfg = meta.get("config")
+    config = json.dumps(cfg, sort_keys=True, default=str)
+    return {"file": path.name, "experiment": cfg.get("experiment") if isinstance(cfg, dict) else None,
+            "code_version": meta.get("code_version"), "created": meta.get("created"),
             "config_sha256": hashlib.sha256(config.encode()).hexdigest()[:12],
             "inputs": {Path(k).name: v[:12] for k, v in (meta.get("inputs") or {}).items()}}
 
