@@ -64,3 +64,18 @@ def test_setup_tables_put_ours_beside_the_papers(tmp_path):
     ta4 = pd.read_csv(out["table_a_4"]).set_index("attribute")
     assert ta4.loc["# test", "tiny (ours)"] == "6" and ta4.loc["lr (encoder)", "MIMIC-III"] == "0.001"
     assert (tmp_path / "ta4.md").exists()
+
+
+def test_run_illustrations_writes_every_table_and_figure(tmp_path):
+    from argmaxable.theory.illustrations import run_illustrations
+
+    tables = ("arrangements", "braid_reflect", "chebyshev_balls", "overcrowding")
+    figures = ("fig3", "fig7", "fig8", "reflect_figure", "balls_figure", "overcrowding_figure")
+    out = {k: str(tmp_path / f"{k}.parquet") for k in tables} | {k: str(tmp_path / f"{k}.png") for k in figures}
+    run_illustrations({"bound": 100.0, "eps": 1e-8, "patience": 50, "overcrowding_lines": [3, 6]}, out, seed=0)
+    for k in tables:
+        assert (tmp_path / f"{k}.md").exists()
+    for k in figures:
+        assert (tmp_path / f"{k}.pdf").exists()
+    crowd = pd.read_parquet(out["overcrowding"])
+    assert crowd["regions"].tolist() == sorted(crowd["regions"]) and (crowd["argmaxable"] == crowd["regions"]).all()
