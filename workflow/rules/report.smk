@@ -18,8 +18,6 @@ rule make_report:
     log:
         f"{RESULTS}/logs/make_report.log",
     params:
-        report_dir=REPORT_DIR,
-        results_dir=RESULTS,
         experiment=CFG.experiment,
         families=[name for name, targets in REPORT_FAMILIES.items() if targets],
     script:
