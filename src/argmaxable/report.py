@@ -246,6 +246,11 @@ def coverage_line(items: list[Assessment]) -> str:
             f"{c['not run']} not run in this experiment; {c['missing']} missing.")
 
 
+def _detail(a: Assessment) -> str:
+    """The relation line without its leading status, for a section headed by the status."""
+    return a.line[len(a.status):].lstrip(" :") if a.line.startswith(a.status) else a.line
+
+
 def _cell(text: str) -> str:
     """Text safe inside a Markdown table cell."""
     return text.replace("|", "\\|")
@@ -271,7 +276,7 @@ def render_markdown(catalogue: dict, items: list[Assessment], header: dict, resu
         lines += ["", f"## {spec['title']}", "", f"Seed: `{spec['seed']}`"]
         for a in (x for x in items if x.paper == paper):
             lines += ["", f'<a id="{_anchor(a.paper, a.item)}"></a>', f"### {a.item}: {a.title}", "",
-                      f"**{a.status}**: {a.line}", ""]
+                      f"**{a.status}** {_detail(a)}", ""]
             lines += [f"- known difference: {d}" for d in a.differences]
             for fig in a.figures:
                 lines += ["", f"![{a.item}]({fig.relative_to(results_dir).as_posix()})"]
@@ -319,7 +324,7 @@ def render_html(catalogue: dict, items: list[Assessment], header: dict) -> str:
         parts.append(f"<h2>{esc(spec['title'])}</h2><p>Seed: <code>{esc(spec['seed'])}</code></p>")
         for a in (x for x in items if x.paper == paper):
             parts.append(f"<section id='{_anchor(a.paper, a.item)}'><h3>{esc(a.item)}: {esc(a.title)}</h3>"
-                         f"<p>{_status_span(a.status)}: {esc(a.line)}</p>")
+                         f"<p>{_status_span(a.status)} {esc(_detail(a))}</p>")
             parts += [f"<p><b>Known difference:</b> {esc(d)}</p>" for d in a.differences]
             for fig in a.figures:
                 data = base64.b64encode(fig.read_bytes()).decode("ascii")
