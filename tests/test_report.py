@@ -160,3 +160,10 @@ def test_items_of_a_family_that_did_not_run_are_not_run():
     decl = {"family": "theory", "outputs": ["x.png"], "relation": {"offline": {"kind": "same"}}}
     a = assess("p", {"item": "Fig. 1", "title": "t"}, decl, Path("/nonexistent"), "offline", families=["detect"])
     assert (a.status, a.line) == ("not run", "not run: the theory family is disabled in this run")
+
+
+def test_a_missing_compared_table_makes_the_item_missing_not_the_run_fail(tmp_path):
+    decl = {"family": "f", "outputs": [], "relation": {"offline": {"kind": "same"}},
+            "compare": {"table": "t/gone.parquet", "key": ["k"], "ours": "a", "paper": "b"}}
+    a = assess("p", {"item": "Table 1", "title": "t"}, decl, tmp_path, "offline")
+    assert (a.status, a.missing) == ("missing", ["t/gone.parquet"])

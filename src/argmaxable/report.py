@@ -190,7 +190,10 @@ def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experi
             f"not run: the {a.family} family is disabled in this run"
         return a
     outputs = [results_dir / p for p in rel.get("outputs", decl.get("outputs", []))]
-    a.missing = [str(p.relative_to(results_dir)) for p in outputs if not p.exists()]
+    specs = rel.get("compare", decl.get("compare")) or []
+    specs = specs if isinstance(specs, list) else [specs]
+    needed = dict.fromkeys([*outputs, *(results_dir / spec["table"] for spec in specs)])  # compared tables too
+    a.missing = [str(p.relative_to(results_dir)) for p in needed if not p.exists()]
     if a.missing or not outputs:
         needs = decl.get("needs")
         a.status = "not run" if needs else "missing"
@@ -203,9 +206,7 @@ def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experi
     if rel["kind"] == "substitute":
         a.status, a.line = "substitute data", f"substitute data: {note}"
         return a
-    specs = rel.get("compare", decl.get("compare"))
     if specs:
-        specs = specs if isinstance(specs, list) else [specs]
         done = [compare(spec, results_dir) for spec in specs]
         a.status = max((status for status, _, _ in done), key=COMPARED.index)  # the worst of the comparisons
         summary = "; ".join(f"{spec['ours']}: {text}" if len(done) > 1 else text
