@@ -167,3 +167,11 @@ def test_a_missing_compared_table_makes_the_item_missing_not_the_run_fail(tmp_pa
             "compare": {"table": "t/gone.parquet", "key": ["k"], "ours": "a", "paper": "b"}}
     a = assess("p", {"item": "Table 1", "title": "t"}, decl, tmp_path, "offline")
     assert (a.status, a.missing) == ("missing", ["t/gone.parquet"])
+
+
+def test_a_compare_naming_an_unknown_column_is_one_line_error(small_run):
+    _, results = small_run
+    decl = {"family": "fam", "outputs": ["fam/t.parquet"], "relation": {"offline": {"kind": "same"}},
+            "compare": {"table": "fam/t.parquet", "key": ["k"], "ours": "nope", "paper": "paper"}}
+    with pytest.raises(DeclarationError, match=r"fam\.yaml: p Fig\. 1: compare names column 'nope'"):
+        assess("p", {"item": "Fig. 1", "title": "t"}, decl, results, "offline")

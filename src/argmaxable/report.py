@@ -207,7 +207,11 @@ def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experi
         a.status, a.line = "substitute data", f"substitute data: {note}"
         return a
     if specs:
-        done = [compare(spec, results_dir) for spec in specs]
+        try:
+            done = [compare(spec, results_dir) for spec in specs]
+        except KeyError as err:
+            raise DeclarationError(f"{a.family}.yaml: {paper} {a.item}: compare names column {err} that its table "
+                                   "does not have; fix the declaration's key/ours/paper") from None
         a.status = max((status for status, _, _ in done), key=COMPARED.index)  # the worst of the comparisons
         summary = "; ".join(f"{spec['ours']}: {text}" if len(done) > 1 else text
                             for spec, (_, text, _) in zip(specs, done, strict=True))
