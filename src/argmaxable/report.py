@@ -123,6 +123,9 @@ def compare(spec: dict, results_dir: Path) -> tuple[str, str, pd.DataFrame]:
         key columns, ours, paper, diff (rows where the paper has no value are dropped).
     """
     df = _read_table(results_dir / spec["table"])
+    named = [*spec["key"], spec["ours"], *([] if isinstance(spec["paper"], list) else [spec["paper"]])]
+    if absent := [c for c in named if c not in df.columns]:
+        raise KeyError(", ".join(map(repr, absent)))
     if spec.get("where"):
         df = df.query(spec["where"])
     if isinstance(spec["paper"], list):  # the paper's numbers, given in the declaration
@@ -210,8 +213,8 @@ def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experi
         try:
             done = [compare(spec, results_dir) for spec in specs]
         except KeyError as err:
-            raise DeclarationError(f"{a.family}.yaml: {paper} {a.item}: compare names column {err} that its table "
-                                   "does not have; fix the declaration's key/ours/paper") from None
+            raise DeclarationError(f"{a.family}.yaml: {paper} {a.item}: compare names column {err.args[0]} that "
+                                   "its table does not have; fix the declaration's key/ours/paper") from None
         a.status = max((status for status, _, _ in done), key=COMPARED.index)  # the worst of the comparisons
         summary = "; ".join(f"{spec['ours']}: {text}" if len(done) > 1 else text
                             for spec, (_, text, _) in zip(specs, done, strict=True))
