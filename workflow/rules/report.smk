@@ -2,7 +2,13 @@
 # declares its items in workflow/report/<family>.yaml; papers.yaml is the catalogue of all items.
 import glob
 
+from argmaxable.report import DeclarationError, load_catalogue, load_declarations
+
 REPORT_DIR = f"{workflow.basedir}/workflow/report"
+try:  # a malformed declaration stops the run before any job, in one line
+    load_declarations(REPORT_DIR, load_catalogue(f"{REPORT_DIR}/papers.yaml"))
+except DeclarationError as err:
+    sys.exit(f"argmaxable: {err}")
 # Each family's targets (empty when disabled); the report marks the items of families that did not run.
 REPORT_FAMILIES = {"detect": detect_targets(), "datasets": datasets_targets(), "theory": theory_targets(),
                    "multilabel": multilabel_targets()}
