@@ -1,9 +1,10 @@
 # multilabel family: train BSL and DFT heads over d x head x seed, verify their label assignments with the
-# LP, and aggregate thesis Tables 4.2, 5.1, 5.2 and Figs 4.3, 5.6-5.8 (thesis §4.1.2, §5.1.3, Table A.4).
+# LP, and aggregate thesis Tables 4.2, 5.1, 5.2 and Figs 4.3, 5.6-5.8 (thesis §4.1.2, §5.1.3); Tables 4.1 and
+# A.4 set the datasets and hyperparameters beside the paper's.
 from omegaconf import OmegaConf
 
 from argmaxable.multilabel.aggregate import FIGURES, TABLES
-
+from argmaxable.multilabel.setup_tables import SETUP_TABLES
 ML = f"{RESULTS}/multilabel"
 ML_RUNS = OmegaConf.to_container(CFG.multilabel.runs, resolve=True) if CFG.multilabel.enabled else {}
 for _name in ML_RUNS:
@@ -23,7 +24,8 @@ def multilabel_run_dirs():
 def multilabel_targets():
     if not ML_RUNS:
         return []
-    return [f"{ML}/tables/{t}.csv" for t in TABLES] + [f"{ML}/figures/{f}.png" for f in FIGURES]
+    return ([f"{ML}/tables/{t}.csv" for t in (*TABLES, *SETUP_TABLES)]
+            + [f"{ML}/figures/{f}.png" for f in FIGURES])
 
 
 rule train_head:
@@ -75,3 +77,19 @@ rule make_multilabel_report:
         loss_curve_d=CFG.multilabel.loss_curve_d,
     script:
         "../scripts/multilabel_aggregate.py"
+
+
+rule make_setup_tables:
+    input:
+        datasets=[f"{RESULTS}/datasets/{name}" for name in ML_RUNS],
+    output:
+        table_4_1=f"{ML}/tables/table_4_1.csv",
+        table_a_4=f"{ML}/tables/table_A_4.csv",
+        copies=[f"{ML}/tables/{t}.md" for t in SETUP_TABLES],
+    log:
+        f"{ML}/logs/make_setup_tables.log",
+    params:
+        names=list(ML_RUNS),
+        runs=ML_RUNS,
+    script:
+        "../scripts/multilabel_setup_tables.py"

@@ -1,4 +1,5 @@
-# theory family: closed forms and random matrices (thesis App. A.1, Ch. 5; 002 Figs 1, 2, 10; 004 Table 1).
+# theory family: closed forms, toy layers and random matrices (thesis App. A.1, Figs 4.1, 4.2, 4.4, Ch. 5;
+# 002 Figs 1-5, 7-10; 004 Table 1).
 # Every rule compares its exact cells with the seeds' numbers and fails, naming the cells, if one differs.
 from omegaconf import OmegaConf
 
@@ -94,6 +95,24 @@ rule plot_toy:
         "../scripts/theory_plot_toy.py"
 
 
+rule plot_illustrations:
+    output:
+        **theory_outputs(
+            tables={"arrangements": "arrangements", "braid_reflect": "braid_reflect",
+                    "chebyshev_balls": "chebyshev_balls", "overcrowding": "overcrowding"},
+            figures={"fig3": "acl_fig3_braid", "fig7": "acl_fig7_bias", "fig8": "acl_fig8_construction",
+                     "reflect_figure": "braid_reflect", "balls_figure": "chebyshev_balls",
+                     "overcrowding_figure": "overcrowding"},
+        ),
+    params:
+        settings=THEORY_SETTINGS["illustrations"],
+        seed=CFG.seed,
+    log:
+        f"{THEORY}/logs/plot_illustrations.log",
+    script:
+        "../scripts/theory_plot_illustrations.py"
+
+
 rule bound_topm:
     output:
         **theory_outputs(
@@ -120,5 +139,6 @@ def theory_targets():
         *rules.measure_dft.output,
         *rules.summarize_random_layers.output,
         *rules.plot_toy.output,
+        *rules.plot_illustrations.output,
         *rules.bound_topm.output,
     ]

@@ -82,8 +82,8 @@ def make_tables(summary: pd.DataFrame, runs: pd.DataFrame) -> dict[str, pd.DataF
     t42 = pd.concat([t42, pd.DataFrame([{"d": "test size", **sizes.to_dict()}])], ignore_index=True)
     counts = ["eps_argmaxable", "one_argmaxable"]
     enc = summary[(summary["source"] == "gold") & (summary["space"] == "encoder")]
-    dft = test[test["head"] == "dft"]
-    # Thesis Table 5.2, d=25: assignments the theorem makes argmaxable that the LP cannot prove at eps.
+    dft = gold_head[gold_head["head"] == "dft"]  # dev and test splits
+    # Thesis Tables 5.1, 5.2 (d=25): assignments the theorem makes argmaxable that the LP cannot prove at eps.
     exceptions = dft[dft["eps_argmaxable_within_k"] < dft["total_within_k"]]
     metric_cols = ["test_p@k", "test_r@k", "test_f1@k", "test_micro_f1", "test_exact_match",
                    "trainable_head", "wall_time_s", "time_to_best_s", "epochs"]
@@ -92,7 +92,7 @@ def make_tables(summary: pd.DataFrame, runs: pd.DataFrame) -> dict[str, pd.DataF
         "table_5_1": _median_wide(gold_head, ["dataset", "split", "d"], counts),
         "table_5_2": _median_wide(test, ["dataset", "d"], counts),
         "table_encoder_space": _median_wide(enc, ["dataset", "split", "d"], [*counts, "total"]),
-        "table_dft_exceptions": exceptions[[*KEYS, "total_within_k", "eps_argmaxable_within_k",
+        "table_dft_exceptions": exceptions[[*KEYS, "split", "total_within_k", "eps_argmaxable_within_k",
                                             "unargmaxable_within_k", "undecided_within_k"]].reset_index(drop=True),
         "table_metrics": runs.groupby(["dataset", "head", "d"])[metric_cols].median().reset_index(),
     }
@@ -121,7 +121,8 @@ def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
     for ds in datasets:
         _band(ax, test[(test["dataset"] == ds) & (test["head"] == "bsl")], "d", "pct", ds)
-    ax.set(xscale="log", xlabel="d (BSL bottleneck width)", ylabel="% test assignments argmaxable")
+    ax.set(xscale="log", xlabel="d (BSL bottleneck width)", ylabel="% test assignments argmaxable",
+           title="thesis Fig. 4.3: BSL, argmaxable test assignments")
     ax.legend()
     figs["fig_4_3"] = fig
 
@@ -130,7 +131,7 @@ def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame
         fig.suptitle(title, y=1.04)
         return fig, axes[0]
 
-    fig, axes = per_dataset("Fig. 5.6(a): argmaxable test assignments")
+    fig, axes = per_dataset("thesis Fig. 5.6(a): argmaxable test assignments")
     for ax, ds in zip(axes, datasets, strict=True):
         for head, c in colours.items():
             _band(ax, test[(test["dataset"] == ds) & (test["head"] == head)], "d", "pct", head.upper(), color=c)
@@ -138,7 +139,7 @@ def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame
         ax.legend()
     figs["fig_5_6a"] = fig
 
-    fig, axes = per_dataset("Fig. 5.6(b): F1@k and trainable parameters")
+    fig, axes = per_dataset("thesis Fig. 5.6(b): F1@k and trainable parameters")
     for ax, ds in zip(axes, datasets, strict=True):
         twin = ax.twinx()
         for head, c in colours.items():
@@ -151,7 +152,7 @@ def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame
         ax.legend()
     figs["fig_5_6b"] = fig
 
-    fig, axes = per_dataset("Fig. 5.7: training loss")
+    fig, axes = per_dataset("thesis Fig. 5.7: training loss")
     for ax, ds in zip(axes, datasets, strict=True):
         c_ds = curves[curves["dataset"] == ds]
         ds_d = sorted(c_ds["d"].unique())
@@ -172,7 +173,7 @@ def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame
         ax.bar(np.arange(len(datasets)) + j * width, g["mean"] / 60, width, yerr=g["std"] / 60,
                color=c, label=head.upper())
     ax.set_xticks(np.arange(len(datasets)) + width / 2, datasets)
-    ax.set(ylabel="minutes to best dev criterion", title="Fig. 5.8: time to convergence")
+    ax.set(ylabel="minutes to best dev criterion", title="thesis Fig. 5.8: time to convergence")
     ax.legend()
     figs["fig_5_8"] = fig
     return figs
@@ -212,5 +213,7 @@ def aggregate(run_dirs: Iterable[str | Path], tables_dir: str | Path, figures_di
 
 def load_tables(tables_dir: str | Path) -> dict[str, pd.DataFrame]:
     """Read back the tables :func:`aggregate` wrote (for notebooks)."""
-    return {name: pd.read_csv(Path(tables_dir) / f"{name}.csv") for name in ("summary", *TABLES)
+    from argmaxable.multilabel.setup_tables import SETUP_TABLES
+
+    return {name: pd.read_csv(Path(tables_dir) / f"{name}.csv") for name in ("summary", *TABLES, *SETUP_TABLES)
             if (Path(tables_dir) / f"{name}.csv").exists()}

@@ -128,15 +128,21 @@ def plot_fig2(df: pd.DataFrame, probability: float):
     """Fig. 2: the bound (Gumbel form) against m for each model of Table 1."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for row in df.drop_duplicates(["N", "d"]).itertuples():
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    rows = df.drop_duplicates(["N", "d"]).sort_values(["d", "N"])
+    colours = plt.get_cmap("turbo")(np.linspace(0.05, 0.95, len(rows)))  # one colour per curve, ordered by d
+    styles = ["-", "--", "-.", ":"]  # and a dash pattern, so neighbours in colour still differ
+    for i, (row, colour) in enumerate(zip(rows.itertuples(), colours, strict=True)):
         m = np.arange(1, min(row.d - 4, 3 * row.m_paper))
-        ax.plot(m, bound(row.N, row.d, m, "gumbel"), lw=1, label=f"{row.model} ({row.N}, {row.d})")
+        ax.plot(m, bound(row.N, row.d, m, "gumbel"), lw=1.2, color=colour, ls=styles[i % len(styles)],
+                label=f"{row.model} ({row.N}, {row.d})")
     ax.axhline(probability, color="k", linestyle=":", lw=1)
     ax.set_xscale("log")
     ax.set_xlabel("m")
     ax.set_ylabel("bound on P(any m tokens can be the top m)")
-    ax.legend(fontsize=5, ncol=2)
+    ax.set_title(f"004 Fig. 2: Cor. 1's bound for the models of Table 1 (dotted: {probability})", fontsize=9)
+    ax.legend(fontsize=6, ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5), title="model (N, d)",
+              title_fontsize=6)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
@@ -154,7 +160,7 @@ def plot_appendix_b(df: pd.DataFrame, probability: float, N: int, d: int):
     ax.axhline(probability, color="k", lw=0.8, linestyle=":")
     ax.set_xlabel("m")
     ax.set_ylabel("top-m probability")
-    ax.set_title(f"random {N} x {d} matrix", fontsize=9)
+    ax.set_title(f"004 Fig. 5 (appendix B): bound vs simulation, random {N} x {d} matrix", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig

@@ -79,11 +79,16 @@ def plot_percentage(n: int):
     for ax, keep, title in ((axes[0], slice(None), "all d"), (axes[1], zoom, "d near n/2")):
         ax.plot(d[keep], percent[keep])
         ax.set_yscale("log")
+        ax.set_ylim(top=300)  # a percentage: the axis stops just above 100%, not at the next decade of ticks
         ax.set_xlabel("d")
         ax.set_title(title)
         ax.grid(alpha=0.3)
+    low = int(np.floor(np.log10(percent.min()) / 50) * 50)
+    exponents = range(low, -49, 50)  # every 50 decades, then 100%
+    axes[0].set_yticks([10.0**e for e in exponents] + [100.0], [f"$10^{{{e}}}$" for e in exponents] + ["100"])
+    axes[0].minorticks_off()
     axes[0].set_ylabel(f"% of the 2^{n} assignments argmaxable")
-    fig.suptitle(f"Cover's count, n = {n} (thesis Fig. 5.2)")
+    fig.suptitle(f"thesis Fig. 5.2: % of the 2^{n} label assignments argmaxable (Cover's count), n = {n}")
     fig.tight_layout()
     return fig
 

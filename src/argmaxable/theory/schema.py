@@ -79,6 +79,16 @@ class BasriJacobsConfig:
 
 
 @dataclass
+class IllustrationsConfig:
+    """002 Figs 3-5, 7-9 and thesis Figs 4.1, 4.2, 4.4, drawn from toy layers (see theory/illustrations.py)."""
+
+    bound: float = 100.0  # 002 §4: |x_j| <= 100 for the ranking and category checks
+    eps: float = 1.0e-8
+    patience: int = 50  # braid-reflect steps before the exact LP on the toy (its hard class needs 6)
+    overcrowding_lines: list[int] = field(default_factory=lambda: [4, 8, 16, 32])  # thesis Fig. 4.2 panels
+
+
+@dataclass
 class TheoryConfig:
     """Settings of every theory experiment; ``enabled: false`` drops the family from ``rule all``."""
 
@@ -88,3 +98,4 @@ class TheoryConfig:
     dft: DftConfig = field(default_factory=DftConfig)
     random_layers: RandomLayersConfig = field(default_factory=RandomLayersConfig)
     basri_jacobs: BasriJacobsConfig = field(default_factory=BasriJacobsConfig)
+    illustrations: IllustrationsConfig = field(default_factory=IllustrationsConfig)
