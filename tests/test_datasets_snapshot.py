@@ -31,6 +31,15 @@ def test_snapshot_has_the_expected_size(snapshot):
     assert meta["releases"] and all(len(h) == 64 for h in meta["lists"].values())
 
 
+def test_snapshot_provenance_names_archive_paths_not_hosts():
+    text = debtags.SNAPSHOT.with_suffix(".meta.json").read_text()
+    meta = json.loads(text)
+    paths = [*meta["lists"], *(r["file"] for r in meta["releases"])]
+    # An archive path starts with the archive's directory ("debian", "debian-security"); a host has dots.
+    assert all("/dists/" in p and "." not in p.split("/")[0] for p in paths), paths
+    assert "debian.org" not in text
+
+
 def test_snapshot_split_is_label_covering_and_reproducible(snapshot):
     sizes = snapshot["split"].value_counts().to_dict()
     assert sizes["test"] == debtags.SNAPSHOT_SIZES["test"] and sizes["dev"] == debtags.SNAPSHOT_SIZES["dev"]

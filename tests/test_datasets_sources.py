@@ -94,6 +94,11 @@ def test_debtags_from_apt_lists(tmp_path):
     assert info["n_with_long_description"] == len(TAGS) - 1
     assert info["releases"][0]["Codename"] == "testsuite"
     assert len(info["lists"]) == 3 and all(len(h) == 64 for h in info["lists"].values())
+    # Provenance names archive paths; the host ("mirror", "zz") apt put in front of each file name is dropped.
+    assert sorted(info["lists"]) == ["debian/dists/other/main/binary-amd64/Packages",
+                                     "debian/dists/testsuite/main/binary-amd64/Packages",
+                                     "debian/dists/testsuite/main/i18n/Translation-en"]
+    assert info["releases"][0]["file"] == "debian/dists/testsuite/InRelease"
 
 
 def test_debtags_snapshot_roundtrip_and_covering_build(tmp_path, monkeypatch):
