@@ -6,7 +6,7 @@ VENV ?= .venv
 CORES ?= 2
 BIN := $(VENV)/bin
 
-.PHONY: run test bench lint clean
+.PHONY: run test test-slurm bench lint clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/pytest
+
+# A real single-node SLURM cluster on this machine (Debian, root): the SLURM profile's run equals a local run.
+test-slurm: $(VENV)/.installed
+	VENV=$(VENV) scripts/test_slurm.sh
 
 bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks

@@ -65,6 +65,14 @@ def test_timm_encoder_features(tmp_path):
     assert feats.shape == (1, enc.dim)
 
 
+def test_timm_encoder_refuses_a_named_checkpoint_that_is_missing(tmp_path):
+    # Checked before timm is imported: a missing file never falls back to the hub's ImageNet weights.
+    missing = tmp_path / "Open_ImagesV6_TRresNet_L_448.pth"
+    with pytest.raises(FileNotFoundError, match=r"Open_ImagesV6_TRresNet_L_448\.pth not found") as err:
+        build_encoder(EncoderConfig(kind="timm", pretrained="tresnet_l", checkpoint=str(missing)))
+    assert "\n" not in str(err.value)
+
+
 def test_unknown_encoder_kind_is_rejected():
     with pytest.raises(ValueError, match=r"encoder\.kind"):
         build_encoder(EncoderConfig(kind="rnn"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -87,6 +88,12 @@ class TimmImageEncoder(nn.Module):
 
     def __init__(self, cfg: EncoderConfig):
         super().__init__()
+        # An empty checkpoint means the hub's ImageNet weights, chosen explicitly; a named one must exist.
+        if cfg.checkpoint and not Path(cfg.checkpoint).is_file():
+            raise FileNotFoundError(
+                f"encoder checkpoint {cfg.checkpoint} not found; fetch it (rule download_dataset) or set "
+                "encoder.checkpoint='' to train from the hub's ImageNet weights"
+            )
         try:
             import timm
         except ImportError:

@@ -32,6 +32,7 @@ FILES = {
 CLASSES = "oidv6-classes-trainable.txt"
 COLUMNS = ["ImageID", "Source", "LabelName", "Confidence"]
 CHUNK = 1_000_000  # rows per CSV chunk; the train CSV has tens of millions of rows
+MISSING_SHOWN = 5  # missing images named in the error: enough to look them up, short enough for one line
 
 
 def _positives(path: Path, trainable: set[str], prefix: str, first: int | None) -> pd.DataFrame:
@@ -74,6 +75,13 @@ def load(cfg: DatasetConfig, data_root: Path) -> Loaded:
             df = df[df["labels"].map(len) <= cfg.max_active_labels]
         paths = [str(root / "images" / f"{i}.jpg") for i in df["id"]]
         splits[split] = df.assign(image_path=paths)[["id", "image_path", "labels"]]
-    found = sum(Path(p).is_file() for df in splits.values() for p in df["image_path"])
+    total = sum(len(df) for df in splits.values())
+    missing = [p for df in splits.values() for p in df["image_path"] if not Path(p).is_file()]
+    if missing:
+        raise MissingDataError(
+            f"OpenImages: {len(missing)} of {total} images missing under {root / 'images'}/ (first: "
+            f"{', '.join(Path(p).name for p in missing[:MISSING_SHOWN])}); run rule download_dataset "
+            f"(snakemake {root / 'manifest.json'}) or copy them there"
+        )
     return Loaded(splits=splits, covering=True, inputs=[root / n for n in [*FILES.values(), CLASSES]],
-                  info={"dir": str(root), "images_found": found, "trainable_classes": len(trainable)})
+                  info={"dir": str(root), "images": total, "trainable_classes": len(trainable)})
