@@ -18,7 +18,7 @@ COMPARE = ROOT / "scripts/compare_results.py"
 def test_profile_names_only_real_rules_and_leaves_cpus_to_threads():
     profile = yaml.safe_load(PROFILE.read_text())
     assert profile["executor"] == "slurm"
-    rules = set(re.findall(r"^rule (\w+):", "".join(p.read_text() for p in (ROOT / "workflow/rules").glob("*.smk")),
+    rules = set(re.findall(r"^\s*rule (\w+):", "".join(p.read_text() for p in (ROOT / "workflow/rules").glob("*.smk")),
                            flags=re.M))
     assert set(profile["set-resources"]) <= rules, set(profile["set-resources"]) - rules
     # cpus_per_task would override the rules' threads (taken from the config) and allocate idle CPUs.
