@@ -121,7 +121,7 @@ say "cluster up: $(sinfo -h -o '%P %D %t %c CPUs %m MiB')"
 # ------------------------------------------------------------------------------------------------------ runs
 run_experiment() {  # results_dir, then snakemake's arguments; builds the experiment's two targets
   local dir=$1; shift
-  "$VENV/bin/snakemake" "$@" --config "overrides=[$OVERRIDES,results_dir=$dir]" -- \
+  "$VENV/bin/snakemake" "$@" --config "overrides=[$OVERRIDES,results_dir=$dir,data_dir=$dir/data]" -- \
     "$dir/detect/tables/detect.parquet" "$dir/datasets/debtags"
 }
 START=$(date +%s)
