@@ -42,6 +42,10 @@ fi
 [ "$(id -u)" = 0 ] || die "starting slurmctld/slurmd needs root (run: sudo make test-slurm)"
 [ -x "$VENV/bin/snakemake" ] || die "$VENV/bin/snakemake missing; run make test-slurm (it installs .venv)"
 
+for daemon in slurmctld slurmd; do
+  pid=$(pgrep -x "$daemon" | head -1 || true)
+  [ -z "$pid" ] || die "$daemon already runs here (pid $pid): stop it first, this test starts its own cluster"
+done
 if [ -e "$CONF" ] && ! head -1 "$CONF" | grep -qF "$MARK"; then
   die "$CONF exists and was not written by this script: this machine has its own SLURM setup; run the test elsewhere"
 fi
