@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from argmaxable.download import read_manifest
 from argmaxable.models.loaders import load_model
 from argmaxable.models.vocab import in_script
 from argmaxable.models.weights import WeightsError
@@ -49,6 +50,8 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
     """
     import argmaxable as am
 
+    if root is not None:
+        read_manifest(root)  # the download is complete and unchanged
     layer = load_model(model, root=root)
     n = layer.W.shape[0]
     classes = np.asarray(shard_range(n, shard, shards), dtype=np.int64)
@@ -57,9 +60,9 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
         raise WeightsError(f"model {model['name']!r} names script {script!r} but no vocabulary file was found: "
                            "set params.vocab")
     start = time.perf_counter()
-    res = am.check_categories(layer.W, b=layer.b, bound=detect["bound"], patience=detect["patience"],
-                              eps=detect["eps"], solver=detect["solver"], workers=detect["workers"],
-                              classes=None if shards == 1 else classes, progress=progress)
+    res = am.check_categories(layer.W, None if shards == 1 else classes, layer.b, bound=detect["bound"],
+                              patience=detect["patience"], eps=detect["eps"], solver=detect["solver"],
+                              workers=detect["workers"], progress=progress)
     seconds = time.perf_counter() - start
     frame = res.to_frame().rename(columns={"item": "category"})
     extra = {}
