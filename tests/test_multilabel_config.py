@@ -58,3 +58,4 @@ def test_paper_dag_lists_the_three_datasets_jobs(tmp_path):
               if len(line.split()) == 2 and line.split()[1].isdigit()}
     assert counts["train_head"] == 3 * 2 * 5 * 3  # datasets x heads x d x seeds
     assert counts["verify_head"] == 90 and counts["make_multilabel_report"] == 1
+    assert counts["download_dataset"] == counts["build_dataset"] == 3  # each dataset fetched before its build
