@@ -116,8 +116,12 @@ class TimmImageEncoder(nn.Module):
 
         images = []
         for r in rows:
-            with Image.open(r["image_path"]) as im:
-                arr = np.asarray(im.convert("RGB").resize((self.size, self.size)), dtype=np.float32) / 255
+            try:
+                with Image.open(r["image_path"]) as im:
+                    arr = np.asarray(im.convert("RGB").resize((self.size, self.size)), dtype=np.float32) / 255
+            except OSError as err:  # missing, truncated or not an image (PIL's UnidentifiedImageError)
+                raise ValueError(f"cannot read image {r['image_path']}: {err.__class__.__name__}; fetch it again "
+                                 "(rule download_dataset) or rebuild the dataset") from None
             images.append((torch.from_numpy(arr).permute(2, 0, 1) - self.mean) / self.std)  # (3, H, W)
         return torch.stack(images)  # (B, 3, H, W)
 
