@@ -65,12 +65,10 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
                               workers=detect["workers"], progress=progress)
     seconds = time.perf_counter() - start
     frame = res.to_frame().rename(columns={"item": "category"})
-    extra = {}
-    if layer.tokens is not None:
-        extra["token"] = [layer.tokens[i] for i in classes]
-    extra["counted"] = [in_script(t, script) for t in extra["token"]] if script else np.ones(len(classes), bool)
-    for pos, (col, values) in enumerate(extra.items(), start=1):
-        frame.insert(pos, col, values)
+    tokens = [layer.tokens[i] for i in classes] if layer.tokens is not None else None
+    frame.insert(1, "counted", [in_script(t, script) for t in tokens] if script else [True] * len(classes))
+    if tokens is not None:
+        frame.insert(1, "token", tokens)  # columns: category, token, counted, status, ...
     facts = {"model": model["name"], "origin": layer.origin, "n": int(n), "d": int(layer.W.shape[1]),
              "bias": layer.b is not None, "script": script, "seconds": round(seconds, 3),
              "settings": res.settings, "files": [str(f) for f in layer.files]}
