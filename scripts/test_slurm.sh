@@ -51,8 +51,16 @@ if [ -e "$CONF" ] && ! head -1 "$CONF" | grep -qF "$MARK"; then
 fi
 STARTED=()   # pid files of the daemons this script started
 clean_up() {
+  local pids=()
   for pidfile in "${STARTED[@]}"; do
-    [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+    [ -f "$pidfile" ] && pids+=("$(cat "$pidfile")")
+  done
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for _ in $(seq 30); do   # slurmctld takes a few seconds to shut down; a next run must find it gone
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 1
   done
   rm -f "$CONF"
 }
