@@ -6,7 +6,7 @@ VENV ?= .venv
 CORES ?= 2
 BIN := $(VENV)/bin
 
-.PHONY: run test bench lint clean browser
+.PHONY: run test test-slurm bench lint clean browser
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ test: $(VENV)/.installed
 # Debian's chromium for tests/test_report.py (renders results/report.html headless); needs root and apt.
 browser:
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+# A real single-node SLURM cluster on this machine (Debian, root): the SLURM profile's run equals a local run.
+test-slurm: $(VENV)/.installed
+	VENV=$(VENV) scripts/test_slurm.sh
 
 bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks

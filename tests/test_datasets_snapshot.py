@@ -7,6 +7,7 @@ mean 3.7 and max about 60 tags per package).
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -29,6 +30,15 @@ def test_snapshot_has_the_expected_size(snapshot):
     assert 3.2 < n_tags.mean() < 4.2 and 40 <= n_tags.max() <= 100 and n_tags.min() >= 1
     assert all(t.startswith(p + "\n") for p, t in zip(snapshot["package"], snapshot["text"], strict=True))
     assert meta["releases"] and all(len(h) == 64 for h in meta["lists"].values())
+
+
+def test_snapshot_provenance_names_archive_paths_not_hosts():
+    text = debtags.SNAPSHOT.with_suffix(".meta.json").read_text()
+    meta = json.loads(text)
+    paths = [*meta["lists"], *(r["file"] for r in meta["releases"])]
+    # An archive path starts with the archive's directory ("debian", "debian-security"); a host has dots.
+    assert all("/dists/" in p and "." not in p.split("/")[0] for p in paths), paths
+    assert not re.search(r"[\w-]+(\.[\w-]+)+_dists_", text)  # no apt file name, which starts with the host
 
 
 def test_snapshot_split_is_label_covering_and_reproducible(snapshot):

@@ -94,6 +94,11 @@ def test_debtags_from_apt_lists(tmp_path):
     assert info["n_with_long_description"] == len(TAGS) - 1
     assert info["releases"][0]["Codename"] == "testsuite"
     assert len(info["lists"]) == 3 and all(len(h) == 64 for h in info["lists"].values())
+    # Provenance names archive paths; the host ("mirror", "zz") apt put in front of each file name is dropped.
+    assert sorted(info["lists"]) == ["debian/dists/other/main/binary-amd64/Packages",
+                                     "debian/dists/testsuite/main/binary-amd64/Packages",
+                                     "debian/dists/testsuite/main/i18n/Translation-en"]
+    assert info["releases"][0]["file"] == "debian/dists/testsuite/InRelease"
 
 
 def test_debtags_snapshot_roundtrip_and_covering_build(tmp_path, monkeypatch):
@@ -193,9 +198,17 @@ def test_bioasq_missing_file(tmp_path):
 # ----------------------------------------------------------------------------------------------- OpenImages
 
 
-def test_openimages_label_csvs(tmp_path):
+OPENIMAGES_IDS = ["1aa", "1bb", "1cc", "v1", "v2", "t1", "t2"]  # the images of the splits below
+
+
+def write_openimages(tmp_path: Path) -> Path:
+    """Label CSVs, the trainable class list and 8x8 JPEGs of every image the splits keep."""
+    from PIL import Image
+
     root = tmp_path / "openimages"
-    root.mkdir()
+    (root / "images").mkdir(parents=True)
+    for image_id in OPENIMAGES_IDS:
+        Image.new("RGB", (8, 8), (200, 10, 10)).save(root / "images" / f"{image_id}.jpg")
     (root / "oidv6-classes-trainable.txt").write_text("/m/a\n/m/b\n/m/c\n/m/d\n")
     header = "ImageID,Source,LabelName,Confidence\n"
     rows = {
@@ -212,6 +225,11 @@ def test_openimages_label_csvs(tmp_path):
     }
     for name, lines in rows.items():
         (root / name).write_text(header + "\n".join(lines) + "\n")
+    return root
+
+
+def test_openimages_label_csvs(tmp_path):
+    root = write_openimages(tmp_path)
     cfg = DatasetConfig(name="openimages", train_id_prefix="1", dev_size=2, test_size=10)
     dsd, names, stats = built(tmp_path, cfg, tmp_path)
     assert sorted(names) == ["/m/a", "/m/b", "/m/c"]  # trainable, positive, seen in train; /m/d only elsewhere
@@ -220,6 +238,18 @@ def test_openimages_label_csvs(tmp_path):
     assert dsd["dev"]["id"] == ["v1", "v2"] and dsd["test"]["id"] == ["t1"]  # t2 had only /m/d
     assert dsd["train"][0]["image_path"] == str(root / "images" / "1aa.jpg")
     assert stats["examples_dropped_without_labels"] == {"train": 0, "dev": 0, "test": 1}
+
+
+def test_openimages_missing_images_stop_the_build_naming_them(tmp_path):
+    root = write_openimages(tmp_path)
+    for image_id in ("1bb", "t1"):
+        (root / "images" / f"{image_id}.jpg").unlink()
+    with pytest.raises(MissingDataError) as err:
+        build(DatasetConfig(name="openimages", train_id_prefix="1", dev_size=2, test_size=10), tmp_path / "out",
+              tmp_path)
+    message = str(err.value)
+    assert "2 of 7 images missing" in message and "1bb.jpg, t1.jpg" in message and "\n" not in message
+    assert not (tmp_path / "out").exists()
 
 
 def test_openimages_missing_files(tmp_path):

@@ -37,6 +37,8 @@ def test_paper_runs_have_the_settings_of_thesis_table_a4():
         if e is not None:
             assert run.encoder.filters == e
     assert runs.bioasq.encoder.pretrained == "microsoft/BiomedNLP-BiomedBERT-base-uncased-abstract"
+    # OpenImages fine-tunes ASL's OpenImages TResNet-L (thesis A.6.1), never the hub's ImageNet weights.
+    assert runs.openimages.encoder.checkpoint == "data/openimages/Open_ImagesV6_TRresNet_L_448.pth"
 
 
 def test_unknown_multilabel_key_is_rejected():
@@ -56,3 +58,4 @@ def test_paper_dag_lists_the_three_datasets_jobs(tmp_path):
               if len(line.split()) == 2 and line.split()[1].isdigit()}
     assert counts["train_head"] == 3 * 2 * 5 * 3  # datasets x heads x d x seeds
     assert counts["verify_head"] == 90 and counts["make_multilabel_report"] == 1
+    assert counts["download_dataset"] == counts["build_dataset"] == 3  # each dataset fetched before its build

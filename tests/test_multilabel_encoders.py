@@ -65,6 +65,32 @@ def test_timm_encoder_features(tmp_path):
     assert feats.shape == (1, enc.dim)
 
 
+def test_timm_encoder_refuses_a_named_checkpoint_that_is_missing(tmp_path):
+    # Checked before timm is imported: a missing file never falls back to the hub's ImageNet weights.
+    missing = tmp_path / "Open_ImagesV6_TRresNet_L_448.pth"
+    with pytest.raises(FileNotFoundError, match=r"Open_ImagesV6_TRresNet_L_448\.pth not found") as err:
+        build_encoder(EncoderConfig(kind="timm", pretrained="tresnet_l", checkpoint=str(missing)))
+    assert "\n" not in str(err.value)
+
+
+def test_image_collate_names_an_unreadable_image_in_one_line(tmp_path):
+    from types import SimpleNamespace
+
+    from PIL import Image
+
+    from argmaxable.multilabel.encoders import TimmImageEncoder
+
+    Image.new("RGB", (8, 8), (1, 2, 3)).save(tmp_path / "ok.jpg")
+    (tmp_path / "broken.jpg").write_bytes(b"not a jpeg")
+    # collate needs only the preprocessing settings, not timm's network (an optional extra)
+    prep = SimpleNamespace(size=4, mean=torch.zeros(3, 1, 1), std=torch.ones(3, 1, 1))
+    assert TimmImageEncoder.collate(prep, [{"image_path": str(tmp_path / "ok.jpg")}]).shape == (1, 3, 4, 4)
+    for name in ("broken.jpg", "absent.jpg"):
+        with pytest.raises(ValueError, match=rf"cannot read image .*{name}") as err:
+            TimmImageEncoder.collate(prep, [{"image_path": str(tmp_path / name)}])
+        assert "\n" not in str(err.value)
+
+
 def test_unknown_encoder_kind_is_rejected():
     with pytest.raises(ValueError, match=r"encoder\.kind"):
         build_encoder(EncoderConfig(kind="rnn"))

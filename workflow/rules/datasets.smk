@@ -22,19 +22,47 @@ def snapshot_version(wildcards):
     return json.loads(SNAPSHOT.with_suffix(".meta.json").read_text())["sha256"]
 
 
+def dataset_config(wildcards):
+    return OmegaConf.to_container(CFG.dataset[wildcards.dataset], resolve=True)
+
+
+def dataset_download(wildcards):
+    """The manifest of the dataset's download when its config lists one; hand-placed inputs need none."""
+    return [f"{DATA}/{wildcards.dataset}/manifest.json"] if CFG.dataset[wildcards.dataset].download else []
+
+
+# Fetches data/<dataset>/ (label CSVs and images, PhysioNet or BioASQ files) with a manifest; credentials from
+# the environment; a small CPU allocation on a cluster (workflow/profiles/slurm).
+rule download_dataset:
+    wildcard_constraints:
+        dataset="|".join(name for name, ds in CFG.dataset.items() if ds.download) or "none",
+    output:
+        f"{DATA}/{{dataset}}/manifest.json",
+    log:
+        f"{DATASETS}/logs/download_dataset_{{dataset}}.log",
+    params:
+        dataset=dataset_config,
+        root=lambda wc: f"{DATA}/{wc.dataset}",
+    threads: 1
+    script:
+        "../scripts/datasets_download.py"
+
+
 # Params hold only this dataset's settings: Snakemake reruns a job when its params change, and
 # an unrelated config edit must not rebuild the dataset and, downstream, retrain every head.
 rule build_dataset:
     wildcard_constraints:
         dataset="|".join(CFG.dataset) or "none",
+    input:
+        dataset_download,
     output:
         directory(f"{DATASETS}/{{dataset}}"),
     log:
         f"{DATASETS}/logs/build_dataset_{{dataset}}.log",
     params:
-        dataset=lambda wc: OmegaConf.to_container(CFG.dataset[wc.dataset], resolve=True),
+        dataset=dataset_config,
         snapshot=snapshot_version,
-        data_root="data",  # user-supplied inputs (MIMIC-III, BioASQ, OpenImages); see data/README.md
+        data_root=DATA,  # downloaded or hand-placed inputs (MIMIC-III, BioASQ, OpenImages); see data/README.md
     script:
         "../scripts/datasets_build.py"
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -87,6 +88,12 @@ class TimmImageEncoder(nn.Module):
 
     def __init__(self, cfg: EncoderConfig):
         super().__init__()
+        # An empty checkpoint means the hub's ImageNet weights, chosen explicitly; a named one must exist.
+        if cfg.checkpoint and not Path(cfg.checkpoint).is_file():
+            raise FileNotFoundError(
+                f"encoder checkpoint {cfg.checkpoint} not found; fetch it (rule download_dataset) or set "
+                "encoder.checkpoint='' to train from the hub's ImageNet weights"
+            )
         try:
             import timm
         except ImportError:
@@ -109,8 +116,12 @@ class TimmImageEncoder(nn.Module):
 
         images = []
         for r in rows:
-            with Image.open(r["image_path"]) as im:
-                arr = np.asarray(im.convert("RGB").resize((self.size, self.size)), dtype=np.float32) / 255
+            try:
+                with Image.open(r["image_path"]) as im:
+                    arr = np.asarray(im.convert("RGB").resize((self.size, self.size)), dtype=np.float32) / 255
+            except OSError as err:  # missing, truncated or not an image (PIL's UnidentifiedImageError)
+                raise ValueError(f"cannot read image {r['image_path']}: {err.__class__.__name__}; fetch it again "
+                                 "(rule download_dataset) or rebuild the dataset") from None
             images.append((torch.from_numpy(arr).permute(2, 0, 1) - self.mean) / self.std)  # (3, H, W)
         return torch.stack(images)  # (B, 3, H, W)
 

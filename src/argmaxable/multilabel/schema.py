@@ -26,7 +26,9 @@ class EncoderConfig:
     max_tokens: int = 2500  # CAML truncates MIMIC-III notes to 2500 tokens
     # Hugging Face text encoder / timm image encoder: hub name or local directory.
     pretrained: str = ""
-    checkpoint: str = ""  # timm: local weights file replacing the hub's (e.g. ASL's OpenImages TResNet-L)
+    # timm: local weights file replacing the hub's (paper: ASL's OpenImages TResNet-L); "" = the hub's ImageNet
+    # weights, a deliberate choice; a named file that is missing stops the job.
+    checkpoint: str = ""
     image_size: int = 448  # OpenImages images resized to 448x448 (thesis A.6.1, Baruch et al. 2020)
     # Half-width of the box over encoder features used by the encoder-space verification. The CNN's features
     # are max-pooled tanh activations, so they lie in [-1, 1]; other encoders have no finite range (use 1e4).

@@ -1,7 +1,8 @@
 """BioASQ Task A 2021 semantic indexing (thesis §4.1.2, A.6.1).
 
-Input: ``allMeSH_2021.json`` (BioASQ registration required, http://participants-area.bioasq.org/), placed in
-``data/bioasq/`` (or ``cfg.path``). The file is ``{"articles":[`` followed by one JSON article per line,
+Input: ``allMeSH_2021.json`` (BioASQ registration required, http://participants-area.bioasq.org/), in
+``data/bioasq/`` (or ``cfg.path``): fetched by rule ``download_dataset`` from the user's link and token, or
+placed by hand. The file is ``{"articles":[`` followed by one JSON article per line,
 latin-1 encoded, with fields journal, title, abstractText, meshMajor (list of MeSH headings), pmid. The real
 file is ~25 GB, so it is streamed twice: once for the labels of the first ``max_records`` articles (the
 thesis's 1m subset), once for the texts of the articles the split keeps.
@@ -59,7 +60,8 @@ def load(cfg: DatasetConfig, data_root: Path) -> Loaded:
     if not path.is_file():
         raise MissingDataError(
             f"BioASQ file missing: {path}. Register for BioASQ Task A (http://participants-area.bioasq.org/), "
-            f"download the 2021 training set {FILE} (unzip it) and place it at {path}"
+            "then set BIOASQ_URL (the link of allMeSH_2021.zip) and BIOASQ_TOKEN for rule download_dataset, or "
+            f"download the 2021 training set {FILE} yourself (unzip it) and place it at {path}"
         )
     if cfg.test_size is None or cfg.dev_size is None:
         raise ValueError("dataset.bioasq needs dev_size and test_size (thesis Table A.4: 5000 and 10000)")

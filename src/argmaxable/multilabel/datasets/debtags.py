@@ -8,7 +8,9 @@ a hard-coded mirror: ``apt-get -o Acquire::Languages=en update`` fetches ``*_Pac
 
 Many systems lack apt or the Tag field (Ubuntu), so the package ships a snapshot built here
 (``argmaxable/data/debtags.parquet``: package, text, tags, split) with its provenance (distribution, release
-date, list hashes) in ``debtags.meta.json``; the default build reads it. Rebuild it with
+date, list hashes) in ``debtags.meta.json``; the default build reads it. Provenance names each list by its path
+in the archive (``debian/dists/bookworm/main/binary-amd64/Packages``), never by the host it came from: apt's
+local file names start with the host, which :func:`archive_path` drops. Rebuild it with
 :func:`make_snapshot` (rule ``make_debtags_snapshot``).
 
 Config fields read: ``source`` ("snapshot" or "apt"), ``min_label_freq``, ``num_labels``,
@@ -82,6 +84,19 @@ def _long_description(desc: str) -> str:
     return "\n".join([first.strip(), *body]).strip()
 
 
+def archive_path(list_file: str) -> str:
+    """Path in the archive of an apt list file, without the host apt fetched it from.
+
+    apt names a list by its URI with the scheme dropped, ``/`` turned into ``_`` and ``_`` escaped as ``%5f``
+    (``<host>_debian_dists_bookworm_InRelease``); the text before the first ``_`` is the host.
+
+    >>> archive_path("host.example_debian_dists_bookworm_main_binary-amd64_Packages.lz4")
+    'debian/dists/bookworm/main/binary-amd64/Packages.lz4'
+    """
+    path = list_file.split("_", 1)[1] if "_" in list_file else list_file
+    return path.replace("_", "/").replace("%5f", "_")
+
+
 def _release_info(lists_dir: Path) -> list[dict[str, str]]:
     """Origin, suite, version and date of each release whose lists were read (from its InRelease file)."""
     keep = ("Origin", "Label", "Suite", "Codename", "Version", "Date")
@@ -90,7 +105,7 @@ def _release_info(lists_dir: Path) -> list[dict[str, str]]:
         text = path.read_text(errors="replace")
         fields = next(parse_deb822(text.split("\n\n", 1)[-1] if text.startswith("-----BEGIN") else text), {})
         release = {k: fields[k] for k in keep if k in fields}
-        out.append({"file": path.name, "sha256": file_sha256(path), **release})
+        out.append({"file": archive_path(path.name), "sha256": file_sha256(path), **release})
     return out
 
 
@@ -137,7 +152,7 @@ def read_apt_lists(lists_dir: Path = APT_LISTS) -> tuple[pd.DataFrame, dict[str,
     df = pd.DataFrame(sorted(rows.values(), key=lambda r: r["package"]), columns=["package", "text", "tags"])
     info = {
         "releases": _release_info(lists_dir),
-        "lists": {p.name: file_sha256(p) for p in packages + translations},
+        "lists": {archive_path(p.name): file_sha256(p) for p in packages + translations},
         "n_packages": len(df),
         "n_with_long_description": translated,
     }

@@ -1,9 +1,11 @@
 """MIMIC-III clinical coding in the CAML preprocessing (Mullenbach et al., 2018; thesis §4.1.2, A.6.1).
 
 The thesis uses CAML's own splits (47723/1631/3372 notes) and its full ICD-9 code set, n = 8921. The files
-come from running CAML's preprocessing on MIMIC-III, which needs PhysioNet credentialing; nothing here fetches
-them. Expected under ``data/mimic3/`` (or ``cfg.path``): ``train_full.csv``, ``dev_full.csv``,
-``test_full.csv`` with columns SUBJECT_ID, HADM_ID, TEXT, LABELS (';'-joined ICD-9 codes), length.
+come from running CAML's preprocessing on MIMIC-III, which needs PhysioNet credentialing; rule
+``download_dataset`` fetches the MIMIC-III tables it reads and CAML's split ids (config/dataset/mimic3.yaml);
+the preprocessing itself is CAML's notebook. Expected under ``data/mimic3/`` (or ``cfg.path``):
+``train_full.csv``, ``dev_full.csv``, ``test_full.csv`` with columns SUBJECT_ID, HADM_ID, TEXT, LABELS
+(';'-joined ICD-9 codes), length.
 
 The label vocabulary is counted from the three files (the union of their codes), not assumed.
 Config fields read: ``path``.
@@ -29,9 +31,10 @@ def load(cfg: DatasetConfig, data_root: Path) -> Loaded:
     if missing:
         raise MissingDataError(
             f"MIMIC-III files missing: {', '.join(str(root / m) for m in missing)}. MIMIC-III needs PhysioNet "
-            "credentialing (https://physionet.org/content/mimiciii/); after access, run the CAML preprocessing "
-            "(github.com/jamesmullenbach/caml-mimic, notebooks/dataproc_mimic_III.ipynb) and copy its "
-            f"{', '.join(FILES.values())} into {root}/"
+            "credentialing (https://physionet.org/content/mimiciii/); with access, rule download_dataset fetches "
+            f"the tables and CAML's split ids into {root}/ (PHYSIONET_USERNAME/PHYSIONET_PASSWORD set); then run "
+            "the CAML preprocessing (github.com/jamesmullenbach/caml-mimic, notebooks/dataproc_mimic_III.ipynb) "
+            f"there to write {', '.join(FILES.values())}"
         )
     splits = {}
     for split, name in FILES.items():

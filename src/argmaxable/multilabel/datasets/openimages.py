@@ -1,8 +1,9 @@
 """OpenImages v6 image-level labels (thesis §4.1.2, A.6.1).
 
-Inputs, from https://storage.googleapis.com/openimages/web/download.html, placed in ``data/openimages/`` (or
-``cfg.path``): the human-verified image-level label CSVs (ImageID, Source, LabelName, Confidence) of
-:data:`FILES` and the trainable class list ``oidv6-classes-trainable.txt``. Images go to
+Inputs, from https://storage.googleapis.com/openimages/web/download.html, in ``data/openimages/`` (or
+``cfg.path``; rule ``download_dataset`` fetches them, or place them by hand): the human-verified image-level
+label CSVs (ImageID, Source, LabelName, Confidence) of :data:`FILES` and the trainable class list
+``oidv6-classes-trainable.txt``. Images go to
 ``images/<ImageID>.jpg`` in the same directory (the thesis used CVDF's shard of train images whose IDs start
 with "1", N = 108228, and resized them to 448x448 at train time).
 
@@ -10,7 +11,8 @@ Positive labels are rows with Confidence == 1 on a trainable class. Train = imag
 ``cfg.train_id_prefix``; dev and test = the first ``dev_size``/``test_size`` images of the validation and
 test CSVs (thesis: 5k and 10k); ``train_size``, when set, likewise keeps the first train images. The
 vocabulary is the trainable classes seen in train (labels missing from train are removed from dev/test); the
-thesis reports n = 8933 for this choice.
+thesis reports n = 8933 for this choice. Every image of the splits must be present: a missing one stops the
+build with a message naming the first few.
 Config fields read: path, train_id_prefix, train_size, dev_size, test_size, min_label_freq, max_active_labels.
 """
 
@@ -32,6 +34,7 @@ FILES = {
 CLASSES = "oidv6-classes-trainable.txt"
 COLUMNS = ["ImageID", "Source", "LabelName", "Confidence"]
 CHUNK = 1_000_000  # rows per CSV chunk; the train CSV has tens of millions of rows
+MISSING_SHOWN = 5  # missing images named in the error: enough to look them up, short enough for one line
 
 
 def _positives(path: Path, trainable: set[str], prefix: str, first: int | None) -> pd.DataFrame:
@@ -50,16 +53,21 @@ def _positives(path: Path, trainable: set[str], prefix: str, first: int | None) 
     return pd.DataFrame({"id": keep, "labels": grouped.reindex(keep).tolist()})
 
 
-def load(cfg: DatasetConfig, data_root: Path) -> Loaded:
-    """OpenImages train shard and the first dev/test images, with positive trainable labels."""
-    root = Path(data_root) / (cfg.path or "openimages")
+IMAGE_SPLITS = {"train": "train", "dev": "validation", "test": "test"}  # OpenImages' name of each split
+
+
+def select(cfg: DatasetConfig, root: Path) -> dict[str, pd.DataFrame]:
+    """The images of each split (id, labels, image_path) from the label CSVs in ``root``, images not needed.
+
+    Shared by :func:`load` and the download (which fetches exactly these images).
+    """
     missing = [name for name in [*FILES.values(), CLASSES] if not (root / name).is_file()]
     if missing:
         raise MissingDataError(
-            f"OpenImages v6 files missing: {', '.join(str(root / m) for m in missing)}. Download the "
-            "human-verified image-level label CSVs and the trainable class list from "
-            f"https://storage.googleapis.com/openimages/web/download.html into {root}/, and the images "
-            f"(448x448 at train time) as {root}/images/<ImageID>.jpg"
+            f"OpenImages v6 files missing: {', '.join(str(root / m) for m in missing)}. Run rule download_dataset "
+            f"(snakemake {root / 'manifest.json'}), or download the human-verified image-level label CSVs and the "
+            f"trainable class list from https://storage.googleapis.com/openimages/web/download.html into {root}/, "
+            f"and the images as {root}/images/<ImageID>.jpg"
         )
     trainable = {ln.strip() for ln in (root / CLASSES).read_text().splitlines() if ln.strip()}
     splits = {
@@ -74,6 +82,21 @@ def load(cfg: DatasetConfig, data_root: Path) -> Loaded:
             df = df[df["labels"].map(len) <= cfg.max_active_labels]
         paths = [str(root / "images" / f"{i}.jpg") for i in df["id"]]
         splits[split] = df.assign(image_path=paths)[["id", "image_path", "labels"]]
-    found = sum(Path(p).is_file() for df in splits.values() for p in df["image_path"])
+    return splits
+
+
+def load(cfg: DatasetConfig, data_root: Path) -> Loaded:
+    """OpenImages train shard and the first dev/test images, with positive trainable labels."""
+    root = Path(data_root) / (cfg.path or "openimages")
+    splits = select(cfg, root)
+    trainable = sum(1 for ln in (root / CLASSES).read_text().splitlines() if ln.strip())
+    total = sum(len(df) for df in splits.values())
+    missing = [p for df in splits.values() for p in df["image_path"] if not Path(p).is_file()]
+    if missing:
+        raise MissingDataError(
+            f"OpenImages: {len(missing)} of {total} images missing under {root / 'images'}/ (first: "
+            f"{', '.join(Path(p).name for p in missing[:MISSING_SHOWN])}); run rule download_dataset "
+            f"(snakemake {root / 'manifest.json'}) or copy them there"
+        )
     return Loaded(splits=splits, covering=True, inputs=[root / n for n in [*FILES.values(), CLASSES]],
-                  info={"dir": str(root), "images_found": found, "trainable_classes": len(trainable)})
+                  info={"dir": str(root), "images": total, "trainable_classes": trainable})

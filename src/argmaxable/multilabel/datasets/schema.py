@@ -7,6 +7,7 @@ settings (seed 001, §4.1.2 and Appendix A.6) sit in config/dataset/{mimic3,bioa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from omegaconf import MISSING
 
@@ -38,3 +39,8 @@ class DatasetConfig:
     train_id_prefix: str = ""
     # Seed of the label-covering split sampler.
     seed: int = 0
+    # What rule download_dataset fetches into data/<name>/ (argmaxable.multilabel.datasets.download): files
+    # ({local path: URL}), checksums (URL of a "sha256  path" list), credentials (physionet or bioasq, read
+    # from the environment), images (openimages: URL template), unpack (archives to extract). Empty: nothing
+    # to fetch, the files are placed by hand.
+    download: dict[str, Any] = field(default_factory=dict)
