@@ -60,9 +60,15 @@ class _Graph:
         self.producer = {out: node for node in self.nodes for out in node.output if out}
         self.initializers = {t.name: t for t in graph.initializer}
         self.outputs = [o.name for o in graph.output]
+        self._values: dict[str, np.ndarray | None] = {}  # const() memo
 
     def const(self, name: str) -> np.ndarray | None:
         """The value of ``name`` when it is a constant (initializer, Constant, or a few ops over them)."""
+        if name not in self._values:
+            self._values[name] = self._fold(name)
+        return self._values[name]
+
+    def _fold(self, name: str) -> np.ndarray | None:
         if name in self.initializers:
             return self._to_array(self.initializers[name])
         node = self.producer.get(name)
@@ -70,17 +76,18 @@ class _Graph:
             return None
         if node.op_type == "Constant":
             return self._constant(node)
-        args = [self.const(i) if i else None for i in node.input]
-        if any(a is None for a, i in zip(args, node.input, strict=True) if i):
+        if node.op_type not in ("Identity", "Cast", "Transpose", "DequantizeLinear"):
             return None
-        if node.op_type in ("Identity", "Cast"):
-            return args[0]
+        args = []
+        for i in node.input:
+            args.append(self.const(i) if i else None)
+            if i and args[-1] is None:
+                return None
         if node.op_type == "Transpose":
-            perm = self.attr(node, "perm", None)
-            return np.transpose(args[0], perm)
+            return np.transpose(args[0], self.attr(node, "perm", None))
         if node.op_type == "DequantizeLinear":
             return _dequantize(*args, axis=self.attr(node, "axis", 1))
-        return None
+        return args[0]
 
     def _constant(self, node) -> np.ndarray:
         from onnx import helper
