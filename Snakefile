@@ -11,6 +11,7 @@ include: "workflow/rules/multilabel.smk"
 rule all:
     input:
         detect_targets(),
+        paper_figure_targets(),
         datasets_targets(),
         theory_targets(),
         multilabel_targets(),

@@ -82,7 +82,8 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
     if tokens is not None:
         frame.insert(2, "token", tokens)
     frame.insert(3 if tokens is not None else 2, "counted", counted)
-    facts = {"model": model["name"], "origin": layer.origin, "n": int(n), "d": int(layer.W.shape[1]),
+    facts = {"model": model["name"], "group": model.get("group") or "", "origin": layer.origin, "n": int(n),
+             "d": int(layer.W.shape[1]),
              "bias": layer.b is not None, "script": script, "activation": layer.activation,
              "seconds": round(seconds, 3), "settings": settings, "files": [str(f) for f in layer.files]}
     return frame, facts
@@ -147,7 +148,7 @@ def summarise(frame, facts: Mapping, paper: Mapping | None = None) -> dict[str, 
         activation_box = {"box": name, "lower": settings["lower"], "upper": settings["upper"],
                           **_box_record(other)}
     return {
-        **{k: facts.get(k) for k in ("model", "origin", "n", "d", "bias", "script", "activation", "seconds",
+        **{k: facts.get(k) for k in ("model", "group", "origin", "n", "d", "bias", "script", "activation", "seconds",
                                      "settings")},
         **_box_record(paper_rows),
         "activation_box": activation_box,
