@@ -105,9 +105,14 @@ def fetch_url(url: str, dest: str | os.PathLike, *, sha256: str = "", retries: i
             try:
                 with urllib.request.urlopen(request, timeout=timeout) as response:
                     resumed = have > 0 and getattr(response, "status", None) == 206
+                    length = response.headers.get("Content-Length")
+                    expected = (have if resumed else 0) + int(length) if length else None
                     with open(part, "ab" if resumed else "wb") as out:
                         while block := response.read(BLOCK):
                             out.write(block)
+                # http.client ends a chunked read quietly when the connection drops: compare the length
+                if expected is not None and part.stat().st_size < expected:
+                    raise ConnectionError(f"connection closed after {part.stat().st_size} of {expected} bytes")
                 break
             except urllib.error.HTTPError as err:
                 if err.code == 416 and have:  # nothing left to send: the partial file is complete
@@ -191,11 +196,25 @@ def write_manifest(root: str | os.PathLike, **record: Any) -> dict[str, Any]:
 
 
 def read_manifest(root: str | os.PathLike) -> dict[str, Any]:
-    """The manifest of a downloaded directory; :class:`DownloadError` when there is none."""
-    path = Path(root) / MANIFEST
-    if not path.is_file():
-        raise DownloadError(f"{path} is missing: run the download step first (snakemake rule download_model)")
-    return json.loads(path.read_text())
+    """The manifest of a downloaded directory, after checking that each file it lists is there with its size.
+
+    Raises
+    ------
+    DownloadError
+        No manifest (the download step has not run), or a listed file missing or of another size (the
+        directory was changed after the download); sizes only: hashing GBs again would cost minutes.
+    """
+    root = Path(root)
+    if not (root / MANIFEST).is_file():
+        raise DownloadError(f"{root / MANIFEST} is missing: run the download step first (snakemake rule "
+                            "download_model)")
+    manifest = json.loads((root / MANIFEST).read_text())
+    for rel, entry in manifest["files"].items():
+        path = root / rel
+        if not path.is_file() or path.stat().st_size != entry["size"]:
+            raise DownloadError(f"{path} is missing or changed since it was downloaded: delete {root} and "
+                                "download it again")
+    return manifest
 
 
 # ---------------------------------------------------------------------------------------- model kinds
@@ -347,5 +366,6 @@ def download_model(model: Mapping, dest: str | os.PathLike) -> dict[str, Any]:
         with contextlib.suppress(OSError):
             Path(dest).rmdir()  # the empty directory a workflow engine may have made for the outputs
         hint = "" if kind in ("none", "trained") else f" ({OFFLINE_HINT}; fetch it where there is a network)"
-        raise DownloadError(f"cannot download model {name!r} from {where}: {err}{hint}") from None
+        reason = str(err).removeprefix(f"cannot download {where}: ")
+        raise DownloadError(f"cannot download model {name!r} from {where}: {reason}{hint}") from None
     return manifest

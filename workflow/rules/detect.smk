@@ -21,6 +21,12 @@ def model_params(wc):
     return OmegaConf.to_container(CFG.model[wc.model], resolve=True)
 
 
+def download_params(wc):
+    """Only what the download reads: editing a model's paper numbers or description must not fetch GBs again."""
+    model = model_params(wc)
+    return {"name": model["name"], "download": model["download"]}
+
+
 def trained_input(wc):
     """A model of kind `trained` depends on the file or directory the rule that trains it writes."""
     spec = CFG.model[wc.model].download
@@ -41,7 +47,7 @@ rule download_model:
     log:
         f"{DETECT}/logs/download_model/{{model}}.log",
     params:
-        model=model_params,
+        model=download_params,
         root=lambda wc: model_dir(wc.model),
     threads: 1
     script:

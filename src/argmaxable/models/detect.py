@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from argmaxable.download import read_manifest
 from argmaxable.models.loaders import load_model
 from argmaxable.models.vocab import in_script
 from argmaxable.models.weights import WeightsError
@@ -58,6 +59,8 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
     """
     import argmaxable as am
 
+    if root is not None:
+        read_manifest(root)  # the download is complete and unchanged
     layer = load_model(model, root=root)
     n = layer.W.shape[0]
     classes = np.asarray(shard_range(n, shard, shards), dtype=np.int64)
