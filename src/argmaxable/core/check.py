@@ -23,16 +23,28 @@ from argmaxable.core.systems import AssignmentSystem, CategorySystem
 _VERDICT = {FEASIBLE: ARGMAXABLE, INFEASIBLE: UNARGMAXABLE}
 
 
+def _real_array(a, name: str) -> np.ndarray:
+    """float64 array of real numbers (ints, floats, bools are not silently cast from complex/objects/strings)."""
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "iuf":
+        kind = {"c": "complex", "b": "boolean", "U": "string", "S": "bytes", "O": "object"}.get(arr.dtype.kind,
+                                                                                            str(arr.dtype))
+        raise ValueError(f"The {name!r} parameter must hold real numbers. Got {kind} values (dtype {arr.dtype}).")
+    return arr.astype(np.float64, copy=False)
+
+
 def _as_matrix(W, name: str = "W") -> np.ndarray:
     """Accept numpy/torch/array-like of any float dtype; return a finite float64 (n, d) array."""
     if hasattr(W, "detach"):  # torch.Tensor
+        if W.is_complex():
+            raise ValueError(f"The {name!r} parameter must be real. Got a complex tensor ({W.dtype}).")
         W = W.detach().cpu().double().numpy()
-    W = np.asarray(W, dtype=np.float64)
+    W = _real_array(W, name)
     if W.ndim != 2 or W.shape[0] == 0 or W.shape[1] == 0:
         raise ValueError(f"The {name!r} parameter must be a non-empty 2-D array (n, d). Got shape {W.shape}.")
     if not np.isfinite(W).all():
-        bad = np.argwhere(~np.isfinite(W))[0]
-        raise ValueError(f"The {name!r} parameter must be finite. Got {W[tuple(bad)]} at index {tuple(bad)}.")
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(W))[0])
+        raise ValueError(f"The {name!r} parameter must be finite. Got {float(W[bad])} at index {bad}.")
     return W
 
 
@@ -40,8 +52,10 @@ def _as_bias(b, n: int) -> np.ndarray | None:
     if b is None:
         return None
     if hasattr(b, "detach"):
+        if b.is_complex():
+            raise ValueError(f"The 'b' parameter must be real. Got a complex tensor ({b.dtype}).")
         b = b.detach().cpu().double().numpy()
-    b = np.asarray(b, dtype=np.float64)
+    b = _real_array(b, "b")
     if b.shape != (n,):
         raise ValueError(f"The 'b' parameter must have shape ({n},) to match W. Got shape {b.shape}.")
     if not np.isfinite(b).all():
@@ -50,17 +64,29 @@ def _as_bias(b, n: int) -> np.ndarray | None:
     return b
 
 
+def _show(value) -> str:
+    """repr of a setting without numpy's type wrapper (np.float64(1.0) -> 1.0)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
 def _check_settings(bound, eps, patience, solver, workers) -> None:
+    for name, value in (("bound", bound), ("eps", eps), ("patience", patience), ("workers", workers)):
+        if not _is_real(value):
+            raise ValueError(f"The {name!r} parameter must be a number. Got {_show(value)} ({type(value).__name__}).")
     if not (np.isfinite(bound) and bound > 0):
-        raise ValueError(f"The 'bound' parameter must be a positive number. Got {bound!r} instead.")
+        raise ValueError(f"The 'bound' parameter must be a positive number. Got {_show(bound)} instead.")
     if not (np.isfinite(eps) and eps >= 0):
-        raise ValueError(f"The 'eps' parameter must be a non-negative number. Got {eps!r} instead.")
+        raise ValueError(f"The 'eps' parameter must be a non-negative number. Got {_show(eps)} instead.")
     if int(patience) != patience or patience < 0:
-        raise ValueError(f"The 'patience' parameter must be a non-negative integer. Got {patience!r} instead.")
+        raise ValueError(f"The 'patience' parameter must be a non-negative integer. Got {_show(patience)} instead.")
     if solver not in SOLVERS:
-        raise ValueError(f"The 'solver' parameter must be one of {SOLVERS}. Got {solver!r} instead.")
+        raise ValueError(f"The 'solver' parameter must be one of {SOLVERS}. Got {_show(solver)} instead.")
     if int(workers) != workers or workers < 1:
-        raise ValueError(f"The 'workers' parameter must be a positive integer. Got {workers!r} instead.")
+        raise ValueError(f"The 'workers' parameter must be a positive integer. Got {_show(workers)} instead.")
 
 
 def _progress(total: int, desc: str, enabled: bool):
@@ -264,7 +290,7 @@ def _as_signs(Y, n: int) -> np.ndarray:
         if not all(isinstance(v, (int, np.integer)) for v in values):
             bad = next(v for v in values if not isinstance(v, (int, np.integer)))
             raise ValueError(f"The 'items' parameter's assignment {r} must hold integer label indices. "
-                             f"Got {bad!r}.")
+                             f"Got {_show(bad)}.")
         idx = np.asarray(values, dtype=np.int64)
         bad = idx[(idx < 0) | (idx >= n)]
         if bad.size:
@@ -349,68 +375,5 @@ def check_top_m(W, items, b=None, *, bound: float = 100.0, lower=None, upper=Non
                             eps=eps, patience=patience, solver=solver, workers=workers, progress=progress,
                             exact_radius=exact_radius)
     res.kind = "top-m sets"
+    res.settings.update(lower=lo.tolist(), upper=hi.tolist())  # the box of x; tau's is [-bound, bound]
     return res
-
-
-def verify_certificate(result: CheckResult, W, b=None, *, items=None) -> np.ndarray:
-    """Re-check every verdict of ``result`` against ``W`` (and ``b``, ``Y``) in float64, without a solver.
-
-    "argmaxable" needs a witness inside the box at distance > eps from every decision boundary;
-    "unargmaxable" needs its dual weights to bound the Chebyshev radius by eps (or a duplicate row);
-    "undecided" claims nothing and always passes.
-
-    Returns
-    -------
-    ndarray of bool, shape (len(result),)
-        True where the evidence holds.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])
-    >>> verify_certificate(check_categories(W), W).all()
-    np.True_
-    """
-    W = _as_matrix(W)
-    b = _as_bias(b, W.shape[0])
-    bvec = np.zeros(W.shape[0]) if b is None else b
-    bound, eps = result.settings["bound"], result.settings["eps"]
-    lo, hi = make_box(W.shape[1], bound, result.settings.get("lower"), result.settings.get("upper"))
-    if result.kind == "assignments":
-        if items is None:
-            raise ValueError("verify_certificate needs the label assignments 'items' for an assignments result.")
-        system = AssignmentSystem(W, b, _as_signs(items, W.shape[0]))
-    else:
-        system = CategorySystem(W, b)
-    valid = np.ones(len(result), dtype=bool)
-    row_norms = np.sqrt(np.einsum("nd,nd->n", W, W))
-    for pos, item in enumerate(result.items):
-        if result.status[pos] == ARGMAXABLE:
-            A, c = system.dense(int(item))
-            x = result.witness[pos]
-            norms = np.linalg.norm(A, axis=1)
-            inside = np.isfinite(x).all() and (x >= lo).all() and (x <= hi).all()
-            valid[pos] = bool(inside and np.all(-(A @ x + c) > eps * norms))
-        elif result.status[pos] == UNARGMAXABLE:
-            rows, weights = result.certificates[pos]
-            if result.kind == "assignments":
-                s = -system.signs[item, rows].astype(np.float64)  # row i is s_i w_i, offset s_i b_i
-                norms = row_norms[rows]
-                c = s * bvec[rows]
-            else:
-                A = W[rows] - W[item]
-                norms = np.linalg.norm(A, axis=1)
-                c = bvec[rows] - bvec[item]
-            if rows.size and np.any((norms == 0) & (c >= 0)):
-                continue  # a duplicate row: 0 < 0 cannot hold
-            if rows.size == 0 or np.any(norms == 0) or np.any(weights < 0) or not weights.sum() > 0:
-                valid[pos] = False
-                continue
-            y = weights / weights.sum() / norms  # weights on the normalised rows
-            if result.kind == "assignments":  # Σ y_i s_i w_i without copying W[rows] (rows may be all n)
-                combo = np.bincount(rows, weights=y * s, minlength=W.shape[0]) @ W
-            else:
-                combo = y @ A
-            upper = np.maximum(-combo * lo, -combo * hi).sum() - y @ c
-            valid[pos] = bool(upper <= eps)
-    return valid

@@ -88,6 +88,39 @@ class CheckResult:
             "message": self.message,
         })
 
+    def save(self, path) -> None:
+        """Write the whole result, evidence included, to one ``.npz`` (atomically; read back by :meth:`load`).
+
+        Arrays as they are; ``settings`` as JSON; certificates as ``cert_rows`` and ``cert_weights``
+        concatenated, with ``cert_offsets`` (k + 1) marking each item's slice.
+        """
+        import json
+
+        from argmaxable.provenance import atomic_path
+
+        sizes = [len(r) for r, _ in self.certificates]
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        rows = np.concatenate([np.asarray(r, dtype=np.int64) for r, _ in self.certificates]) if sizes else []
+        weights = np.concatenate([np.asarray(w, dtype=np.float64) for _, w in self.certificates]) if sizes else []
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            np.savez(fh, kind=self.kind, items=self.items, status=self.status.astype(str), radius=self.radius,
+                     radius_exact=self.radius_exact, steps=self.steps, lp_rounds=self.lp_rounds,
+                     witness=self.witness, message=self.message.astype(str), settings=json.dumps(self.settings),
+                     cert_rows=np.asarray(rows, dtype=np.int64), cert_weights=np.asarray(weights, dtype=np.float64),
+                     cert_offsets=offsets)
+
+    @classmethod
+    def load(cls, path) -> CheckResult:
+        """Read a result written by :meth:`save` (no pickles)."""
+        import json
+
+        with np.load(path, allow_pickle=False) as z:
+            f = {k: z[k] for k in z.files}
+        o, rows, weights = f["cert_offsets"], f["cert_rows"], f["cert_weights"]
+        certs = [(rows[o[i] : o[i + 1]], weights[o[i] : o[i + 1]]) for i in range(len(o) - 1)]
+        return cls(str(f["kind"]), f["items"], f["status"], f["radius"], f["radius_exact"], f["steps"],
+                   f["lp_rounds"], f["witness"], f["message"], certs, json.loads(str(f["settings"])))
+
     def summary(self) -> str:
         """A short human-readable account."""
         c = self.counts()
