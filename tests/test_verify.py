@@ -51,9 +51,9 @@ def test_settings_come_from_the_caller(toy_result):
     r.settings["eps"] = -1.0  # would let any witness pass
     with pytest.raises(ValueError, match="eps must be a non-negative number"):
         am.verify_certificate(r, TOY)
-    with pytest.raises(ValueError, match="records eps=-1.0 but eps=1e-08 was given"):
+    with pytest.raises(ValueError, match=r"records eps=-1\.0 but eps=1e-08 was given"):
         am.verify_certificate(r, TOY, eps=1e-8)
-    with pytest.raises(ValueError, match="records bound=100.0 but bound=50.0"):
+    with pytest.raises(ValueError, match=r"records bound=100\.0 but bound=50\.0"):
         am.verify_certificate(toy_result, TOY, bound=50.0)
     r = copy.deepcopy(toy_result)
     r.settings["lower"] = [0.0, 0.0]  # the ReLU box: category 2's witness (x1 + x2 < 0) leaves it
