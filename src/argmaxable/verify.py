@@ -20,7 +20,8 @@ Evidence checked, per kind of result (``result.kind``):
 
 Categories (softmax): ``a_i = w_i - w_t``, ``c_i = b_i - b_t``. Label assignments (sigmoid, signs s_i = +1 for an
 active label): ``a_i = -s_i w_i``, ``c_i = -s_i b_i``. Top-m sets: the assignments of the layer ``[W, -1]`` over
-``(x, tau)`` with tau in ``[-bound, bound]``.
+``(x, tau)`` with tau in ``[-bound, bound]``; a layer whose largest |entry| lies outside [2^-500, 2^500] is
+rescaled by the check by a power of two s (max in [0.5, 1)), which makes tau's column -1/s.
 
 A whole vocabulary's witnesses are checked in blocks of rows against blocks of W with bfloat16 products where the
 CPU has them (float32 otherwise) and a rigorous bound on their error; items the bound cannot settle are re-checked
@@ -163,8 +164,10 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
     if kind not in KINDS:
         raise ValueError(f"verify_certificate: unknown result kind {kind!r} (expected one of {', '.join(KINDS)}).")
     k = len(result.status)
-    if kind == "top-m sets":
-        W = np.hstack([W, -np.ones((n, 1))])
+    if kind == "top-m sets":  # tau's coefficient: -1, or -1/s for a layer the check rescaled by s (power of 2)
+        top = max(_abs_max(W), float(np.abs(b).max()))
+        m = 1.0 if top == 0 or 2.0**-500 <= top <= 2.0**500 else float(np.ldexp(1.0, int(np.frexp(top)[1])))
+        W = np.hstack([W, np.full((n, 1), -m)])
     dim = W.shape[1]
     bound, lo, hi, eps = _settings(result, d, bound, lower, upper, eps)
     if kind == "top-m sets":
@@ -181,7 +184,7 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
             raise ValueError(f"verify_certificate: a categories result's items must be indices in [0, {n}).")
         rows = rows.astype(np.int64)
         pos = np.flatnonzero(status == "argmaxable")
-        valid[pos] = _witnesses_categories(W, b, rows[pos], witness[pos], lo, hi, eps)
+        valid[pos] = _witnesses_categories(W, b, rows, witness, pos, lo, hi, eps)
         for p in np.flatnonzero(status == "unargmaxable"):
             valid[p] = _certificate_categories(W, b, int(rows[p]), result.certificates[p], lo, hi, eps)
     else:
@@ -232,19 +235,23 @@ def _row_check(A: np.ndarray, c: np.ndarray, x: np.ndarray, eps: float) -> bool:
     return bool(np.all(s + err + eps * _norm_up(A) < 0))
 
 
-def _witnesses_categories(W, b, rows, X, lo, hi, eps) -> np.ndarray:
-    """Argmaxable categories: a fast certified pass in low precision, float64 re-checks for the rest."""
-    ok = _in_box(X, lo, hi)
-    fast = np.zeros(len(rows), dtype=bool)
-    if len(rows) >= 256 and ok.any():  # a whole vocabulary: blocked products
+def _witnesses_categories(W, b, rows, X, pos, lo, hi, eps) -> np.ndarray:
+    """Argmaxable categories ``rows[pos]`` with witnesses ``X[pos]`` (indexed block by block: a whole
+    vocabulary's witnesses are never copied): a fast certified pass in low precision, float64 re-checks for the
+    rest."""
+    ok = np.zeros(len(pos), dtype=bool)
+    for s in range(0, len(pos), BLOCK):
+        ok[s : s + BLOCK] = _in_box(X[pos[s : s + BLOCK]], lo, hi)
+    fast = np.zeros(len(pos), dtype=bool)
+    if len(pos) >= 256 and ok.any():  # a whole vocabulary: blocked products
         idx = np.flatnonzero(ok)
-        fast[idx] = _fast_categories(W, b, rows[idx], X[idx], eps)
+        fast[idx] = _fast_categories(W, b, rows, X, pos[idx], eps)
     out = ok & fast
     for p in np.flatnonzero(ok & ~fast):
-        t = int(rows[p])
+        t, x = int(rows[pos[p]]), X[pos[p]]
         out[p] = all(
             _row_check(np.delete(W[s], t - s.start, axis=0) - W[t] if s.start <= t < s.stop else W[s] - W[t],
-                       np.delete(b[s], t - s.start) - b[t] if s.start <= t < s.stop else b[s] - b[t], X[p], eps)
+                       np.delete(b[s], t - s.start) - b[t] if s.start <= t < s.stop else b[s] - b[t], x, eps)
             for s in (slice(lo_, min(lo_ + BLOCK, len(W))) for lo_ in range(0, len(W), BLOCK)))
     return out
 
@@ -262,7 +269,7 @@ def _lowp():
     return torch.float32, 2.0**-24, 2.0**-24, 2.0**-150
 
 
-def _fast_categories(W, b, rows, X, eps) -> np.ndarray:
+def _fast_categories(W, b, rows_all, X_all, pos, eps) -> np.ndarray:
     """Sufficient test for many witnesses at once, in scaled units (W, b and X scaled by exact powers of two):
     own_t - max_{i != t} (x.w_i + b_i) > eps (||w_t|| + max ||w_i||) + the product's rounding bound, since
     ||w_t - w_i|| <= ||w_t|| + ||w_i||. Witnesses that fail it are not rejected, only re-checked exactly.
@@ -270,8 +277,10 @@ def _fast_categories(W, b, rows, X, eps) -> np.ndarray:
     import torch
 
     n, d = W.shape
+    rows = rows_all[pos]
     kw = float(_pow2_scale(np.array([[_abs_max(W)]]))[0])
-    kx = float(_pow2_scale(np.array([[_abs_max(X)]]))[0])
+    xmax = max(_abs_max(X_all[pos[s : s + BLOCK]]) for s in range(0, len(pos), BLOCK))
+    kx = float(_pow2_scale(np.array([[xmax]]))[0])
     bs = b / (kw * kx)
     if not np.isfinite(bs).all():
         return np.zeros(len(rows), dtype=bool)
@@ -292,7 +301,7 @@ def _fast_categories(W, b, rows, X, eps) -> np.ndarray:
         torch.set_num_threads(2)
         for lo_ in range(0, len(rows), BLOCK):
             sl = slice(lo_, min(lo_ + BLOCK, len(rows)))
-            Xs, r = X[sl] / kx, rows[sl]
+            Xs, r = X_all[pos[sl]] / kx, rows[sl]
             xn = _norm_up(Xs)
             own = np.einsum("kd,kd->k", Xs, W[r] / kw) + bs[r]
             own_err = gamma(d + 3) * (xn * wn[r] + np.abs(bs[r]))

@@ -15,6 +15,7 @@ from threadpoolctl import threadpool_limits
 
 from argmaxable.core.box import make_box
 from argmaxable.core.chebyshev import FEASIBLE, INFEASIBLE, chebyshev
+from argmaxable.core.numerics import unit_scale
 from argmaxable.core.reflect import reflect
 from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE, UNDECIDED, CheckResult
 from argmaxable.core.solvers import SOLVERS
@@ -176,12 +177,23 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
                         "patience": int(patience), "solver": solver, "exact_radius": bool(exact_lp)})
 
 
+# A layer whose largest entry lies outside [2^-500, 2^500] is scaled by a power of two first: squares of its
+# entries would overflow or underflow. Scaling every row and offset by one positive number changes no region,
+# witness, radius or certificate, and a power of two scales exactly; inside the range no copy is made.
+SAFE_RANGE = (2.0**-500, 2.0**500)
+
+
 def _prepare(W, b, bound, lower, upper, eps, patience, solver, workers):
-    """Validated float64 W, b and the box, or a one-line ValueError."""
+    """Validated float64 W, b (scaled into the safe range) and the box, or a one-line ValueError."""
     W = _as_matrix(W)
     b = _as_bias(b, W.shape[0])
     _check_settings(bound, eps, patience, solver, workers)
-    return W, b, make_box(W.shape[1], bound, lower, upper)
+    box = make_box(W.shape[1], bound, lower, upper)
+    top = max(float(np.abs(W).max()), 0.0 if b is None else float(np.abs(b).max()))
+    if top > 0 and not SAFE_RANGE[0] <= top <= SAFE_RANGE[1]:
+        s = unit_scale(W, b)
+        W, b = W * s, None if b is None else b * s
+    return W, b, box
 
 
 def _as_indices(items, n: int) -> np.ndarray:
@@ -251,10 +263,12 @@ def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None,
     res = _run(system, items, bound=bound, box=box, eps=eps, patience=patience, solver=solver, workers=workers,
                progress=progress, kind="categories", radius_threshold=None, exact_lp=exact_radius,
                map_rows=system.row_index)
+    message = res.message.astype(object)  # a fixed-width str array would truncate the longer text
     for pos in np.flatnonzero(res.radius == -np.inf):  # a zero row in the LP: an identical category
         dup = int(res.certificates[pos][0][0])
-        res.message[pos] = (f"duplicate of category {dup} with a bias at least as high: category "
-                            f"{int(res.items[pos])} cannot win strictly")
+        message[pos] = (f"duplicate of category {dup} with a bias at least as high: category "
+                        f"{int(res.items[pos])} cannot win strictly")
+    res.message = message.astype(str)
     return res
 
 
@@ -359,7 +373,8 @@ def check_top_m(W, items, b=None, *, bound: float = 100.0, lower=None, upper=Non
 
     A set S is the top-|S| iff some threshold tau separates it: w_i.x + b_i > tau exactly for i in S. That is
     the label assignment S of the sigmoid layer [W, -1] over (x, tau) (GUIDE §1; thesis Prop. 5.3; 004 §5-6),
-    so this is :func:`check_assignments` on the augmented layer; tau ranges over [-bound, bound]. ``items`` are
+    so this is :func:`check_assignments` on the augmented layer; tau ranges over [-bound, bound] (for a layer
+    outside the safe range, rescaled by a power of two first: tau's coefficient is then -1/s). ``items`` are
     token sets in either form of :func:`check_assignments`; the other parameters are as there.
 
     Examples
@@ -369,7 +384,7 @@ def check_top_m(W, items, b=None, *, bound: float = 100.0, lower=None, upper=Non
     >>> check_top_m(W, [[0, 1], [3]]).status.tolist()
     ['argmaxable', 'unargmaxable']
     """
-    W, _, (lo, hi) = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers)
+    W, b, (lo, hi) = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers)  # scaled as there
     augmented = np.hstack([W, -np.ones((W.shape[0], 1))])
     res = check_assignments(augmented, items, b, bound=bound, lower=np.append(lo, -bound), upper=np.append(hi, bound),
                             eps=eps, patience=patience, solver=solver, workers=workers, progress=progress,
