@@ -100,7 +100,9 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
          exact_lp, map_rows=None) -> CheckResult:
     k = len(items)
     status = np.full(k, ARGMAXABLE, dtype=object)
-    radius = np.full(k, np.nan)
+    radius = np.full(k, np.nan)  # certified lower bound where one was measured
+    lower = np.full(k, np.nan)  # certified lower / upper bounds on the radius (NaN: none)
+    upper = np.full(k, np.nan)
     radius_exact = np.zeros(k, dtype=bool)
     steps = np.full(k, -1, dtype=np.int64)
     lp_rounds = np.zeros(k, dtype=np.int64)
@@ -113,7 +115,7 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
         with _progress(k, f"{kind}: dual", progress) as bar:
             dual = system.gordan(items, box=box, eps=eps, progress=bar.update)
         for pos, weights in dual.weights.items():
-            status[pos], radius[pos] = UNARGMAXABLE, dual.upper[pos]
+            status[pos], upper[pos] = UNARGMAXABLE, dual.upper[pos]
             certificates[pos] = (dual.rows, weights)
             message[pos] = f"Gordan certificate over {len(dual.rows)} rows (dual stage)"
         rest = np.flatnonzero(~dual.proven)
@@ -134,13 +136,14 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
     # exact_lp, every proven item (its radius is computed, not bounded).
     proven = rest[approx.proven]
     todo = rest[~approx.proven]
+    lower[proven] = eps  # each witness's certified margin exceeds eps (its value is measured below if needed)
+    if radius_threshold is not None:
+        _, m = system.evaluate(items[proven], witness[proven], eps)
+        lower[proven] = radius[proven] = m  # certified margins of the witnesses
+        if not exact_lp:
+            todo = np.sort(np.concatenate([todo, proven[m <= radius_threshold]]))
     if exact_lp:
         todo = rest
-    elif radius_threshold is not None:
-        _, m = system.evaluate(items[proven], witness[proven], eps)
-        settled = m > radius_threshold
-        radius[proven[settled]] = m[settled]
-        todo = np.sort(np.concatenate([todo, proven[~settled]]))
     thresholds = [eps] if radius_threshold is None else [eps, radius_threshold]
     x0 = {int(pos): witness[pos].copy() for pos in todo}  # the LP starts from the last iterate
     witness[rest[~approx.proven]] = np.nan
@@ -159,22 +162,75 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
     ):
         for pos, out in zip(todo, pool.map(solve, todo), strict=True):
             bar.update(1)
-            radius[pos] = out.radius
+            has_witness = bool(np.isfinite(witness[pos]).all())
+            lower[pos] = np.fmax(lower[pos], out.lower)  # every bound is certified: keep the best of each
+            upper[pos] = np.fmin(upper[pos], out.upper)
+            if np.isfinite(out.lower) and (np.isnan(radius[pos]) or out.lower > radius[pos]):
+                radius[pos] = out.lower
+            elif out.upper == -np.inf:  # a duplicate row: no point at all, radius -inf
+                radius[pos] = -np.inf
             radius_exact[pos] = out.converged
             lp_rounds[pos] = out.rounds
             message[pos] = out.message
-            if out.status == FEASIBLE:
+            if has_witness and out.upper <= eps:
+                status[pos] = UNDECIDED  # a proven witness and a dual bound that rule each other out
+                message[pos] = (f"stages disagree: a witness with margin > {eps:g} and an LP dual bound "
+                                f"{out.upper:.3g} <= eps (numerical trouble)")
+            elif out.status == FEASIBLE:
                 witness[pos] = out.x
-            elif np.isfinite(witness[pos]).all():
-                continue  # reflection's witness already proved it; the LP only failed to size its radius
-            status[pos] = _VERDICT.get(out.status, UNDECIDED)
-            if out.status == INFEASIBLE:
-                rows = out.dual_rows if map_rows is None else map_rows(int(items[pos]), out.dual_rows)
-                certificates[pos] = (np.asarray(rows, dtype=np.int64), out.dual_weights)
+            elif has_witness:  # reflection's witness proved it; the LP only failed to size its radius
+                message[pos] = f"argmaxable by its witness; the LP did not size the radius: {out.message}"
+            else:
+                status[pos] = _VERDICT.get(out.status, UNDECIDED)
+                if out.status == INFEASIBLE:
+                    rows = out.dual_rows if map_rows is None else map_rows(int(items[pos]), out.dual_rows)
+                    certificates[pos] = (np.asarray(rows, dtype=np.int64), out.dual_weights)
+    answers = {name: _answers(status, lower, upper, thr, eps)
+               for name, thr in zip(("eps", "1"), thresholds, strict=False)}
+    with np.errstate(invalid="ignore"):
+        upper_shown = np.where(np.isfinite(upper) | (upper == -np.inf), upper, np.nan)
     return CheckResult(kind, np.asarray(items), status.astype(str), radius, radius_exact, steps,
                        lp_rounds, witness, message.astype(str), certificates,
                        {"bound": float(bound), "lower": box[0].tolist(), "upper": box[1].tolist(), "eps": float(eps),
-                        "patience": int(patience), "solver": solver, "exact_radius": bool(exact_lp)})
+                        "patience": int(patience), "solver": solver, "exact_radius": bool(exact_lp),
+                        **numeric_settings(system)},
+                       radius_upper=upper_shown, answers=answers)
+
+
+def numeric_settings(system) -> dict:
+    """What the result's float arithmetic was: the approximate stage's number format, the BLAS that ran, and the
+    tolerances (recorded in the result's settings and so in every sidecar)."""
+    from threadpoolctl import threadpool_info
+
+    from argmaxable.core.chebyshev import VIOLATION_TOLERANCE
+    from argmaxable.core.gordan import FLOOR
+    from argmaxable.core.solvers import FEASIBILITY_TOLERANCE
+    from argmaxable.core.systems import bf16_gemm
+
+    if system.dtype == np.float32:
+        path = "bfloat16 products (float32 accumulation), float32, float64" if bf16_gemm() else "float32, float64"
+    else:
+        path = "float64"
+    blas = next((f"{i['internal_api']} {i['version']} ({i.get('architecture')} kernel)"
+                 for i in threadpool_info() if i["user_api"] == "blas"), "unknown")
+    return {"numeric_path": path, "blas": blas,
+            "tolerances": {"lp_feasibility": FEASIBILITY_TOLERANCE, "lp_violation": VIOLATION_TOLERANCE,
+                           "gordan_floor": FLOOR, "float64_rounding": "gamma_k bounds on every acceptance"}}
+
+
+def _answers(status, lower, upper, threshold, eps) -> np.ndarray:
+    """"yes" / "no" / "undecided" for radius > threshold, from the certified bounds (and, at eps, the status)."""
+    out = np.full(len(status), "undecided", dtype=object)
+    with np.errstate(invalid="ignore"):
+        out[lower > threshold] = "yes"
+        out[upper <= threshold] = "no"
+    if threshold == eps:  # the verdict itself answers eps: it is never contradicted by a bound (see above)
+        out[status == ARGMAXABLE], out[status == UNARGMAXABLE] = "yes", "no"
+        out[status == UNDECIDED] = "undecided"
+    else:
+        out[status == UNDECIDED] = "undecided"
+        out[(status == UNARGMAXABLE) & (threshold >= eps)] = "no"
+    return out.astype(str)
 
 
 # A layer whose largest entry lies outside [2^-500, 2^500] is scaled by a power of two first: squares of its
