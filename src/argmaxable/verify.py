@@ -285,7 +285,7 @@ def _fast_categories(W, b, rows_all, X_all, pos, eps) -> np.ndarray:
     if not np.isfinite(bs).all():
         return np.zeros(len(rows), dtype=bool)
     dtype, u, v, tiny = _lowp()
-    kappa = (2 * u + u * u) * (1 + gamma(d + 1, v)) + gamma(d + 1, v) + u  # inputs, accumulation, output
+    kappa = (2 * u + u * u) * (1 + gamma(d + 2, v)) + gamma(d + 2, v) + u  # inputs, accumulation, output
     R = torch.empty((n, d + 1), dtype=dtype)
     wn = np.empty(n)
     for s in range(0, n, BLOCK):
@@ -294,33 +294,71 @@ def _fast_categories(W, b, rows_all, X_all, pos, eps) -> np.ndarray:
         R[s : s + BLOCK, :d] = torch.from_numpy(Wb)
     R[:, d] = torch.from_numpy(bs)
     N, B = float(wn.max()), float(np.abs(bs).max())
-    top = np.full(len(rows), -np.inf)
     need = np.empty(len(rows))
+    gram = kx == kw and len(np.unique(rows)) == len(rows) and 2 * len(rows) >= n
+    for lo_ in range(0, len(rows), BLOCK):
+        sl = slice(lo_, min(lo_ + BLOCK, len(rows)))
+        Xs, r = X_all[pos[sl]] / kx, rows[sl]
+        gram = gram and np.array_equal(Xs, W[r] / kw)  # witnesses x_t = w_t: the logits are the Gram matrix
+        xn = _norm_up(Xs)
+        own = np.einsum("kd,kd->k", Xs, W[r] / kw) + bs[r]
+        own_err = gamma(d + 3) * (xn * wn[r] + np.abs(bs[r]))
+        err = kappa * (xn * N + 2 * B) + tiny * 4 * (d + 3) * max(1.0, B) + gamma(2) * (np.abs(own) + 2 * B)
+        need[sl] = own - own_err - err - (eps / kx) * (wn[r] + N)  # the largest other logit must stay below
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        for lo_ in range(0, len(rows), BLOCK):
-            sl = slice(lo_, min(lo_ + BLOCK, len(rows)))
-            Xs, r = X_all[pos[sl]] / kx, rows[sl]
-            xn = _norm_up(Xs)
-            own = np.einsum("kd,kd->k", Xs, W[r] / kw) + bs[r]
-            own_err = gamma(d + 3) * (xn * wn[r] + np.abs(bs[r]))
-            err = kappa * (xn * N + B) + tiny * 4 * (d + 2) * max(1.0, B)
-            need[sl] = own - own_err - err - (eps / kx) * (wn[r] + N)  # the largest other logit must stay below
-            L = torch.empty((len(r), d + 1), dtype=dtype)
-            L[:, :d] = torch.from_numpy(Xs)
-            L[:, d] = 1.0
-            own_rows = torch.from_numpy(r)
-            for lo2 in range(0, n, BLOCK):
-                cols = slice(lo2, min(lo2 + BLOCK, n))
-                G = L @ R[cols].T
-                mine = torch.nonzero((own_rows >= cols.start) & (own_rows < cols.stop)).flatten()
-                if len(mine):
-                    G[mine, own_rows[mine] - cols.start] = -torch.inf  # the target's own (zero) row
-                top[sl] = np.maximum(top[sl], G.amax(dim=1).double().numpy())
+        top = _gram_top(R, bs, rows, dtype) if gram else _general_top(R, X_all, pos, rows, kx, dtype)
     finally:
         torch.set_num_threads(threads)
     return top < need
+
+
+def _general_top(R, X_all, pos, rows, kx, dtype) -> np.ndarray:
+    """max_{i != t} x_t.w_i + b_i (scaled) per witness, in blocks of witnesses against blocks of R = [W, b]."""
+    import torch
+
+    n, d = R.shape[0], R.shape[1] - 1
+    top = np.full(len(rows), -np.inf)
+    for lo_ in range(0, len(rows), BLOCK):
+        sl = slice(lo_, min(lo_ + BLOCK, len(rows)))
+        L = torch.empty((sl.stop - sl.start, d + 1), dtype=dtype)
+        L[:, :d] = torch.from_numpy(X_all[pos[sl]] / kx)
+        L[:, d] = 1.0
+        own_rows = torch.from_numpy(rows[sl])
+        for lo2 in range(0, n, BLOCK):
+            cols = slice(lo2, min(lo2 + BLOCK, n))
+            G = L @ R[cols].T
+            mine = torch.nonzero((own_rows >= cols.start) & (own_rows < cols.stop)).flatten()
+            if len(mine):
+                G[mine, own_rows[mine] - cols.start] = -torch.inf  # the target's own (zero) row
+            top[sl] = np.maximum(top[sl], G.amax(dim=1).double().numpy())
+    return top
+
+
+def _gram_top(R, bs, rows, dtype) -> np.ndarray:
+    """The same maxima when every witness is its own row (x_t = w_t): the logits w_t.w_i + b_i come from the
+    symmetric matrix P_ti = w_t.w_i + b_t + b_i (products of [w, b, 1] with [w, 1, b]), whose upper triangle of
+    blocks serves both its rows and its columns: half the products. Returns max_{i != t} P_ti - b_t."""
+    import torch
+
+    n, d = R.shape[0], R.shape[1] - 1
+    Lm = torch.empty((n, d + 2), dtype=dtype)
+    Rm = torch.empty((n, d + 2), dtype=dtype)
+    Lm[:, : d + 1], Lm[:, d + 1] = R, 1.0  # [w, b, 1]
+    Rm[:, :d], Rm[:, d], Rm[:, d + 1] = R[:, :d], 1.0, R[:, d]  # [w, 1, b]
+    best = torch.full((n,), -torch.inf, dtype=torch.float64)
+    for lo_ in range(0, n, BLOCK):
+        ri = slice(lo_, min(lo_ + BLOCK, n))
+        for lo2 in range(lo_, n, BLOCK):
+            cj = slice(lo2, min(lo2 + BLOCK, n))
+            P = Lm[ri] @ Rm[cj].T
+            if lo2 == lo_:
+                P.fill_diagonal_(-torch.inf)
+            else:
+                best[cj] = torch.maximum(best[cj], P.amax(dim=0).double())
+            best[ri] = torch.maximum(best[ri], P.amax(dim=1).double())
+    return best.numpy()[rows] - bs[rows]
 
 
 def _certificate_categories(W, b, t, cert, lo, hi, eps) -> bool:
