@@ -230,7 +230,7 @@ def test_download_wheel_check_two_boxes_tables_and_figures(tmp_path, monkeypatch
     assert frame["box"].tolist() == ["paper"] * 4 + ["relu"] * 4
     assert frame["token"].tolist()[:4] == ["east", "north", "southwest", "centre"]
     table = make_detect_table([tmp_path / "summary.json"], [tmp_path / "detect.md"])
-    assert table["box"].tolist() == ["|x_j| <= 100", "relu: 0 <= x_j <= 100"]
+    assert table["box"].tolist() == ["paper: -100 <= x_j <= 100", "relu: 0 <= x_j <= 100"]
     assert table["# unargmaxable"].tolist() == [1, 2]
     # the papers' model tables and figures over these summaries (ACL Table 1, Tables 4-8, Figs. 6, 11/12)
     reported = {**summary, "model": "opus-like", "paper": {"table": "002 Table 5", "unargmaxable": 3}}

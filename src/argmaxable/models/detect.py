@@ -251,10 +251,10 @@ def _get(record: Mapping, key: str):
 
 
 def box_label(summary: Mapping, box: Mapping | None = None) -> str:
-    """How a table names a box: ``|x_j| <= 100`` (the paper's), or the activation's bounds."""
+    """How a table names a box: ``paper: -100 <= x_j <= 100``, or the activation's (no ``|``: markdown)."""
     bound = summary["settings"]["paper"]["bound"] if "paper" in summary["settings"] else summary["settings"]["bound"]
     if box is None:
-        return f"|x_j| <= {bound:g}"
+        return f"paper: {-bound:g} <= x_j <= {bound:g}"
     return f"{box['box']}: {box['lower']:.4g} <= x_j <= {box['upper']:.4g}"
 
 

@@ -117,7 +117,7 @@ def plot_unargmaxable_per_model(summary_paths: Iterable[str | os.PathLike], out_
     fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(summaries) + 2), 4.5))
     width = 0.4 if not np.all(np.isnan(act)) else 0.8
     ax.bar(pos - (width / 2 if width < 0.8 else 0), [s["unargmaxable"] for s in summaries], width,
-           label="ours, |x_j| <= 100 (paper's box)", color="tab:blue")
+           label="ours, -100 <= x_j <= 100 (paper's box)", color="tab:blue")
     if width < 0.8:
         ax.bar(pos + width / 2, act, width, label="ours, activation-aware box", color="tab:orange")
     shown = [(p, v) for p, v in zip(pos, paper, strict=True) if v is not None]
