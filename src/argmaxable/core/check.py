@@ -111,7 +111,7 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
 
     # Approximate dual stage (systems that have one): batched Gordan certificates prove items unargmaxable.
     rest = np.arange(k)
-    if hasattr(system, "gordan") and not exact_lp:  # its certificates bound the radius, they do not compute it
+    if system.has_dual_stage and not exact_lp:  # its certificates bound the radius, they do not compute it
         with _progress(k, f"{kind}: dual", progress) as bar:
             dual = system.gordan(items, box=box, eps=eps, progress=bar.update)
         for pos, weights in dual.weights.items():
