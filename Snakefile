@@ -12,6 +12,7 @@ include: "workflow/rules/report.smk"
 rule all:
     input:
         detect_targets(),
+        paper_figure_targets(),
         datasets_targets(),
         theory_targets(),
         multilabel_targets(),

@@ -13,6 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from argmaxable.core.gordan import gordan_certificates
+from argmaxable.core.numerics import gamma, row_norms
 
 # Above this many weights the approximate stage runs in float32 (2x the GEMM rate); acceptance stays rigorous
 # through the rounding bound below.
@@ -86,10 +87,14 @@ def _gram_maxima(n: int, block: int, product) -> np.ndarray:
 
 
 class System(Protocol):
+    """What the stages read from an adapter. Optional stages are declared by flags, never probed for."""
+
     n_rows: int  # constraints per item
     d: int
     dtype: type
     homogeneous: bool  # all offsets are zero
+    has_gram_start: bool  # start_margins(eps): certified margins of every item at its start point at once
+    has_dual_stage: bool  # gordan(items, box=, eps=, progress=): Gordan certificates before reflection
 
     def start(self, items: np.ndarray) -> np.ndarray: ...
 
@@ -105,6 +110,9 @@ class System(Protocol):
 class CategorySystem:
     """Category t of softmax(Wx + b) wins iff (w_i - w_t).x + (b_i - b_t) < 0 for all i != t (002 §3.3)."""
 
+    has_gram_start = True
+    has_dual_stage = False
+
     def __init__(self, W: np.ndarray, b: np.ndarray | None):
         self.W64 = W
         self.b64 = np.zeros(W.shape[0]) if b is None else b
@@ -112,7 +120,8 @@ class CategorySystem:
         self.n_rows, self.d = W.shape
         self.dtype = np.float32 if W.size > FLOAT32_ABOVE else np.float64
         self.b = self.b64.astype(self.dtype)
-        self.norms = np.sqrt(np.einsum("nd,nd->n", W, W))  # ||w_i||, float64, with no n×d temporary
+        # ||w_i|| rounded up (float64, no n×d temporary, no overflow/underflow of squares)
+        self.norms = row_norms(W) * (1 + gamma(self.d + 4))
         self.max_norm = float(self.norms.max())
         self.max_bias = float(np.abs(self.b64).max())
         self.kappa = rounding_bound(self.dtype, self.d)
@@ -189,7 +198,11 @@ class CategorySystem:
         for k in np.flatnonzero((margin <= eps) & (own > top) & recheck):
             A, c = self.dense(int(items[k]))
             x = X[k].astype(np.float64)
-            margin[k] = np.min(-(A @ x + c) / np.linalg.norm(A, axis=1))  # the float64 check itself
+            # The float64 check itself, less its rounding: gamma_(d+3) (|a_i|.|x| + |c_i|), norms rounded up.
+            err = gamma(self.d + 3) * (np.abs(A) @ np.abs(x) + np.abs(c))
+            with np.errstate(divide="ignore", invalid="ignore"):  # a zero row (duplicate): +-inf by its offset
+                dist = (-(A @ x + c) - err) / (row_norms(A) * (1 + gamma(self.d + 4)))
+            margin[k] = np.min(np.where(np.isnan(dist), -np.inf, dist))
         return margin
 
     def rows(self, items, j):
@@ -210,6 +223,9 @@ class AssignmentSystem:
     """Assignment y of sigmoid(Wx + b) holds iff y_i (w_i.x + b_i) > 0 for all i (thesis eq. 4.2):
     rows a_i = -y_i w_i, offsets c_i = -y_i b_i."""
 
+    has_gram_start = False
+    has_dual_stage = True
+
     def __init__(self, W: np.ndarray, b: np.ndarray | None, signs: np.ndarray):
         self.W64 = W
         self.b64 = np.zeros(W.shape[0]) if b is None else b
@@ -219,7 +235,7 @@ class AssignmentSystem:
         self.dtype = np.float64
         self.W = W
         self.b = self.b64
-        self.norms = np.linalg.norm(W, axis=1)
+        self.norms = row_norms(W) * (1 + gamma(self.d + 4))  # rounded up
         self.kappa = rounding_bound(self.dtype, self.d)
 
     def start(self, items):

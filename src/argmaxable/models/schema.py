@@ -7,6 +7,9 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from argmaxable.core.solvers import SOLVERS
+from argmaxable.rules import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, one_of
+
 
 @dataclass
 class DetectConfig:
@@ -18,6 +21,20 @@ class DetectConfig:
     solver: str = "highs"
     workers: int = 2
     shards: int = 1  # class-range jobs per model (>1 spreads a large vocabulary over nodes), merged after
+    # Panels of the steps-per-token figures (model keys; empty = every checked model): ACL Fig. 11 / thesis 4.6
+    # shows three models of one ensemble, ACL Fig. 12 / thesis 4.7 Bergamot students and teachers.
+    fig11_models: list[str] = field(default_factory=list)
+    fig12_models: list[str] = field(default_factory=list)
+
+
+# Allowed values, checked before any job (argmaxable.rules).
+RULES = {
+    "detect.bound": POSITIVE,
+    "detect.eps": NON_NEGATIVE,
+    "detect.patience": NON_NEGATIVE,
+    "detect.solver": one_of(SOLVERS),
+    "detect.workers": AT_LEAST_ONE,
+}
 
 
 @dataclass
@@ -72,5 +89,6 @@ class ModelConfig:
     download: DownloadConfig = field(default_factory=DownloadConfig)
     activation: str | None = None
     script: str = ""
+    group: str = ""  # the model's source in ACL Table 1 (default: named by the paper table it is in)
     description: str = ""
     paper: PaperResult = field(default_factory=PaperResult)
