@@ -29,7 +29,8 @@ REPO = Path(__file__).resolve().parents[1]
 # A tiny corpus with clear next-word structure (so a few hundred steps learn it) and a long tail of rare words.
 TRAIN = [f"the {a} reads the {b} file and writes the {b} log" for a in ("tool", "daemon", "library")
          for b in ("config", "data", "text", "image")] * 20 + ["an odd zebra", "a quiet yak"]
-HELDOUT = ["the tool reads the data file and writes the data log", "the daemon reads the text file and writes the text log"]
+HELDOUT = ["the tool reads the data file and writes the data log",
+           "the daemon reads the text file and writes the text log"]
 DETECT = {"bound": 100.0, "patience": 2500, "eps": 1e-8, "solver": "highs", "workers": 1}
 
 
