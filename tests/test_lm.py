@@ -164,3 +164,16 @@ def test_dry_run_names_a_missing_lm_model(tmp_path):
     assert out.returncode != 0
     assert "lm.d asks for model 'debtags_lm_d4', which is not in the model list" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_report_gives_one_row_per_box_of_a_two_box_detection_table(tiny_run, tmp_path):
+    """Detection tables that check the activation's box too (column ``box``) give a row per d and box."""
+    tmp, key = tiny_run["tmp"], tiny_run["key"]
+    paper = pd.read_parquet(tmp / "categories.parquet")
+    gelu = paper.assign(status="unargmaxable")  # stand-in verdicts: only the bookkeeping is under test
+    pd.concat([paper.assign(box="paper"), gelu.assign(box="gelu")]).to_parquet(tmp_path / "two.parquet")
+    tables = make_report([key], tmp / "vocab.parquet", [tmp / "lm" / key], [tmp / "act.parquet"],
+                         [tmp_path / "two.parquet"], [tmp_path / "lm_models.csv"], [tmp_path / "fig.png"])
+    rows = tables["lm_models"].set_index("box")["# unargmaxable"]
+    assert rows.to_dict() == {"paper": int((paper["status"] == "unargmaxable").sum()), "gelu": len(paper)}
+    assert (tables["lm_unargmaxable_tokens"]["box"] == "gelu").sum() == len(paper)
