@@ -6,12 +6,13 @@ import re
 
 from omegaconf import OmegaConf
 
-from argmaxable.lm.report import FIGURES, TABLES
-from argmaxable.lm.train import MODEL_KEY
+# Imported under lm_ names: every rules file shares one namespace (multilabel.smk has its own TABLES).
+from argmaxable.lm.report import FIGURES as LM_FIGURES, TABLES as LM_TABLES
+from argmaxable.lm.train import MODEL_KEY as LM_MODEL_KEY
 
 LM = f"{RESULTS}/lm"
 LM_SETTINGS = OmegaConf.to_container(CFG.lm, resolve=True)
-LM_MODELS = {MODEL_KEY.format(d=d): d for d in CFG.lm.d} if CFG.lm.enabled else {}
+LM_MODELS = {LM_MODEL_KEY.format(d=d): d for d in CFG.lm.d} if CFG.lm.enabled else {}
 for _key in LM_MODELS:
     if _key not in CFG.model:
         sys.exit(f"argmaxable: lm.d asks for model '{_key}', which is not in the model list; add it to the "
@@ -24,7 +25,7 @@ for _key in LM_MODELS:
 def lm_targets():
     if not LM_MODELS:
         return []
-    return [f"{LM}/tables/{t}.csv" for t in TABLES] + [f"{LM}/figures/{f}.png" for f in FIGURES]
+    return [f"{LM}/tables/{t}.csv" for t in LM_TABLES] + [f"{LM}/figures/{f}.png" for f in LM_FIGURES]
 
 
 rule build_lm_vocab:
@@ -63,8 +64,8 @@ rule make_lm_report:
         activations=expand(f"{LM}/activations/{{model}}.parquet", model=LM_MODELS),
         categories=expand(f"{RESULTS}/detect/{{model}}/categories.parquet", model=LM_MODELS),
     output:
-        tables=[f"{LM}/tables/{t}.{s}" for t in TABLES for s in ("csv", "md")],
-        figures=[f"{LM}/figures/{f}.{s}" for f in FIGURES for s in ("png", "pdf")],
+        tables=[f"{LM}/tables/{t}.{s}" for t in LM_TABLES for s in ("csv", "md")],
+        figures=[f"{LM}/figures/{f}.{s}" for f in LM_FIGURES for s in ("png", "pdf")],
     log:
         f"{LM}/logs/make_lm_report.log",
     params:
