@@ -7,6 +7,7 @@ include: "workflow/rules/datasets.smk"
 include: "workflow/rules/theory.smk"
 include: "workflow/rules/multilabel.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/lm.smk"
 
 
 rule all:
@@ -17,4 +18,5 @@ rule all:
         theory_targets(),
         multilabel_targets(),
         rules.make_report.output,
+        lm_targets(),
     default_target: True
