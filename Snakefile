@@ -6,6 +6,7 @@ include: "workflow/rules/detect.smk"
 include: "workflow/rules/datasets.smk"
 include: "workflow/rules/theory.smk"
 include: "workflow/rules/multilabel.smk"
+include: "workflow/rules/topm.smk"
 
 
 rule all:
@@ -14,4 +15,5 @@ rule all:
         datasets_targets(),
         theory_targets(),
         multilabel_targets(),
+        topm_targets(),
     default_target: True

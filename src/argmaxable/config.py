@@ -19,6 +19,7 @@ from argmaxable.models.schema import DetectConfig, ModelConfig
 from argmaxable.multilabel.datasets.schema import DatasetConfig
 from argmaxable.multilabel.schema import MultilabelConfig
 from argmaxable.theory.schema import TheoryConfig
+from argmaxable.topm.schema import TopmConfig
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 
@@ -39,6 +40,7 @@ class RootConfig:
     theory: TheoryConfig = field(default_factory=TheoryConfig)
     multilabel: MultilabelConfig = field(default_factory=MultilabelConfig)
     dataset: dict[str, DatasetConfig] = field(default_factory=dict)
+    topm: TopmConfig = field(default_factory=TopmConfig)
 
 
 def _one_line(err: Exception) -> str:
