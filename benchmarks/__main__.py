@@ -54,7 +54,7 @@ def bench_vocab(quick: bool, dist: str, bias: bool) -> dict:
     n, d = (8000, 768) if quick else GPT2
     W, b = _layer(n, d, dist, bias)
     t0 = time.perf_counter()
-    res = am.check_categories(W, b)
+    res = am.check_categories(W, b=b)
     total = time.perf_counter() - t0
     sample = np.random.default_rng(1).choice(n, 20 if quick else 100, replace=False)
     t0 = time.perf_counter()
@@ -90,7 +90,7 @@ def bench_lp(quick: bool, n: int, d: int, bias: bool) -> dict:
     W, b = W.astype(np.float64), (None if b is None else b.astype(np.float64))
     # The classes that reach the LP: those the approximate stage cannot prove.
     # Patience 100 finds the hard classes; the paper's 2500 costs 2500 full-vocabulary steps per hard class here.
-    probe = am.check_categories(W, b, patience=50 if quick else 100)
+    probe = am.check_categories(W, b=b, patience=50 if quick else 100)
     hard = np.flatnonzero(probe.lp_rounds > 0)
     pool = hard if hard.size else np.arange(n)
     k = min(len(pool), 5 if quick else 50)
@@ -137,7 +137,7 @@ def bench_assignments(quick: bool) -> dict:
     res = am.check_assignments(W, Y)
     total = time.perf_counter() - t0
     t0 = time.perf_counter()
-    valid = am.verify_certificate(res, W, Y=Y)
+    valid = am.verify_certificate(res, W, items=Y)
     t_verify = time.perf_counter() - t0
     sample = 1 if quick else 2
     t0 = time.perf_counter()

@@ -53,12 +53,12 @@ def test_bias_half_squared_norm_makes_every_class_argmaxable():
     W[:50] *= 0.1  # many rows deep inside the hull: unargmaxable without the bias
     b = -0.5 * (W**2).sum(axis=1)
     assert (am.check_categories(W).status == "unargmaxable").sum() > 0
-    res = am.check_categories(W, b)
+    res = am.check_categories(W, b=b)
     assert (res.status == "argmaxable").all()
     # Pushing one class's bias far down makes it unargmaxable (its region leaves the box).
     b2 = b.copy()
     b2[7] -= 1e4
-    res2 = am.check_categories(W, b2, classes=[7, 8])
+    res2 = am.check_categories(W, [7, 8], b2)
     assert res2.status.tolist() == ["unargmaxable", "argmaxable"]
     assert am.verify_certificate(res2, W, b2).all()
 
@@ -75,7 +75,7 @@ def test_duplicate_rows_are_unargmaxable_with_reason():
 def test_collinear_rows_middle_one_is_unargmaxable():
     W = np.array([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0], [0.0, -1.0]])
     b = np.zeros(4)
-    res = am.check_categories(W, b)
+    res = am.check_categories(W, b=b)
     # w_2 lies on the segment between w_1 and w_3: it can tie but never win strictly.
     assert res.status.tolist() == ["argmaxable", "unargmaxable", "argmaxable", "argmaxable"]
 
@@ -115,7 +115,7 @@ def test_dft_alternation_theorem():
     np.testing.assert_array_equal(res.status == "argmaxable", sign_changes(Y) <= 4)
     k_active = Y.sum(axis=1) <= 2
     assert (res.status[k_active] == "argmaxable").all()
-    assert am.verify_certificate(res, W, Y=Y).all()
+    assert am.verify_certificate(res, W, items=Y).all()
 
 
 def test_assignment_radius_thresholds_one_argmaxable():
@@ -142,8 +142,8 @@ def test_results_do_not_depend_on_worker_count():
     rng = np.random.default_rng(2)
     W = rng.uniform(-1, 1, size=(400, 5))
     b = rng.uniform(-1, 1, size=400)
-    one = am.check_categories(W, b, workers=1)
-    two = am.check_categories(W, b, workers=2)
+    one = am.check_categories(W, b=b, workers=1)
+    two = am.check_categories(W, b=b, workers=2)
     np.testing.assert_array_equal(one.status, two.status)
     np.testing.assert_array_equal(one.radius, two.radius)
     np.testing.assert_array_equal(one.witness, two.witness)
@@ -155,9 +155,9 @@ def test_float32_stage_agrees_with_float64_stage():
     W = rng.normal(size=(20000, 60))
     b = rng.normal(size=20000)
     classes = np.arange(0, 20000, 97)
-    res = am.check_categories(W, b, classes=classes)
+    res = am.check_categories(W, classes, b)
     assert am.verify_certificate(res, W, b).all()
-    small = am.check_categories(W[:1000], b[:1000], classes=classes[classes < 1000])
+    small = am.check_categories(W[:1000], classes[classes < 1000], b[:1000])
     assert am.verify_certificate(small, W[:1000], b[:1000]).all()
 
 
@@ -185,7 +185,7 @@ def test_thin_region_is_not_argmaxable_at_eps():
         (lambda: am.check_categories(np.array([[1.0, np.nan]])), "must be finite"),
         (lambda: am.check_categories(np.ones(3)), "2-D array"),
         (lambda: am.check_categories(TOY, b=np.ones(3)), "shape \\(4,\\)"),
-        (lambda: am.check_categories(TOY, classes=[4]), "indices in \\[0, 4\\)"),
+        (lambda: am.check_categories(TOY, [4]), "indices in \\[0, 4\\)"),
         (lambda: am.check_categories(TOY, solver="cplex"), "'solver' parameter"),
         (lambda: am.check_categories(TOY, bound=-1), "'bound' parameter"),
         (lambda: am.check_assignments(TOY, [[0, 7]]), "outside \\[0, 4\\)"),
@@ -216,9 +216,9 @@ def test_highs_and_gurobi_agree():
     W = rng.uniform(-1, 1, size=(1500, 8))
     b = rng.uniform(-1, 1, size=1500)
     classes = np.arange(60)
-    h = am.check_categories(W, b, classes=classes, patience=0)
+    h = am.check_categories(W, classes, b, patience=0)
     try:
-        g = am.check_categories(W, b, classes=classes, patience=0, solver="gurobi")
+        g = am.check_categories(W, classes, b, patience=0, solver="gurobi")
     except am.SolverError as err:  # no licence at all on this machine
         pytest.skip(str(err))
     np.testing.assert_array_equal(h.status, g.status)
@@ -298,7 +298,7 @@ def test_affine_cell_count_with_bias():
     res = am.check_assignments(W, all_assignments(12), b)
     assert (res.status == "argmaxable").sum() == sum(math.comb(12, i) for i in range(4)) == 299
     assert (res.status == "undecided").sum() == 0
-    assert am.verify_certificate(res, W, b, Y=all_assignments(12)).all()
+    assert am.verify_certificate(res, W, b, items=all_assignments(12)).all()
 
 
 def test_dual_stage_proves_only_unargmaxable_assignments():
@@ -308,7 +308,8 @@ def test_dual_stage_proves_only_unargmaxable_assignments():
 
     W = truncated_dft(10, 2)
     Y = all_assignments(10)
-    out = gordan_certificates(W, None, np.where(Y, -1, 1), bound=1e4, eps=1e-8)
+    out = gordan_certificates(W, None, np.where(Y, -1, 1), box=(np.full(W.shape[1], -1e4), np.full(W.shape[1], 1e4)),
+                              eps=1e-8)
     assert out.proven.sum() > 100
     assert (sign_changes(Y)[out.proven] > 4).all()
     for w in out.weights.values():
@@ -323,7 +324,7 @@ def test_dual_stage_proves_a_wide_gaussian_layer_without_lp():
     res = am.check_assignments(W, Y)
     assert res.status.tolist() == ["unargmaxable"] * 3 and (res.lp_rounds == 0).all()
     assert "dual stage" in res.message[0] and (res.radius <= 1e-8).all()
-    assert am.verify_certificate(res, W, Y=Y).all()
+    assert am.verify_certificate(res, W, items=Y).all()
     s = -np.ones(600)
     s[Y[0]] = 1
     assert chebyshev(-s[:, None] * W, np.zeros(600), bound=1e4).status == "infeasible"  # the exact LP agrees
@@ -333,7 +334,10 @@ def test_dual_stage_proves_a_wide_gaussian_layer_without_lp():
     bad = weights.copy()
     bad[np.argmax(bad)] *= -1  # a tampered certificate must fail the independent check
     res.certificates[0] = (rows, bad)
-    assert not am.verify_certificate(res, W, Y=Y)[0]
+    assert not am.verify_certificate(res, W, items=Y)[0]
+
+
+BOX4 = (np.full(8, -1e4), np.full(8, 1e4))
 
 
 def test_polish_makes_loose_dual_weights_exact():
@@ -349,9 +353,9 @@ def test_polish_makes_loose_dual_weights_exact():
     exact = mu * norms / (mu * norms).sum()  # the same weights on the normalised rows
     loose = exact * (1 + 1e-9 * rng.standard_normal(9))
     rows = np.arange(9)
-    assert dual_bound(A, np.zeros(9), norms, rows, loose, 1e4) > 1e-8
+    assert dual_bound(A, np.zeros(9), norms, rows, loose, BOX4) > 1e-8
     rows_p, weights_p = polish(A, norms, rows, loose)
-    assert dual_bound(A, np.zeros(9), norms, rows_p, weights_p, 1e4) <= 1e-10
+    assert dual_bound(A, np.zeros(9), norms, rows_p, weights_p, BOX4) <= 1e-10
     np.testing.assert_allclose(weights_p, exact, rtol=1e-7)
 
 
@@ -381,7 +385,7 @@ def test_bf16_gram_margins_are_certified_lower_bounds(monkeypatch):
     float32 = systems.CategorySystem(W, b).start_margins(1e-8, block=256)
     assert ((gram > 1e-8) <= (float32 > 1e-8)).all()  # the looser bound certifies no item the tight one misses
     monkeypatch.undo()
-    res = am.check_categories(W, b)
+    res = am.check_categories(W, b=b)
     monkeypatch.setattr(systems, "bf16_gemm", lambda: False)
-    np.testing.assert_array_equal(res.status, am.check_categories(W, b).status)
+    np.testing.assert_array_equal(res.status, am.check_categories(W, b=b).status)
     assert am.verify_certificate(res, W, b).all()

@@ -6,6 +6,7 @@ from argmaxable import core
 from argmaxable.core import (
     CheckResult,
     SolverError,
+    activation_bounds,
     check_assignments,
     check_categories,
     check_top_m,
@@ -15,6 +16,7 @@ from argmaxable.core import (
 __all__ = [
     "CheckResult",
     "SolverError",
+    "activation_bounds",
     "check_assignments",
     "check_categories",
     "check_top_m",

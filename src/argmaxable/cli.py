@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from argmaxable import __version__
+from argmaxable.core.box import ACTIVATIONS
 
 EXIT_USAGE = 2  # argparse's own status for bad usage; we use it for every user error
 
@@ -66,10 +67,18 @@ def _read_layer(args):
     return load_layer(args.path, args.weight_key, args.bias_key, no_bias=args.no_bias)
 
 
-def _settings(args) -> dict:
-    """Only the options the user gave: everything else keeps the core's documented defaults."""
-    names = ("bound", "patience", "eps", "solver", "workers")
-    return {k: getattr(args, k) for k in names if getattr(args, k) is not None}
+def _settings(args, bound_default: float) -> dict:
+    """Only the options the user gave: everything else keeps the core's documented defaults. ``--activation``
+    becomes the box ``lower``/``upper`` of :func:`argmaxable.core.activation_bounds`."""
+    names = ("bound", "lower", "upper", "patience", "eps", "solver", "workers")
+    out = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
+    if args.activation is not None:
+        if args.lower is not None or args.upper is not None:
+            raise UsageError("give either --activation or --lower/--upper, not both")
+        from argmaxable.core import activation_bounds
+
+        out["lower"], out["upper"] = activation_bounds(args.activation, out.get("bound", bound_default))
+    return out
 
 
 def _write(res, args, extra_inputs=()) -> None:
@@ -91,7 +100,7 @@ def cmd_check_softmax(args) -> int:
 
     W, b = _read_layer(args)
     print(_describe(args.path, W, b))
-    res = am.check_categories(W, b, progress=args.progress, **_settings(args))
+    res = am.check_categories(W, b=b, progress=args.progress, **_settings(args, 100.0))
     print(res.summary())
     _write(res, args)
     return 0
@@ -103,7 +112,7 @@ def cmd_check_assignments(args) -> int:
     W, b = _read_layer(args)
     Y = read_labels(args.labels, W.shape[0])
     print(_describe(args.path, W, b))
-    res = am.check_assignments(W, Y, b, progress=args.progress, **_settings(args))
+    res = am.check_assignments(W, Y, b, progress=args.progress, **_settings(args, 1e4))
     print(res.summary())
     print(f"{int(res.one_argmaxable().sum())} of {len(res)} assignments are 1-argmaxable (radius > 1)")
     _write(res, args, [args.labels])
@@ -127,6 +136,10 @@ def _add_layer_options(p: argparse.ArgumentParser, bound_default: str) -> None:
     p.add_argument("--bias-key", metavar="K", help="name of the bias vector (default: the first known one present)")
     p.add_argument("--no-bias", action="store_true", help="ignore any bias in the file")
     p.add_argument("--bound", type=float, help=f"box on the inputs |x_j| <= B (default {bound_default})")
+    p.add_argument("--lower", type=float, help="narrow the box: x_j >= LOWER for every coordinate")
+    p.add_argument("--upper", type=float, help="narrow the box: x_j <= UPPER for every coordinate")
+    p.add_argument("--activation", choices=sorted(ACTIVATIONS), help="narrow the box to the range of the "
+                   "activation feeding the head (e.g. relu: x_j >= 0, silu: x_j >= -0.2785, tanh: |x_j| <= 1)")
     p.add_argument("--patience", type=int, help="approximate-stage steps before the exact LP")
     p.add_argument("--eps", type=float, help="Chebyshev radius that counts as a region (default 1e-8)")
     p.add_argument("--solver", help="LP solver: highs (default) or gurobi")

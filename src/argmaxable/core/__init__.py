@@ -1,6 +1,7 @@
 """The detection core: one halfspace-feasibility engine (Chebyshev LP by constraint generation) and the
 adapters that turn the papers' questions into it."""
 
+from argmaxable.core.box import activation_bounds
 from argmaxable.core.chebyshev import LPOutcome, chebyshev
 from argmaxable.core.check import check_assignments, check_categories, check_top_m, verify_certificate
 from argmaxable.core.result import CheckResult
@@ -10,6 +11,7 @@ __all__ = [
     "CheckResult",
     "LPOutcome",
     "SolverError",
+    "activation_bounds",
     "chebyshev",
     "check_assignments",
     "check_categories",

@@ -3,7 +3,7 @@
 Every question of the papers (softmax categories, sigmoid label assignments, top-m sets) is an adapter that
 builds rows ``A`` and offsets ``c`` (GUIDE §1). This module answers it with the Chebyshev LP
 
-    maximise t   subject to   a_i . x / ||a_i|| + c_i / ||a_i|| + t <= 0,   |x_j| <= B,
+    maximise t   subject to   a_i . x / ||a_i|| + c_i / ||a_i|| + t <= 0,   lo_j <= x_j <= hi_j,
 
 solved by constraint generation: a small working set of rows, one mat-vec over all rows to find the violated
 ones, add them, re-solve. ``t`` is free, so each solve has an optimum and two certificates that we check in
@@ -11,9 +11,9 @@ float64 without the solver:
 
 - lower bound: a point x in the box has distance ``min_i -(a_i.x + c_i)/||a_i||`` to every hyperplane, so the
   region holds a ball of that radius around x (a *witness*);
-- upper bound: for weights ``y >= 0`` summing to 1 over any rows, ``B ||sum y_i a_i/||a_i||| |_1 - sum y_i
-  c_i/||a_i||`` bounds the radius from above (LP duality; valid for the full system since more rows only
-  shrink the region).
+- upper bound: for weights ``y >= 0`` summing to 1 over any rows, ``sup_{x in box} (-v.x) - sum y_i c_i/||a_i||``
+  with ``v = sum y_i a_i/||a_i||`` bounds the radius from above (LP duality; valid for the full system since more
+  rows only shrink the region). For the paper's box |x_j| <= B the supremum is ``B ||v||_1``.
 
 Verdict: lower > eps -> "feasible"; upper <= eps -> "infeasible"; anything else (the solver failed, or the
 radius sits within the solver's tolerance of eps) -> "undecided", never folded into either side.
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from argmaxable.core.box import make_box, support
 from argmaxable.core.solvers import make_lp
 
 # A row whose solver residual exceeds this after a solve is added to the working set. Well above the LP's
@@ -88,21 +89,21 @@ def margin(A: np.ndarray, c: np.ndarray, norms: np.ndarray, x: np.ndarray) -> fl
 
 
 def dual_bound(A: np.ndarray, c: np.ndarray, norms: np.ndarray, rows: np.ndarray, weights: np.ndarray,
-               bound: float) -> float:
+               box: tuple[np.ndarray, np.ndarray]) -> float:
     """Upper bound on the Chebyshev radius from dual weights over ``rows`` (float64, no solver)."""
     if rows.size == 0 or not np.isfinite(weights).all() or weights.sum() <= 0:
         return np.inf
     y = weights / weights.sum()
     An = A[rows] / norms[rows, None]
     cn = c[rows] / norms[rows]
-    return float(bound * np.abs(y @ An).sum() - y @ cn)
+    return float(support(-(y @ An), *box) - y @ cn)
 
 
 def polish(A: np.ndarray, norms: np.ndarray, rows: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Dual weights made exact on their support, or empty arrays if that breaks their sign.
 
     A solver's duals cancel the normalised rows only to its tolerance, and the bound multiplies what is left by
-    the box (``B ||sum y_i a_i||_1``: 1e-12 becomes 1e-8 at B = 1e4). Projecting the weights onto
+    the box (``B ||sum y_i a_i||_1`` for |x_j| <= B: 1e-12 becomes 1e-8 at B = 1e4). Projecting the weights onto
     ``{y : sum y_i a_i = 0}`` over the same rows (least squares, float64) removes that error; the result counts
     only if it stays non-negative, and is then checked by :func:`dual_bound` like any other.
     """
@@ -114,10 +115,10 @@ def polish(A: np.ndarray, norms: np.ndarray, rows: np.ndarray, weights: np.ndarr
     return rows, y / y.sum()
 
 
-def chebyshev(A, c, *, bound: float, eps: float = 1e-8, solver: str = "highs", x0=None,
+def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, solver: str = "highs", x0=None,
               thresholds: Sequence[float] | None = None, exact: bool = True,
               initial_rows: int | None = None, rows_per_round: int | None = None) -> LPOutcome:
-    """Decide whether ``{x : A x + c < 0, |x_j| <= bound}`` holds a ball of radius > ``eps``.
+    """Decide whether ``{x : A x + c < 0, x in box}`` holds a ball (centred in the box) of radius > ``eps``.
 
     Parameters
     ----------
@@ -126,7 +127,9 @@ def chebyshev(A, c, *, bound: float, eps: float = 1e-8, solver: str = "highs", x
     c : array_like, shape (m,)
         Offsets.
     bound : float
-        Box half-width B.
+        Box half-width B: |x_j| <= B.
+    lower, upper : float or array_like of shape (d,), optional
+        Narrow the box per coordinate to ``[max(lower_j, -B), min(upper_j, B)]`` (:mod:`argmaxable.core.box`).
     eps : float, default 1e-8
         Radius that counts as a region (thesis §4.2).
     solver : {"highs", "gurobi"}
@@ -155,6 +158,7 @@ def chebyshev(A, c, *, bound: float, eps: float = 1e-8, solver: str = "highs", x
     A = np.asarray(A, dtype=np.float64)
     c = np.asarray(c, dtype=np.float64)
     m, d = A.shape
+    box = make_box(d, bound, lower, upper)
     thresholds = list(thresholds) if thresholds is not None else [eps]
     norms = np.sqrt(np.einsum("ij,ij->i", A, A))
 
@@ -170,27 +174,27 @@ def chebyshev(A, c, *, bound: float, eps: float = 1e-8, solver: str = "highs", x
     else:
         keep = None
     if keep is not None:
-        sub = chebyshev(A[keep], c[keep], bound=bound, eps=eps, solver=solver, x0=x0, thresholds=thresholds,
-                        exact=exact, initial_rows=initial_rows, rows_per_round=rows_per_round)
+        sub = chebyshev(A[keep], c[keep], bound=bound, lower=box[0], upper=box[1], eps=eps, solver=solver, x0=x0,
+                        thresholds=thresholds, exact=exact, initial_rows=initial_rows, rows_per_round=rows_per_round)
         sub.dual_rows = keep[sub.dual_rows]
         return sub
     if m == 0:
-        x = np.zeros(d)
+        x = np.clip(np.zeros(d), *box)
         return LPOutcome(FEASIBLE, np.inf, np.inf, np.inf, x, decided={thr: True for thr in thresholds},
                          message="no constraints")
 
     inv = 1.0 / norms  # rows are normalised only where the LP needs them: the full An would cost a copy of A
     cn = c * inv
-    start = np.zeros(d) if x0 is None else np.clip(np.asarray(x0, dtype=np.float64), -bound, bound)
+    start = np.clip(np.zeros(d) if x0 is None else np.asarray(x0, dtype=np.float64), *box)
     k0 = min(m, initial_rows or WORKING_ROWS)
     k_add = rows_per_round or max(d + 1, WORKING_ROWS)
 
     in_set = np.zeros(m, dtype=bool)
-    at_start = cn if x0 is None else (A @ start) * inv + cn  # signed distances at the start point
+    at_start = (A @ start) * inv + cn  # signed distances at the start point
     first = np.argpartition(-at_start, k0 - 1)[:k0] if k0 < m else np.arange(m)
     in_set[first] = True
     working = list(first)
-    lp = make_lp(solver, d, bound)
+    lp = make_lp(solver, *box)
     lp.add_rows(A[first] * inv[first, None], cn[first])
 
     best_x, lower, upper = None, -np.inf, np.inf
@@ -206,17 +210,17 @@ def chebyshev(A, c, *, bound: float, eps: float = 1e-8, solver: str = "highs", x
         rows = np.asarray(working)
         total = sol.duals.sum()
         weights = sol.duals / total if total > 0 else sol.duals  # all-zero duals: dual_bound gives inf
-        bound_here = dual_bound(A, c, norms, rows, weights, bound)
+        bound_here = dual_bound(A, c, norms, rows, weights, box)
         if bound_here > min(thresholds) >= t:  # the solver says "ruled out" but its duals are too loose to prove it
             rows_p, weights_p = polish(A, norms, rows, weights)
-            polished = dual_bound(A, c, norms, rows_p, weights_p, bound)
+            polished = dual_bound(A, c, norms, rows_p, weights_p, box)
             if polished < bound_here:
                 rows, weights, bound_here = rows_p, weights_p, polished
         if bound_here < upper:
             upper, dual_rows, dual_weights = bound_here, rows, weights
         if not exact and upper <= min(thresholds):  # the working set alone rules every threshold out
             break
-        x = np.clip(sol.x, -bound, bound)
+        x = np.clip(sol.x, *box)
         slack = (A @ x) * inv + cn  # (m,) signed normalised distances; < 0 inside
         point_margin = float(-slack.max())
         if point_margin > lower:

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from argmaxable.core.box import make_box
 from argmaxable.core.chebyshev import FEASIBLE, INFEASIBLE, chebyshev
 from argmaxable.core.reflect import reflect
 from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE, UNDECIDED, CheckResult
@@ -68,7 +69,7 @@ def _progress(total: int, desc: str, enabled: bool):
     return tqdm(total=total, desc=desc, unit="item", disable=not enabled, leave=False)
 
 
-def _run(system, items, *, bound, eps, patience, solver, workers, progress, kind, radius_threshold,
+def _run(system, items, *, bound, box, eps, patience, solver, workers, progress, kind, radius_threshold,
          exact_lp, map_rows=None) -> CheckResult:
     k = len(items)
     status = np.full(k, ARGMAXABLE, dtype=object)
@@ -83,7 +84,7 @@ def _run(system, items, *, bound, eps, patience, solver, workers, progress, kind
     rest = np.arange(k)
     if hasattr(system, "gordan") and not exact_lp:  # its certificates bound the radius, they do not compute it
         with _progress(k, f"{kind}: dual", progress) as bar:
-            dual = system.gordan(items, bound=bound, eps=eps, progress=bar.update)
+            dual = system.gordan(items, box=box, eps=eps, progress=bar.update)
         for pos, weights in dual.weights.items():
             status[pos], radius[pos] = UNARGMAXABLE, dual.upper[pos]
             certificates[pos] = (dual.rows, weights)
@@ -95,17 +96,20 @@ def _run(system, items, *, bound, eps, patience, solver, workers, progress, kind
     whole = len(rest) == k
     witness = np.empty((k, system.d)) if whole else np.full((k, system.d), np.nan)
     with _progress(len(rest), f"{kind}: reflect", progress) as bar:
-        approx = reflect(system, items[rest], patience=patience, bound=bound, eps=eps, progress=bar.update,
+        approx = reflect(system, items[rest], patience=patience, box=box, eps=eps, progress=bar.update,
                          out=witness if whole else None)
     steps[rest] = approx.steps
     if not whole:
         witness[rest] = approx.x
 
     # Items the approximate stages did not settle go to the LP; so do proven items whose radius must be compared
-    # with a threshold their witness margin does not already exceed (assignments: 1-argmaxable).
+    # with a threshold their witness margin does not already exceed (assignments: 1-argmaxable), and, with
+    # exact_lp, every proven item (its radius is computed, not bounded).
     proven = rest[approx.proven]
     todo = rest[~approx.proven]
-    if radius_threshold is not None:
+    if exact_lp:
+        todo = rest
+    elif radius_threshold is not None:
         _, m = system.evaluate(items[proven], witness[proven], eps)
         settled = m > radius_threshold
         radius[proven[settled]] = m[settled]
@@ -116,8 +120,8 @@ def _run(system, items, *, bound, eps, patience, solver, workers, progress, kind
 
     def solve(pos: int):
         A, c = system.dense(int(items[pos]))
-        return chebyshev(A, c, bound=bound, eps=eps, solver=solver, x0=x0[int(pos)], thresholds=thresholds,
-                         exact=exact_lp)
+        return chebyshev(A, c, bound=bound, lower=box[0], upper=box[1], eps=eps, solver=solver, x0=x0[int(pos)],
+                         thresholds=thresholds, exact=exact_lp)
 
     # One BLAS thread per LP: the LPs run in parallel, and nested BLAS threads oversubscribe the cores
     # (measured: a 50257x16 mat-vec went from 0.3 ms to 16 ms on a busy 2-core machine).
@@ -142,39 +146,68 @@ def _run(system, items, *, bound, eps, patience, solver, workers, progress, kind
                 certificates[pos] = (np.asarray(rows, dtype=np.int64), out.dual_weights)
     return CheckResult(kind, np.asarray(items), status.astype(str), radius, radius_exact, steps,
                        lp_rounds, witness, message.astype(str), certificates,
-                       {"bound": bound, "eps": eps, "patience": patience, "solver": solver})
+                       {"bound": float(bound), "lower": box[0].tolist(), "upper": box[1].tolist(), "eps": float(eps),
+                        "patience": int(patience), "solver": solver, "exact_radius": bool(exact_lp)})
 
 
-def check_categories(W, b=None, *, bound: float = 100.0, patience: int = 2500, eps: float = 1e-8,
-                     solver: str = "highs", classes=None, workers: int = 2, progress: bool = False
-                     ) -> CheckResult:
-    """Which categories of softmax(W x + b) can be the argmax for some x with |x_j| <= bound?
+def _prepare(W, b, bound, lower, upper, eps, patience, solver, workers):
+    """Validated float64 W, b and the box, or a one-line ValueError."""
+    W = _as_matrix(W)
+    b = _as_bias(b, W.shape[0])
+    _check_settings(bound, eps, patience, solver, workers)
+    return W, b, make_box(W.shape[1], bound, lower, upper)
+
+
+def _as_indices(items, n: int) -> np.ndarray:
+    """Category indices as a 1-D int64 array in [0, n)."""
+    if hasattr(items, "detach"):
+        items = items.detach().cpu().numpy()
+    arr = np.atleast_1d(np.asarray(items))
+    if arr.ndim != 1 or arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError("The 'items' parameter must be a 1-D list of integer category indices (the order is "
+                         f"check_categories(W, items, b)). Got an array of dtype {arr.dtype} and shape {arr.shape}.")
+    out = arr[(arr < 0) | (arr >= n)]
+    if out.size:
+        raise ValueError(f"The 'items' parameter must hold indices in [0, {n}). Got {out[:5].tolist()}.")
+    return arr.astype(np.int64)
+
+
+def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None, upper=None, eps: float = 1e-8,
+                     patience: int = 2500, solver: str = "highs", workers: int = 2, progress: bool = False,
+                     exact_radius: bool = False) -> CheckResult:
+    """Which categories of softmax(W x + b) can be the argmax for some x in the box?
 
     Parameters
     ----------
     W : array_like or torch.Tensor, shape (n, d)
         Output-layer weights, one row per category.
+    items : array_like of int, optional
+        Categories to check (default: all; every row still constrains).
     b : array_like, shape (n,), optional
         Output-layer bias.
     bound : float, default 100
         Box on the inputs, |x_j| <= 100 (002 §4).
-    patience : int, default 2500
-        Braid-reflect steps before the exact LP (002 §4).
+    lower, upper : float or array_like of shape (d,), optional
+        Narrow the box per coordinate to ``[max(lower_j, -bound), min(upper_j, bound)]``, e.g. the range of the
+        activation feeding the head (:func:`argmaxable.core.activation_bounds`).
     eps : float, default 1e-8
         Chebyshev radius that counts as a region.
+    patience : int, default 2500
+        Braid-reflect steps before the exact LP (002 §4).
     solver : {"highs", "gurobi"}
-    classes : array_like of int, optional
-        Subset of categories to check (all rows still constrain).
     workers : int, default 2
         LPs solved at once.
     progress : bool, default False
         Show progress bars.
+    exact_radius : bool, default False
+        Run an LP to its optimum for every item, so that ``radius`` is the Chebyshev radius itself; by default
+        items proven by their witness have no radius (NaN) and the LP stops once it decides ``radius > eps``.
 
     Returns
     -------
     CheckResult
-        A category whose row duplicates another (with equal bias) is "unargmaxable": neither copy can win
-        strictly.
+        A category whose row duplicates another's with a bias at least as high is "unargmaxable": it cannot
+        win strictly.
 
     Examples
     --------
@@ -182,73 +215,90 @@ def check_categories(W, b=None, *, bound: float = 100.0, patience: int = 2500, e
     >>> W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])  # c4 lies inside the triangle
     >>> check_categories(W).status.tolist()
     ['argmaxable', 'argmaxable', 'argmaxable', 'unargmaxable']
+    >>> check_categories(W, lower=0.0).status.tolist()  # after a ReLU: x >= 0, where c2 = (-1, -1) cannot win
+    ['argmaxable', 'argmaxable', 'unargmaxable', 'unargmaxable']
     """
-    W = _as_matrix(W)
-    b = _as_bias(b, W.shape[0])
-    _check_settings(bound, eps, patience, solver, workers)
+    W, b, box = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers)
     n = W.shape[0]
-    if classes is None:
-        items = np.arange(n)
-    else:
-        items = np.atleast_1d(np.asarray(classes))
-        if items.ndim != 1 or not np.issubdtype(items.dtype, np.integer):
-            raise ValueError(f"The 'classes' parameter must be a 1-D list of integer indices. Got {classes!r}.")
-        out = items[(items < 0) | (items >= n)]
-        if out.size:
-            raise ValueError(f"The 'classes' parameter must hold indices in [0, {n}). Got {out[:5].tolist()}.")
+    items = np.arange(n) if items is None else _as_indices(items, n)
     system = CategorySystem(W, b)
-    res = _run(system, items, bound=bound, eps=eps, patience=patience, solver=solver, workers=workers,
-               progress=progress, kind="categories", radius_threshold=None, exact_lp=False,
+    res = _run(system, items, bound=bound, box=box, eps=eps, patience=patience, solver=solver, workers=workers,
+               progress=progress, kind="categories", radius_threshold=None, exact_lp=exact_radius,
                map_rows=system.row_index)
     for pos in np.flatnonzero(res.radius == -np.inf):  # a zero row in the LP: an identical category
         dup = int(res.certificates[pos][0][0])
-        res.message[pos] = f"duplicate of category {dup}: neither copy can win strictly"
+        res.message[pos] = (f"duplicate of category {dup} with a bias at least as high: category "
+                            f"{int(res.items[pos])} cannot win strictly")
     return res
 
 
 def _as_signs(Y, n: int) -> np.ndarray:
-    """Label assignments as an (m, n) int8 matrix of +1 (active) / -1 (inactive)."""
+    """Label assignments as an (m, n) int8 matrix of +1 (active) / -1 (inactive).
+
+    Two forms, never guessed between: a 2-D array (numpy or torch) of booleans or 0/1 values, one column per
+    label; or a sequence of label-index lists (each an iterable of distinct ints). Anything else is refused.
+    """
     if hasattr(Y, "detach"):
         Y = Y.detach().cpu().numpy()
-    if isinstance(Y, np.ndarray) and Y.ndim == 2:
+    if isinstance(Y, np.ndarray):
+        if Y.ndim != 2:
+            raise ValueError(f"The 'items' parameter as an array must be 2-D (m, {n}), one 0/1 column per label. "
+                             f"Got shape {Y.shape}.")
         if Y.shape[1] != n:
-            raise ValueError(f"The 'Y' parameter must have {n} columns (one per row of W). Got shape {Y.shape}.")
-        if Y.dtype != bool and not np.isin(Y, (0, 1)).all():
-            raise ValueError("The 'Y' parameter must be boolean (or 0/1) when given as a matrix.")
+            raise ValueError(f"The 'items' parameter must have {n} columns (one per row of W). Got shape {Y.shape}.")
+        if Y.dtype != bool and not (np.issubdtype(Y.dtype, np.number) and np.isin(Y, (0, 1)).all()):
+            raise ValueError("The 'items' parameter as a matrix must hold booleans or 0/1 values.")
         return np.where(Y.astype(bool), 1, -1).astype(np.int8)
+    if isinstance(Y, (str, bytes)) or not hasattr(Y, "__len__"):
+        raise ValueError("The 'items' parameter must be a 2-D 0/1 array or a list of label-index lists. "
+                         f"Got {type(Y).__name__}.")
     signs = np.full((len(Y), n), -1, dtype=np.int8)
     for r, active in enumerate(Y):
-        idx = np.asarray(list(active), dtype=np.int64)
+        if isinstance(active, (str, bytes)) or not hasattr(active, "__iter__"):
+            raise ValueError(f"The 'items' parameter's assignment {r} must be a list of label indices. "
+                             f"Got {active!r}.")
+        values = list(active)
+        if any(isinstance(v, (bool, np.bool_)) for v in values):
+            raise ValueError(f"The 'items' parameter's assignment {r} holds booleans: pass a boolean matrix as a "
+                             "2-D array (np.asarray(Y, dtype=bool)) or each assignment as its label indices.")
+        if not all(isinstance(v, (int, np.integer)) for v in values):
+            bad = next(v for v in values if not isinstance(v, (int, np.integer)))
+            raise ValueError(f"The 'items' parameter's assignment {r} must hold integer label indices. "
+                             f"Got {bad!r}.")
+        idx = np.asarray(values, dtype=np.int64)
         bad = idx[(idx < 0) | (idx >= n)]
         if bad.size:
-            raise ValueError(f"The 'Y' parameter's assignment {r} has label indices outside [0, {n}): "
+            raise ValueError(f"The 'items' parameter's assignment {r} has label indices outside [0, {n}): "
                              f"{bad[:5].tolist()}.")
+        if len(np.unique(idx)) != len(idx):
+            raise ValueError(f"The 'items' parameter's assignment {r} repeats a label index ({idx.tolist()[:8]}): "
+                             "for a 0/1 row, pass the assignments as a 2-D array.")
         signs[r, idx] = 1
     return signs
 
 
-def check_assignments(W, Y, b=None, *, bound: float = 1e4, patience: int = 100, eps: float = 1e-8,
-                      solver: str = "highs", workers: int = 2, progress: bool = False,
+def check_assignments(W, items, b=None, *, bound: float = 1e4, lower=None, upper=None, eps: float = 1e-8,
+                      patience: int = 100, solver: str = "highs", workers: int = 2, progress: bool = False,
                       exact_radius: bool = False) -> CheckResult:
-    """Which label assignments of sigmoid(W x + b) can be the thresholded output for some |x_j| <= bound?
+    """Which label assignments of sigmoid(W x + b) can be the thresholded output for some x in the box?
 
     Parameters
     ----------
     W : array_like or torch.Tensor, shape (n, d)
         Output-layer weights, one row per label.
-    Y : bool array (m, n) or list of lists of int
-        Assignments to check: a boolean matrix, or the active label indices of each assignment. An empty
-        assignment (no active label) is valid: every label off.
+    items : 2-D bool or 0/1 array (m, n), or list of lists of int
+        Assignments to check: a matrix with one column per label, or the active label indices of each
+        assignment. An empty assignment (no active label) is valid: every label off. A list of boolean or 0/1
+        rows is refused (it would read as label indices): convert it to an array.
     b : array_like, shape (n,), optional
     bound : float, default 1e4
         Box on the inputs (thesis §4.2, appendix A.3).
+    lower, upper, eps, solver, workers, progress
+        As in :func:`check_categories`. "eps-argmaxable" means radius > eps; ``result.one_argmaxable()`` counts
+        radius > 1.
     patience : int, default 100
         Reflection steps before the exact LP. Before reflection, the dual stage (:mod:`gordan`) proves what it
         can unargmaxable in a few batched matrix products.
-    eps : float, default 1e-8
-        "eps-argmaxable" means radius > eps; ``result.one_argmaxable()`` counts radius > 1.
-    solver, workers, progress
-        As in :func:`check_categories`.
     exact_radius : bool, default False
         Run every LP to its optimum so that ``radius`` is the Chebyshev radius itself (the dual stage, which
         bounds radii rather than computing them, is skipped). By default an LP stops once its certified bounds
@@ -268,17 +318,41 @@ def check_assignments(W, Y, b=None, *, bound: float = 1e4, patience: int = 100, 
     >>> check_assignments(W, [[0, 3], [3], [0, 1, 3]]).status.tolist()
     ['argmaxable', 'unargmaxable', 'argmaxable']
     """
-    W = _as_matrix(W)
-    b = _as_bias(b, W.shape[0])
-    _check_settings(bound, eps, patience, solver, workers)
-    signs = _as_signs(Y, W.shape[0])
+    W, b, box = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers)
+    signs = _as_signs(items, W.shape[0])
     system = AssignmentSystem(W, b, signs)
-    return _run(system, np.arange(len(signs)), bound=bound, eps=eps, patience=patience, solver=solver,
+    return _run(system, np.arange(len(signs)), bound=bound, box=box, eps=eps, patience=patience, solver=solver,
                 workers=workers, progress=progress, kind="assignments", radius_threshold=1.0,
                 exact_lp=exact_radius)
 
 
-def verify_certificate(result: CheckResult, W, b=None, Y=None) -> np.ndarray:
+def check_top_m(W, items, b=None, *, bound: float = 100.0, lower=None, upper=None, eps: float = 1e-8,
+                patience: int = 100, solver: str = "highs", workers: int = 2, progress: bool = False,
+                exact_radius: bool = False) -> CheckResult:
+    """Can the tokens of each set be exactly the top-m of softmax(W x + b) for some x in the box?
+
+    A set S is the top-|S| iff some threshold tau separates it: w_i.x + b_i > tau exactly for i in S. That is
+    the label assignment S of the sigmoid layer [W, -1] over (x, tau) (GUIDE §1; thesis Prop. 5.3; 004 §5-6),
+    so this is :func:`check_assignments` on the augmented layer; tau ranges over [-bound, bound]. ``items`` are
+    token sets in either form of :func:`check_assignments`; the other parameters are as there.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])
+    >>> check_top_m(W, [[0, 1], [3]]).status.tolist()
+    ['argmaxable', 'unargmaxable']
+    """
+    W, _, (lo, hi) = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers)
+    augmented = np.hstack([W, -np.ones((W.shape[0], 1))])
+    res = check_assignments(augmented, items, b, bound=bound, lower=np.append(lo, -bound), upper=np.append(hi, bound),
+                            eps=eps, patience=patience, solver=solver, workers=workers, progress=progress,
+                            exact_radius=exact_radius)
+    res.kind = "top-m sets"
+    return res
+
+
+def verify_certificate(result: CheckResult, W, b=None, *, items=None) -> np.ndarray:
     """Re-check every verdict of ``result`` against ``W`` (and ``b``, ``Y``) in float64, without a solver.
 
     "argmaxable" needs a witness inside the box at distance > eps from every decision boundary;
@@ -301,10 +375,11 @@ def verify_certificate(result: CheckResult, W, b=None, Y=None) -> np.ndarray:
     b = _as_bias(b, W.shape[0])
     bvec = np.zeros(W.shape[0]) if b is None else b
     bound, eps = result.settings["bound"], result.settings["eps"]
+    lo, hi = make_box(W.shape[1], bound, result.settings.get("lower"), result.settings.get("upper"))
     if result.kind == "assignments":
-        if Y is None:
-            raise ValueError("verify_certificate needs the label assignments 'Y' for an assignments result.")
-        system = AssignmentSystem(W, b, _as_signs(Y, W.shape[0]))
+        if items is None:
+            raise ValueError("verify_certificate needs the label assignments 'items' for an assignments result.")
+        system = AssignmentSystem(W, b, _as_signs(items, W.shape[0]))
     else:
         system = CategorySystem(W, b)
     valid = np.ones(len(result), dtype=bool)
@@ -314,7 +389,7 @@ def verify_certificate(result: CheckResult, W, b=None, Y=None) -> np.ndarray:
             A, c = system.dense(int(item))
             x = result.witness[pos]
             norms = np.linalg.norm(A, axis=1)
-            inside = np.isfinite(x).all() and np.abs(x).max() <= bound
+            inside = np.isfinite(x).all() and (x >= lo).all() and (x <= hi).all()
             valid[pos] = bool(inside and np.all(-(A @ x + c) > eps * norms))
         elif result.status[pos] == UNARGMAXABLE:
             rows, weights = result.certificates[pos]
@@ -336,29 +411,6 @@ def verify_certificate(result: CheckResult, W, b=None, Y=None) -> np.ndarray:
                 combo = np.bincount(rows, weights=y * s, minlength=W.shape[0]) @ W
             else:
                 combo = y @ A
-            upper = bound * np.abs(combo).sum() - y @ c
+            upper = np.maximum(-combo * lo, -combo * hi).sum() - y @ c
             valid[pos] = bool(upper <= eps)
     return valid
-
-
-def check_top_m(W, sets, b=None, *, bound: float = 100.0, patience: int = 100, eps: float = 1e-8,
-                solver: str = "highs", workers: int = 2, progress: bool = False) -> CheckResult:
-    """Can the tokens of each set be exactly the top-m of softmax(W x + b) for some |x_j| <= bound?
-
-    A set S is the top-|S| iff some threshold tau separates it: w_i.x + b_i > tau exactly for i in S. That is
-    the label assignment S of the sigmoid layer [W, -1] over (x, tau) (GUIDE §1; thesis Prop. 5.3; 004 §5-6),
-    so this is :func:`check_assignments` on the augmented layer (tau shares the box).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])
-    >>> check_top_m(W, [[0, 1], [3]]).status.tolist()
-    ['argmaxable', 'unargmaxable']
-    """
-    W = _as_matrix(W)
-    augmented = np.hstack([W, -np.ones((W.shape[0], 1))])
-    res = check_assignments(augmented, sets, b, bound=bound, patience=patience, eps=eps, solver=solver,
-                            workers=workers, progress=progress)
-    res.kind = "top-m sets"
-    return res

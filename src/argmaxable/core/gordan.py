@@ -4,8 +4,8 @@ The approximate primal stage (:mod:`reflect`) proves items argmaxable; this one 
 is just as one-sided. A label assignment's rows are the rows of one fixed matrix with signs: normalised, its
 system is ``s_i h_i . (x, 1) < 0`` with ``h_i = [w_i, b_i] / ||w_i||`` and ``s_i = -y_i``. Any weights
 ``mu >= 0``, not all zero, with ``sum_i mu_i s_i h_i = 0`` prove that no x satisfies every row (Gordan's
-alternative), and they bound the Chebyshev radius by ``B ||sum mu_i s_i h_i[:d]||_1 - sum mu_i s_i h_i[d] ~ 0``
-(:func:`argmaxable.core.chebyshev.dual_bound`, with ``mu`` summing to 1).
+alternative), and they bound the Chebyshev radius by ``sup_box(-sum mu_i s_i h_i[:d]) - sum mu_i s_i h_i[d] ~ 0``
+(:func:`argmaxable.core.chebyshev.dual_bound`, with ``mu`` summing to 1; ``B ||.||_1`` for the box |x_j| <= B).
 
 Such weights are found without an LP. The projection ``P = H (HᵀH)⁺ Hᵀ`` onto the column space of H does not
 depend on the signs, because the Gram matrix ``Σ (s_i h_i)(s_i h_i)ᵀ = HᵀH`` does not; so one factorisation
@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from argmaxable.core.box import support
 
 # Entries of mu must exceed this fraction of their weight omega to count as safely positive.
 FLOOR = 1e-3
@@ -53,8 +55,8 @@ def batch_size(n: int, budget_bytes: int = 1 << 27) -> int:
     return max(1, min(2048, budget_bytes // (8 * max(n, 1))))
 
 
-def gordan_certificates(W: np.ndarray, b: np.ndarray | None, signs: np.ndarray, *, bound: float, eps: float,
-                        progress=None) -> GordanOutcome:
+def gordan_certificates(W: np.ndarray, b: np.ndarray | None, signs: np.ndarray, *,
+                        box: tuple[np.ndarray, np.ndarray], eps: float, progress=None) -> GordanOutcome:
     """Try to prove each sign pattern's system ``signs_i (w_i . x + b_i) < 0`` infeasible (see module doc).
 
     Parameters
@@ -65,8 +67,10 @@ def gordan_certificates(W: np.ndarray, b: np.ndarray | None, signs: np.ndarray, 
         Offsets (bias).
     signs : ndarray, shape (T, n)
         +1/-1 per row and item: the item's constraint ``i`` is ``signs[i] * (w_i . x + b_i) < 0``.
-    bound, eps : float
-        Box half-width and the radius that counts as a region.
+    box : (ndarray, ndarray)
+        Per-coordinate ends ``(lo, hi)`` of the box (:func:`argmaxable.core.box.make_box`).
+    eps : float
+        The radius that counts as a region.
     progress : callable, optional
         Called with the number of items finished after each batch.
     """
@@ -99,7 +103,7 @@ def gordan_certificates(W: np.ndarray, b: np.ndarray | None, signs: np.ndarray, 
                 R = (S[cand] * mu[cand]) @ H  # Σ mu_i s_i h_i: ~0, recomputed as the check
                 total = mu[cand].sum(axis=1)
                 bias_term = R[:, d] if b is not None else 0.0
-                bnd = (bound * np.abs(R[:, :d]).sum(axis=1) - bias_term) / total
+                bnd = (support(-R[:, :d], *box) - bias_term) / total
                 for k in np.flatnonzero(bnd <= eps):
                     p = int(pos[cand[k]])
                     out.proven[p], upper[p] = True, bnd[k]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from argmaxable.core.box import inside, shrink_factors
 from argmaxable.core.systems import System
 
 
@@ -30,7 +31,7 @@ def batch_size(n: int, budget_bytes: int = 1 << 28) -> int:
     return max(1, min(4096, budget_bytes // (4 * max(n, 1))))
 
 
-def reflect(system: System, items: np.ndarray, *, patience: int, bound: float, eps: float,
+def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.ndarray, np.ndarray], eps: float,
             progress=None, out: np.ndarray | None = None) -> ReflectOutcome:
     """Run braid reflection for ``items`` of ``system`` for at most ``patience`` reflections each.
 
@@ -42,8 +43,10 @@ def reflect(system: System, items: np.ndarray, *, patience: int, bound: float, e
         Which items of the system to try.
     patience : int
         Reflections before giving up on an item (002 §4: 2500).
-    bound, eps : float
-        Box half-width and required margin.
+    box : (ndarray, ndarray)
+        Per-coordinate ends ``(lo, hi)`` of the box (:func:`argmaxable.core.box.make_box`): witnesses lie in it.
+    eps : float
+        Required margin.
     progress : callable, optional
         Called with the number of items finished after each batch.
     out : ndarray, shape (len(items), d), optional
@@ -58,24 +61,25 @@ def reflect(system: System, items: np.ndarray, *, patience: int, bound: float, e
     if hasattr(system, "start_margins") and system.n_rows == T and np.array_equal(items, todo):
         # Every category at once: the first step from the Gram matrix's upper triangle (half the work).
         X[:] = system.start(slice(None))  # all start points (a view: no temporary); rows not won are redone below
-        extent = np.maximum(X.max(axis=1), -X.min(axis=1))  # max |x_j| without an n×d temporary
         scale = np.ones(T)
         if system.homogeneous:  # a cone: scaling into the box divides every distance by the same factor
-            scale = np.maximum(extent / bound, 1.0)
-            X /= scale[:, None]
-        won = (system.start_margins(eps) / scale > eps) & (extent / scale <= bound)
+            scale = shrink_factors(X, *box)
+            fits = np.isfinite(scale)
+            X[fits] /= scale[fits, None]
+        with np.errstate(invalid="ignore"):
+            won = (system.start_margins(eps) / scale > eps) & inside(X, *box)
         proven[won], steps[won] = True, 1
         progress(int(won.sum()))
         todo = np.flatnonzero(~won)
     step = batch_size(system.n_rows)
     for lo in range(0, len(todo), step):
         sl = todo[lo : lo + step]
-        proven[sl], steps[sl], X[sl] = _reflect_batch(system, items[sl], patience, bound, eps)
+        proven[sl], steps[sl], X[sl] = _reflect_batch(system, items[sl], patience, box, eps)
         progress(len(sl))
     return ReflectOutcome(proven, steps, X)
 
 
-def _reflect_batch(system: System, items: np.ndarray, patience: int, bound: float, eps: float):
+def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: float):
     B = len(items)
     X = system.start(items).astype(system.dtype)  # (B, d)
     proven = np.zeros(B, dtype=bool)
@@ -85,12 +89,12 @@ def _reflect_batch(system: System, items: np.ndarray, patience: int, bound: floa
         if active.size == 0:
             break
         if system.homogeneous:  # no offsets: the region is a cone, scaling into the box changes nothing
-            scale = np.maximum(np.abs(X[active]).max(axis=1) / bound, 1.0)
-            X[active] /= scale[:, None]
+            scale = shrink_factors(X[active], *box)
+            fits = active[np.isfinite(scale)]
+            X[fits] /= scale[np.isfinite(scale), None].astype(X.dtype)
         worst, margin = system.evaluate(items[active], X[active], eps)  # one (b × d) @ (d × n) product
         wins = margin > eps  # certified: the rounding of the product is accounted for
-        inside = np.abs(X[active]).max(axis=1) <= bound
-        done = active[wins & inside]
+        done = active[wins & inside(X[active].astype(np.float64), *box)]
         proven[done] = True
         steps[done] = it + 1
         keep = ~wins  # a winning point outside the box goes to the exact LP, as in 002 §4

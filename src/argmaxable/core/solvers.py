@@ -2,7 +2,7 @@
 
 Both backends solve, for unit-norm rows ``a_i`` and offsets ``c_i`` added so far,
 
-    maximise t   subject to   a_i . x + c_i + t <= 0,   -B <= x_j <= B,   t free,
+    maximise t   subject to   a_i . x + c_i + t <= 0,   lo_j <= x_j <= hi_j,   t free,
 
 and return the optimum ``(x, t)`` with the row duals ``y``. ``t`` is free (not ``t >= 0`` as in 002 eq. 6) so the
 programme is always feasible and bounded, and its duals give a certificate either way (see
@@ -40,7 +40,7 @@ class LPSolution:
 class HighsLP:
     """Chebyshev LP in HiGHS (highspy), rows added incrementally, warm-started by the dual simplex."""
 
-    def __init__(self, d: int, bound: float):
+    def __init__(self, lo: np.ndarray, hi: np.ndarray):
         import highspy
 
         self._hs = highspy
@@ -50,11 +50,11 @@ class HighsLP:
         h.setOptionValue("presolve", "off")  # small dense working sets: presolve only costs (measured 2x at d=128)
         h.setOptionValue("primal_feasibility_tolerance", FEASIBILITY_TOLERANCE)
         h.setOptionValue("dual_feasibility_tolerance", FEASIBILITY_TOLERANCE)
-        inf = highspy.kHighsInf
+        d, inf = len(lo), highspy.kHighsInf
         costs = np.zeros(d + 1)
         costs[d] = 1.0
-        lower = np.concatenate([np.full(d, -bound), [-inf]])
-        upper = np.concatenate([np.full(d, bound), [inf]])
+        lower = np.concatenate([lo, [-inf]])
+        upper = np.concatenate([hi, [inf]])
         h.addCols(d + 1, costs, lower, upper, 0, np.array([], dtype=np.int32), np.array([], dtype=np.int32),
                   np.array([], dtype=np.float64))
         h.changeObjectiveSense(highspy.ObjSense.kMaximize)
@@ -92,7 +92,8 @@ class GurobiLP:
     # GurobiError 10010: the size-limited pip licence refuses the model. An error, never an "infeasible".
     SIZE_LIMIT_ERROR = 10010
 
-    def __init__(self, d: int, bound: float):
+    def __init__(self, lo: np.ndarray, hi: np.ndarray):
+        d = len(lo)
         try:
             import gurobipy as gp
         except ImportError:
@@ -106,7 +107,7 @@ class GurobiLP:
             m.Params.Threads = 1
             m.Params.FeasibilityTol = 1e-9  # Gurobi's minimum allowed value
             m.Params.OptimalityTol = 1e-9
-            self._x = m.addMVar(d, lb=-bound, ub=bound)
+            self._x = m.addMVar(d, lb=lo, ub=hi)
             self._t = m.addVar(lb=-gp.GRB.INFINITY, ub=gp.GRB.INFINITY)
             m.setObjective(self._t, gp.GRB.MAXIMIZE)
         except gp.GurobiError as err:
@@ -133,10 +134,10 @@ class GurobiLP:
                           "optimal")
 
 
-def make_lp(solver: str, d: int, bound: float):
-    """Instantiate the named backend."""
+def make_lp(solver: str, lo: np.ndarray, hi: np.ndarray):
+    """Instantiate the named backend over the box ``lo <= x <= hi`` (arrays of shape (d,))."""
     if solver == "highs":
-        return HighsLP(d, bound)
+        return HighsLP(lo, hi)
     if solver == "gurobi":
-        return GurobiLP(d, bound)
+        return GurobiLP(lo, hi)
     raise ValueError(f"solver must be one of {SOLVERS}. Got {solver!r} instead.")

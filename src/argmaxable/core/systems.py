@@ -239,10 +239,10 @@ class AssignmentSystem:
         worst = np.argmax(dist, axis=1)  # the most violated row, in distance
         return worst, -dist[np.arange(len(items)), worst]
 
-    def gordan(self, items, *, bound, eps, progress=None):
+    def gordan(self, items, *, box, eps, progress=None):
         """The dual stage (:mod:`gordan`): the rows are ``-y_i [w_i, b_i]``, one matrix with signs."""
         return gordan_certificates(self.W64, None if self.homogeneous else self.b64, -self.signs[items],
-                                   bound=bound, eps=eps, progress=progress)
+                                   box=box, eps=eps, progress=progress)
 
     def rows(self, items, j):
         s = self.signs[items, j].astype(np.float64)

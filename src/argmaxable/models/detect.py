@@ -69,7 +69,7 @@ def check_model(model: Mapping, detect: Mapping, table_path: str | os.PathLike, 
 
     layer = load_model(model)
     start = time.perf_counter()
-    res = am.check_categories(layer.W, layer.b, bound=detect["bound"], patience=detect["patience"],
+    res = am.check_categories(layer.W, b=layer.b, bound=detect["bound"], patience=detect["patience"],
                               eps=detect["eps"], solver=detect["solver"], workers=detect["workers"],
                               progress=progress)
     seconds = time.perf_counter() - start

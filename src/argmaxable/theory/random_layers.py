@@ -34,7 +34,7 @@ def check_random_layer(settings: dict, d: int, *, seed: int) -> pd.DataFrame:
     """Check every category of one random layer; one row per category (status, steps, radius)."""
     W, b = random_layer(settings["n"], d, low=settings["low"], high=settings["high"], bias=settings["bias"],
                         seed=seed)
-    res = am.check_categories(W, b, bound=settings["bound"], patience=settings["patience"],
+    res = am.check_categories(W, b=b, bound=settings["bound"], patience=settings["patience"],
                               eps=settings["eps"], workers=settings["workers"])
     df = res.to_frame()[["item", "status", "steps", "radius"]]
     df.insert(0, "d", d)

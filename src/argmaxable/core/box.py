@@ -1,0 +1,133 @@
+"""The box of inputs a check ranges over: ``lower_j <= x_j <= upper_j`` per coordinate.
+
+The papers use the symmetric box ``|x_j| <= B`` (002 §4: B = 100). The features feeding a real head are often
+narrower: after an activation they cannot take every value (issue 9: after SiLU x_j >= -0.2785, after ReLU
+x_j >= 0). A narrower box can only shrink each region, so an item argmaxable in it is argmaxable in the paper's
+box, and the opposite need not hold. Every stage reads the box from here: reflection accepts a witness only
+inside it, the LP bounds its variables by it, and dual certificates bound the radius by the box's support
+function ``sup_{x in box} v.x = sum_j max(lower_j v_j, upper_j v_j)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Lower ends of activations' ranges, rounded outward so the box contains every value the activation takes.
+# SiLU/swish: min of x*sigmoid(x) is -0.27846454 at x = -1.2785; GELU: min of x*Phi(x) is -0.16997 at x = -0.7518.
+SILU_MIN = -0.2785
+GELU_MIN = -0.17
+
+# name -> (lower, upper) as a function of the paper's bound B (None: that end stays at B).
+ACTIVATIONS = {
+    "none": (None, None),
+    "identity": (None, None),
+    "silu": (SILU_MIN, None),
+    "swish": (SILU_MIN, None),
+    "relu": (0.0, None),
+    "gelu": (GELU_MIN, None),
+    "tanh": (-1.0, 1.0),
+    "sigmoid": (0.0, 1.0),
+}
+
+
+def activation_bounds(name: str | None, bound: float) -> tuple[float, float]:
+    """The box ``(lower, upper)`` of inputs after activation ``name``, within the paper's box ``|x_j| <= bound``.
+
+    Parameters
+    ----------
+    name : str or None
+        One of "none" (or None, "identity": the paper's box), "silu"/"swish", "relu", "gelu", "tanh", "sigmoid".
+    bound : float
+        The paper's box half-width B; it caps the unbounded ends.
+
+    Returns
+    -------
+    (float, float)
+        Scalars for every coordinate, ``-bound <= lower < upper <= bound``.
+
+    Examples
+    --------
+    >>> activation_bounds("relu", 100.0)
+    (0.0, 100.0)
+    >>> activation_bounds("tanh", 100.0)
+    (-1.0, 1.0)
+    """
+    key = "none" if name is None else str(name).lower()
+    if key not in ACTIVATIONS:
+        raise ValueError(f"Unknown activation {name!r}: use one of {', '.join(ACTIVATIONS)}.")
+    lo, hi = ACTIVATIONS[key]
+    lower = -bound if lo is None else max(lo, -bound)
+    upper = bound if hi is None else min(hi, bound)
+    return float(lower), float(upper)
+
+
+def _end(value, d: int, name: str) -> np.ndarray:
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().double().numpy()
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):
+        arr = np.asarray(None)
+    if arr.dtype.kind not in "iuf":  # strings, complex, booleans, objects
+        raise ValueError(f"The {name!r} parameter must be a number or an array of {d} real numbers. "
+                         f"Got {value!r}.")
+    arr = arr.astype(np.float64)
+    if arr.ndim == 0:
+        arr = np.full(d, float(arr))
+    if arr.shape != (d,):
+        raise ValueError(f"The {name!r} parameter must be a scalar or have shape ({d},). Got shape {arr.shape}.")
+    if np.isnan(arr).any():
+        raise ValueError(f"The {name!r} parameter must not hold NaN.")
+    return arr
+
+
+def make_box(d: int, bound: float, lower=None, upper=None) -> tuple[np.ndarray, np.ndarray]:
+    """Per-coordinate ends ``(lo, hi)``, each of shape (d,): ``[lower, upper]`` intersected with ``|x_j| <= bound``.
+
+    Raises ValueError (one line) when an end is not a number/array of d numbers or the box is empty or flat
+    (``lo_j >= hi_j``: no ball of positive radius has its centre strictly inside).
+    """
+    lo = np.full(d, -float(bound)) if lower is None else np.maximum(_end(lower, d, "lower"), -bound)
+    hi = np.full(d, float(bound)) if upper is None else np.minimum(_end(upper, d, "upper"), bound)
+    bad = np.flatnonzero(~(lo < hi))
+    if bad.size:
+        j = int(bad[0])
+        raise ValueError(f"The box is empty or flat at coordinate {j}: lower {float(lo[j]):g} must be below upper "
+                         f"{float(hi[j]):g} (both within |x_j| <= bound = {float(bound):g}).")
+    return lo, hi
+
+
+def is_symmetric(lo: np.ndarray, hi: np.ndarray) -> bool:
+    """Whether the box is ``|x_j| <= B`` for one B."""
+    return bool(np.all(lo == -hi[0]) and np.all(hi == hi[0]))
+
+
+def support(V: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``sup_{x in box} v.x`` for each row v of V (last axis: coordinates)."""
+    return np.maximum(V * lo, V * hi).sum(axis=-1)
+
+
+def inside(X: np.ndarray, lo: np.ndarray, hi: np.ndarray, block: int = 4096) -> np.ndarray:
+    """Which rows of X lie in the box (blocks of rows: no n×d temporary)."""
+    out = np.empty(len(X), dtype=bool)
+    for s in range(0, len(X), block):
+        Xb = X[s : s + block]
+        out[s : s + block] = (Xb >= lo).all(axis=1) & (Xb <= hi).all(axis=1)
+    return out
+
+
+def shrink_factors(X: np.ndarray, lo: np.ndarray, hi: np.ndarray, block: int = 4096) -> np.ndarray:
+    """Smallest s >= 1 per row with ``X[k] / s`` in the box (inf where no such s: a coordinate of the wrong sign
+    for a box end at 0, or a box that does not hold the origin). For cones, dividing by s keeps the region."""
+    out = np.empty(len(X))
+    if not (np.all(lo <= 0) and np.all(hi >= 0)):
+        out[:] = np.where(inside(X, lo, hi), 1.0, np.inf)
+        return out
+    with np.errstate(divide="ignore", invalid="ignore"):
+        up = np.where(hi > 0, 1.0 / hi, np.inf)  # x_j / hi_j for x_j > 0
+        down = np.where(lo < 0, 1.0 / lo, -np.inf)  # x_j / lo_j for x_j < 0
+        for s in range(0, len(X), block):
+            Xb = X[s : s + block]
+            r = np.maximum(np.where(Xb > 0, Xb * up, 0.0), np.where(Xb < 0, Xb * down, 0.0))
+            out[s : s + block] = np.maximum(r.max(axis=1), 1.0)
+    return out
