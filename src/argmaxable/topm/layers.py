@@ -23,6 +23,7 @@ interior), we let them move within eps so that the region holds a ball the LP ca
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -157,8 +158,16 @@ def _item(result: CheckResult, k: int) -> CheckResult:
 
 def verify_layers(result: CheckResult, layers: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
     """Re-check each item's evidence with :func:`argmaxable.verify_certificate` on its own derived layer."""
-    return np.array([bool(am.verify_certificate(_item(result, k), V, e, Y=active[None, :])[0])
+    return np.array([bool(am.verify_certificate(_item(result, k), V, e, items=active[None, :])[0])
                      for k, (V, e, active) in enumerate(layers)], dtype=bool)
+
+
+def verify_top_m(result: CheckResult, W, sets: Sequence, b=None) -> np.ndarray:
+    """Re-check a :func:`argmaxable.check_top_m` result: it is the assignments result of the layer [W, -1] over
+    (x, tau), so :func:`argmaxable.verify_certificate` checks it on that layer."""
+    W = np.asarray(W, dtype=np.float64)
+    augmented = np.hstack([W, -np.ones((W.shape[0], 1))])  # (N, d+1)
+    return am.verify_certificate(replace(result, kind="assignments"), augmented, b, items=sets)
 
 
 def _prescribed_layers(W, b, sets, probs, eps, delta):
