@@ -35,6 +35,7 @@ class RootConfig:
     experiment: str = MISSING  # name of the experiment file that was applied (offline, paper, ...)
     seed: int = 0
     results_dir: str = "results"
+    data_dir: str = "data"  # downloaded inputs: data/models/<key>/ (models), and the datasets placed by hand
     detect: DetectConfig = field(default_factory=DetectConfig)
     model: dict[str, ModelConfig] = field(default_factory=dict)
     theory: TheoryConfig = field(default_factory=TheoryConfig)

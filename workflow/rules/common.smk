@@ -18,6 +18,18 @@ def _compose():
 
 CFG = _compose()
 RESULTS = CFG.results_dir
+DATA = CFG.data_dir
+
+
+def model_dir(key):
+    """A model's downloaded files (rule download_model): data/models/<key>/."""
+    return f"{DATA}/models/{key}"
+
+
+def model_input(key):
+    """What a job reading a model's files depends on: the manifest download_model writes last."""
+    return f"{model_dir(key)}/manifest.json"
+
 # Rules pass only the settings a job uses as params (a change elsewhere must not rerun it); scripts record the
 # full tree for provenance with argmaxable.config.from_snakemake(snakemake).
 

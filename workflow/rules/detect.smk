@@ -1,11 +1,14 @@
-# detect family: check every category of each configured model's softmax layer (002 §4, Fig. 4's combined
-# algorithm) and gather the papers' table of potentially unargmaxable / unargmaxable tokens (002 appendix E).
+# detect family: download each configured model (download_model, one job per model, writing
+# data/models/<key>/ with a manifest), check every category of its softmax layer from those local files (002 §4,
+# Fig. 4's combined algorithm; with detect.shards > 1, one job per class range merged after) and gather the
+# papers' table of potentially unargmaxable / unargmaxable tokens (002 appendix E).
 import re
 
 from omegaconf import OmegaConf
 
 DETECT = f"{RESULTS}/detect"
 DETECT_MODELS = list(CFG.model)
+SHARDS = CFG.detect.shards
 
 
 def detect_targets():
@@ -14,20 +17,94 @@ def detect_targets():
     return [f"{DETECT}/tables/detect.parquet", f"{DETECT}/tables/detect.md"]
 
 
-rule check_model:
+def model_params(wc):
+    return OmegaConf.to_container(CFG.model[wc.model], resolve=True)
+
+
+def trained_input(wc):
+    """A model of kind `trained` depends on the file or directory the rule that trains it writes."""
+    spec = CFG.model[wc.model].download
+    return [spec.path] if spec.kind == "trained" else []
+
+
+MODEL_KEYS = "|".join(map(re.escape, DETECT_MODELS)) or "none"  # the {model} wildcard: a configured key
+
+
+# The only job that touches the network; a small CPU allocation on a cluster (workflow/profiles/slurm).
+rule download_model:
     wildcard_constraints:
-        model="|".join(map(re.escape, DETECT_MODELS)) or "none",
+        model=MODEL_KEYS,
+    input:
+        trained_input,
     output:
-        table=f"{DETECT}/{{model}}/categories.parquet",
-        summary=f"{DETECT}/{{model}}/summary.json",
+        model_input("{model}"),
     log:
-        f"{DETECT}/logs/check_model/{{model}}.log",
+        f"{DETECT}/logs/download_model/{{model}}.log",
     params:
-        model=lambda wc: OmegaConf.to_container(CFG.model[wc.model], resolve=True),
-        detect=OmegaConf.to_container(CFG.detect, resolve=True),
-    threads: CFG.detect.workers
+        model=model_params,
+        root=lambda wc: model_dir(wc.model),
+    threads: 1
     script:
-        "../scripts/detect_check_model.py"
+        "../scripts/detect_download_model.py"
+
+
+if SHARDS == 1:
+
+    rule check_model:
+        wildcard_constraints:
+            model=MODEL_KEYS,
+        input:
+            model_input("{model}"),
+        output:
+            table=f"{DETECT}/{{model}}/categories.parquet",
+            summary=f"{DETECT}/{{model}}/summary.json",
+        log:
+            f"{DETECT}/logs/check_model/{{model}}.log",
+        params:
+            model=model_params,
+            root=lambda wc: model_dir(wc.model),
+            detect=OmegaConf.to_container(CFG.detect, resolve=True),
+        threads: CFG.detect.workers
+        script:
+            "../scripts/detect_check_model.py"
+
+else:
+
+    rule check_model_shard:
+        input:
+            model_input("{model}"),
+        output:
+            table=f"{DETECT}/{{model}}/shards/{{shard}}.parquet",
+            facts=f"{DETECT}/{{model}}/shards/{{shard}}.json",
+        wildcard_constraints:
+            model=MODEL_KEYS,
+            shard=r"\d+",
+        log:
+            f"{DETECT}/logs/check_model_shard/{{model}}/{{shard}}.log",
+        params:
+            model=model_params,
+            root=lambda wc: model_dir(wc.model),
+            detect=OmegaConf.to_container(CFG.detect, resolve=True),
+            shards=SHARDS,
+        threads: CFG.detect.workers
+        script:
+            "../scripts/detect_check_model_shard.py"
+
+    rule merge_model_shards:
+        wildcard_constraints:
+            model=MODEL_KEYS,
+        input:
+            tables=expand(f"{DETECT}/{{{{model}}}}/shards/{{shard}}.parquet", shard=range(SHARDS)),
+            facts=expand(f"{DETECT}/{{{{model}}}}/shards/{{shard}}.json", shard=range(SHARDS)),
+        output:
+            table=f"{DETECT}/{{model}}/categories.parquet",
+            summary=f"{DETECT}/{{model}}/summary.json",
+        log:
+            f"{DETECT}/logs/merge_model_shards/{{model}}.log",
+        params:
+            model=model_params,
+        script:
+            "../scripts/detect_merge_model_shards.py"
 
 
 rule make_detect_table:

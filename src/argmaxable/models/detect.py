@@ -1,8 +1,11 @@
 """Detection over models (002 §4): check every category of a model's softmax layer, then tabulate.
 
-One job per model writes a per-category table and a summary; :func:`make_detect_table` gathers the
-summaries into the papers' table (002 appendix E, Tables 4-8): potentially unargmaxable (categories the
-approximate algorithm could not prove, so the exact LP ran), unargmaxable (proven by the LP), mean steps.
+One job per model (or one per class range, merged after) writes a per-category table and a summary;
+:func:`make_detect_table` gathers the summaries into the papers' table (002 appendix E, Tables 4-8):
+potentially unargmaxable (categories the approximate algorithm could not prove, so the exact LP ran),
+unargmaxable (proven by the LP), mean steps. For translation models the paper counts only the target
+script's tokens (002 §4.2, :mod:`argmaxable.models.vocab`); the table gives those counts and the whole
+vocabulary's side by side.
 """
 
 from __future__ import annotations
@@ -14,49 +17,111 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from argmaxable.models.loaders import load_model
+from argmaxable.models.vocab import in_script
+from argmaxable.models.weights import WeightsError
 from argmaxable.provenance import write_json, write_table
 
 SHOWN = 100  # unargmaxable category indices listed in a summary (the full list is in the table)
 
 
-def summarise(name: str, layer, res, seconds: float, paper: Mapping | None = None) -> dict[str, Any]:
-    """The per-model record of a check: shape, counts per status, the papers' two numbers, mean steps."""
-    proven = res.steps >= 0
-    unarg = res.unargmaxable
+def shard_range(n: int, shard: int, shards: int) -> range:
+    """Categories of shard ``shard`` (0-based) of ``shards`` contiguous class ranges over ``n`` categories."""
+    if not 0 <= shard < shards:
+        raise ValueError(f"shard {shard} is outside 0..{shards - 1}")
+    return range(shard * n // shards, (shard + 1) * n // shards)
+
+
+def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | None = None, shard: int = 0,
+                shards: int = 1, progress: bool = False):
+    """Check one class range of a model's output layer (all of it when ``shards == 1``).
+
+    Returns
+    -------
+    frame : DataFrame
+        One row per category of the range: category, token (when the model has a vocabulary), counted
+        (whether the paper counts it: the target-script filter of :mod:`argmaxable.models.vocab` when the
+        model names a ``script``, else every category), then the check's columns (status, radius, steps, ...).
+    facts : dict
+        model, origin, n, d, bias, script, seconds, settings, files (paths read, for provenance).
+    """
+    import argmaxable as am
+
+    layer = load_model(model, root=root)
+    n = layer.W.shape[0]
+    classes = np.asarray(shard_range(n, shard, shards), dtype=np.int64)
+    script = model.get("script") or ""
+    if script and layer.tokens is None:
+        raise WeightsError(f"model {model['name']!r} names script {script!r} but no vocabulary file was found: "
+                           "set params.vocab")
+    start = time.perf_counter()
+    res = am.check_categories(layer.W, None if shards == 1 else classes, layer.b, bound=detect["bound"],
+                              patience=detect["patience"],
+                              eps=detect["eps"], solver=detect["solver"], workers=detect["workers"],
+                              progress=progress)
+    seconds = time.perf_counter() - start
+    frame = res.to_frame().rename(columns={"item": "category"})
+    extra = {}
+    if layer.tokens is not None:
+        extra["token"] = [layer.tokens[i] for i in classes]
+    extra["counted"] = [in_script(t, script) for t in extra["token"]] if script else np.ones(len(classes), bool)
+    for pos, (col, values) in enumerate(extra.items(), start=1):
+        frame.insert(pos, col, values)
+    facts = {"model": model["name"], "origin": layer.origin, "n": int(n), "d": int(layer.W.shape[1]),
+             "bias": layer.b is not None, "script": script, "seconds": round(seconds, 3),
+             "settings": res.settings, "files": [str(f) for f in layer.files]}
+    return frame, facts
+
+
+def _counts(frame) -> dict[str, Any]:
+    """The papers' numbers over the rows of ``frame``: potentially unargmaxable, unargmaxable, undecided."""
+    proven = frame["steps"].to_numpy() >= 0
+    status = frame["status"].to_numpy()
+    return {"potentially_unargmaxable": int((~proven).sum()), "unargmaxable": int((status == "unargmaxable").sum()),
+            "undecided": int((status == "undecided").sum())}
+
+
+def summarise(frame, facts: Mapping, paper: Mapping | None = None) -> dict[str, Any]:
+    """The per-model record of a check (whole range): counts over the counted categories as the paper
+    reports them (the target script's tokens, or all), the same over the whole vocabulary, mean steps."""
+    counted = frame[frame["counted"].to_numpy(dtype=bool)]
+    steps = counted["steps"].to_numpy()
+    unarg = counted[counted["status"] == "unargmaxable"]
+    status = counted["status"].to_numpy()
     return {
-        "model": name,
-        "origin": layer.origin,
-        "n": int(layer.W.shape[0]),
-        "d": int(layer.W.shape[1]),
-        "bias": layer.b is not None,
-        "counts": res.counts(),
-        "potentially_unargmaxable": int((~proven).sum()),
-        "unargmaxable": int(unarg.size),
-        "undecided": res.counts()["undecided"],
-        "mean_steps": float(res.steps[proven].mean()) if proven.any() else float("nan"),
-        "max_steps": int(res.steps.max()) if len(res) else 0,
-        "unargmaxable_categories": unarg[:SHOWN].tolist(),
-        "seconds": round(seconds, 3),
-        "settings": res.settings,
+        **{k: facts[k] for k in ("model", "origin", "n", "d", "bias", "script", "seconds", "settings")},
+        "counts": {s: int((status == s).sum()) for s in ("argmaxable", "unargmaxable", "undecided")},
+        "counted": len(counted),
+        **_counts(counted),
+        "whole_vocabulary": _counts(frame),
+        "mean_steps": float(steps[steps >= 0].mean()) if (steps >= 0).any() else float("nan"),
+        "max_steps": int(frame["steps"].max()) if len(frame) else 0,
+        "unargmaxable_categories": unarg["category"].head(SHOWN).tolist(),
+        "unargmaxable_tokens": unarg["token"].head(SHOWN).tolist() if "token" in unarg else [],
         "paper": dict(paper or {}),
     }
 
 
 def check_model(model: Mapping, detect: Mapping, table_path: str | os.PathLike, summary_path: str | os.PathLike,
-                *, config: Any = None, progress: bool = False) -> dict[str, Any]:
-    """Load one model's output layer, check all its categories, write the table and the summary.
+                *, root: str | os.PathLike | None = None, config: Any = None,
+                progress: bool = False) -> dict[str, Any]:
+    """Load one model's output layer from local files, check all its categories, write table and summary.
 
     Parameters
     ----------
     model : mapping
-        A model config (name, source, params, paper; see :class:`argmaxable.models.schema.ModelConfig`).
+        A model config (name, source, params, script, paper; see :class:`argmaxable.models.schema.ModelConfig`).
     detect : mapping
         Detection settings: bound, patience, eps, solver, workers.
     table_path : path
-        Per-category table (.parquet/.csv): category, status, radius, steps, lp_rounds, witness_norm, message.
+        Per-category table (.parquet/.csv): category, token, counted, status, radius, steps, lp_rounds,
+        witness_norm, message.
     summary_path : path
         JSON summary (see :func:`summarise`).
+    root : path, optional
+        The model's downloaded directory (relative params are read inside it).
     config : any
         The composed config, stored in the provenance records.
 
@@ -65,19 +130,40 @@ def check_model(model: Mapping, detect: Mapping, table_path: str | os.PathLike, 
     dict
         The summary.
     """
-    import argmaxable as am
+    frame, facts = check_shard(model, detect, root=root, progress=progress)
+    return _write_model(frame, facts, model, table_path, summary_path, facts["files"], config)
 
-    layer = load_model(model)
-    start = time.perf_counter()
-    res = am.check_categories(layer.W, b=layer.b, bound=detect["bound"], patience=detect["patience"],
-                              eps=detect["eps"], solver=detect["solver"], workers=detect["workers"],
-                              progress=progress)
-    seconds = time.perf_counter() - start
-    frame = res.to_frame().rename(columns={"item": "category"})
-    write_table(frame, table_path, config=config, inputs=layer.files, model=model["name"], origin=layer.origin)
-    summary = summarise(model["name"], layer, res, seconds, model.get("paper"))
+
+def _write_model(frame, facts, model, table_path, summary_path, inputs, config) -> dict[str, Any]:
+    write_table(frame, table_path, config=config, inputs=inputs, model=model["name"], origin=facts["origin"])
+    summary = summarise(frame, facts, model.get("paper"))
     write_json(summary, summary_path)
     return summary
+
+
+def check_model_shard(model: Mapping, detect: Mapping, shard: int, shards: int, table_path: str | os.PathLike,
+                      facts_path: str | os.PathLike, *, root: str | os.PathLike | None = None,
+                      config: Any = None, progress: bool = False) -> None:
+    """One class-range job of a sharded check: its rows of the table and the layer's facts (JSON)."""
+    frame, facts = check_shard(model, detect, root=root, shard=shard, shards=shards, progress=progress)
+    write_table(frame, table_path, config=config, inputs=facts["files"], model=model["name"], shard=shard)
+    write_json(facts, facts_path)
+
+
+def merge_model_shards(model: Mapping, table_paths: Iterable[str | os.PathLike],
+                       facts_paths: Iterable[str | os.PathLike], table_path: str | os.PathLike,
+                       summary_path: str | os.PathLike, *, config: Any = None) -> dict[str, Any]:
+    """Join the shards of a sharded check into the table and summary a single :func:`check_model` writes."""
+    import pandas as pd
+
+    table_paths, facts_paths = list(table_paths), list(facts_paths)
+    frame = pd.concat([pd.read_parquet(p) for p in table_paths], ignore_index=True)
+    frame = frame.sort_values("category", ignore_index=True)
+    all_facts = [json.loads(Path(p).read_text()) for p in facts_paths]
+    facts = {**all_facts[0], "seconds": round(sum(f["seconds"] for f in all_facts), 3)}
+    if frame["category"].tolist() != list(range(facts["n"])):
+        raise ValueError(f"shards of {model['name']!r} do not cover categories 0..{facts['n'] - 1} once each")
+    return _write_model(frame, facts, model, table_path, summary_path, table_paths, config)
 
 
 COLUMNS = {  # summary key -> column of the detection table (002 Tables 4-8 plus our extra evidence)
@@ -85,12 +171,23 @@ COLUMNS = {  # summary key -> column of the detection table (002 Tables 4-8 plus
     "n": "n",
     "d": "d",
     "bias": "bias",
+    "script": "script",
+    "counted": "# counted",
     "potentially_unargmaxable": "# potentially unargmaxable",
     "unargmaxable": "# unargmaxable",
     "undecided": "# undecided",
+    "whole_vocabulary.potentially_unargmaxable": "whole vocabulary # potentially unargmaxable",
+    "whole_vocabulary.unargmaxable": "whole vocabulary # unargmaxable",
     "mean_steps": "mean steps",
     "seconds": "seconds",
 }
+
+
+def _get(record: Mapping, key: str):
+    """``record[key]`` where a dotted key reads into nested records."""
+    for part in key.split("."):
+        record = record[part]
+    return record
 
 
 def detect_table(summaries: Iterable[Mapping]):
@@ -99,7 +196,7 @@ def detect_table(summaries: Iterable[Mapping]):
 
     rows = []
     for s in summaries:
-        row = {col: s[key] for key, col in COLUMNS.items()}
+        row = {col: _get(s, key) for key, col in COLUMNS.items()}
         paper = s.get("paper") or {}
         row["paper table"] = paper.get("table", "")
         row["paper # potentially unargmaxable"] = paper.get("potentially_unargmaxable", "")

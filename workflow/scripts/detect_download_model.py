@@ -1,0 +1,14 @@
+"""Snakemake script of rule download_model: unpack the job and call argmaxable.download.download_model."""
+
+import sys
+
+from argmaxable.download import DownloadError, download_model
+
+snakemake = globals()["snakemake"]  # injected by Snakemake
+sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115 - the job's log for the rest of the process
+try:
+    download_model(snakemake.params.model, snakemake.params.root)
+except DownloadError as err:  # one line in the log and on the console, no traceback
+    print(f"argmaxable: {err}", file=sys.stderr)
+    print(f"argmaxable: {err}", file=sys.__stderr__)
+    sys.exit(1)
