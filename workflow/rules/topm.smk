@@ -1,5 +1,5 @@
 # top-m family: Basri & Jacobs' LP experiments (004 Figs 1, 3, 7) and thesis Prop. 5.3 on the DFT layer.
-# Trained matrices come from data/models/<key> (rule download_model writes its manifest.json).
+# Trained matrices are read from model_dir(<key>) once rule download_model has written its manifest.json.
 import re
 
 from omegaconf import OmegaConf
@@ -20,12 +20,12 @@ TOPM_POINTS = sorted({(TOPM_SCALING["N"], d) for d in TOPM_SCALING["d_values"]}
 
 def topm_model(key):
     """(model config as a plain dict, its local directory)."""
-    return OmegaConf.to_container(CFG.model[key], resolve=True), f"data/models/{key}"
+    return OmegaConf.to_container(CFG.model[key], resolve=True), model_dir(key)
 
 
 rule measure_topm:
     input:
-        "data/models/{model}/manifest.json",
+        lambda wc: model_input(wc.model),
     output:
         f"{TOPM}/fraction/{{model}}_{{kind}}.parquet",
     wildcard_constraints:
@@ -90,7 +90,7 @@ rule plot_topm_scaling:
 
 rule compare_topm_rows:
     input:
-        expand("data/models/{model}/manifest.json", model=TOPM_MODELS),
+        [model_input(key) for key in TOPM_MODELS],
     output:
         **family_outputs(TOPM, tables={"table": "rows"}, figures={"figure": "rows"}),
     params:

@@ -114,21 +114,22 @@ def run_rankings(settings: dict, out: dict, *, seed: int, config=None) -> None:
     """Rule ``check_dft_rankings``: Prop. 5.3 exhaustively (fails loudly on any unargmaxable DFT ranking),
     sampled for large n, Gaussian layers vs d, and the figure.
 
+    Sampled rankings of large n are reported, not asserted: the DFT regions shrink fast with n (thesis Fig. 5.5)
+    and may fall below the LP's eps while still non-empty.
+
     Parameters
     ----------
     settings : dict
-        ``topm.ranking`` plus ``check`` (core keywords).
+        ``topm.ranking`` plus ``check`` (core keywords; ``bound`` comes from ``topm.ranking``).
     out : dict
         Paths: ``exhaustive``, ``sampled``, ``by_d`` (.parquet, .md beside), ``figure`` (.png).
     """
-    check = settings["check"]
+    check = {**settings["check"], "bound": settings["bound"]}
     cases = [(n, k) for n in settings["exhaustive_n"] for k in range(1, (n - 2) // 2 + 1)]  # d = 2k < n - 1
     exhaustive = ranking_table(cases, samples=None, seed=seed, check=check)
     big = [(n, k) for n in settings["sampled_n"] for k in settings["k_values"] if 2 * k < n - 1]
     sampled = ranking_table(big, samples=settings["samples"], seed=seed + 1, check=check)
-    dft = pd.concat([exhaustive, sampled])
-    dft = dft[dft["layer"] == "dft"]
-    failed = dft[dft["argmaxable"] < dft["rankings"]]
+    failed = exhaustive[(exhaustive["layer"] == "dft") & (exhaustive["argmaxable"] < exhaustive["rankings"])]
     if len(failed):
         raise ReproductionError(f"thesis Prop. 5.3 (every top-k ranking of the DFT layer argmaxable) fails:\n{failed}")
     by_d = gaussian_d_table(settings["by_d_n"], settings["by_d_k"], matrices=settings["matrices"], seed=seed + 2,
