@@ -1,8 +1,15 @@
-"""Config composition of the top-m group (tests/test_notebooks.py runs every rule function on a tiny tree)."""
+"""Config composition of the top-m group and Figs 4/6 on a tiny causal LM (tests/test_notebooks.py runs the
+other rule functions on a tiny tree)."""
 
+import numpy as np
+import pandas as pd
 import pytest
+import torch
 
 from argmaxable.config import ConfigError, load_config
+from argmaxable.topm.natural import help_texts, read_tops, run_natural, run_predict
+
+CHECK = {"bound": 100.0, "eps": 1e-8, "patience": 0, "solver": "highs", "workers": 1, "exact_radius": True}
 
 
 def test_topm_config_composes():
@@ -17,3 +24,36 @@ def test_topm_config_composes():
 def test_unknown_topm_key_fails():
     with pytest.raises(ConfigError, match=r"topm\.check\.nope"):
         load_config(["+topm.check.nope=1"])
+
+
+def _tiny_causal_lm(path):
+    """A 1-layer GPT-2 with a word-level tokenizer, saved in the Hugging Face format the loaders read."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    words = sorted(set(help_texts(["assert", "if"])[0].split() + help_texts(["if"])[0].split()))
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(["[UNK]", *words])}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(path)
+    torch.manual_seed(0)
+    cfg = GPT2Config(vocab_size=len(words) + 1, n_positions=64, n_embd=8, n_layer=1, n_head=2)
+    GPT2LMHeadModel(cfg).save_pretrained(path)
+
+
+def test_natural_probabilities_on_a_tiny_causal_lm(tmp_path):
+    lm = tmp_path / "lm"
+    _tiny_causal_lm(lm)
+    settings = {"texts": ["assert", "if"], "top": 50, "max_tokens": 40, "cumulative_m": [1, 10, 50],
+                "m_values": [1, 2, 4], "trials": 3, "check": CHECK,
+                "prescribed": {"eps_ratio": 0.05, "delta": 0.1, "low": 0.1, "high": 1.1}}
+    model = {"name": "tiny-lm", "source": "huggingface", "params": {"repo": "."}}
+    run_predict(settings, model, str(lm), str(tmp_path / "top.npz"))
+    tops = read_tops(tmp_path / "top.npz")
+    assert [t.shape for t in tops] == [(40, 50), (40, 50)]
+    assert np.all(np.diff(tops[0], axis=1) <= 0) and np.all(tops[0].sum(axis=1) <= 1 + 1e-9)
+    out = {"cumulative": tmp_path / "cum.parquet", "curves": tmp_path / "nat.parquet", "figure": tmp_path / "n.png"}
+    run_natural(settings, "tiny-lm", model, str(lm), str(tmp_path / "top.npz"), out, seed=0)
+    cum = pd.read_parquet(out["cumulative"])
+    assert cum["mean"].is_monotonic_increasing and cum["mean"].iloc[-1] <= 1 + 1e-9
+    curves = pd.read_parquet(out["curves"])
+    assert set(curves["test"]) == {"prescribed, natural", "prescribed, uniform"}

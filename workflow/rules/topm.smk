@@ -118,11 +118,57 @@ rule check_dft_rankings:
         "../scripts/topm_check_dft_rankings.py"
 
 
+TOPM_NATURAL = TOPM_SETTINGS["natural"]
+if TOPM_NATURAL["model"] is not None and TOPM_NATURAL["model"] not in CFG.model:
+    print(f"argmaxable: topm.natural.model is {TOPM_NATURAL['model']!r}, which the composed 'model' group lacks",
+          file=sys.stderr)
+    sys.exit(1)
+
+
+rule predict_next_tokens:
+    input:
+        lambda wc: model_input(wc.model),
+    output:
+        f"{TOPM}/natural/{{model}}_top.npz",
+    params:
+        settings=TOPM_NATURAL,
+        model=lambda wc: topm_model(wc.model)[0],
+        root=lambda wc: topm_model(wc.model)[1],
+    log:
+        f"{TOPM}/logs/predict_next_tokens/{{model}}.log",
+    script:
+        "../scripts/topm_predict_next_tokens.py"
+
+
+rule measure_topm_natural:
+    input:
+        manifest=lambda wc: model_input(wc.model),
+        tops=f"{TOPM}/natural/{{model}}_top.npz",
+    output:
+        **family_outputs(TOPM, tables={"cumulative": "{model}_cumulative", "curves": "{model}_natural"},
+                         figures={"figure": "{model}_natural"}),
+    params:
+        settings={**TOPM_NATURAL, "m_values": TOPM_SETTINGS["fraction"]["m_values"],
+                  "trials": TOPM_SETTINGS["fraction"]["trials"], "check": TOPM_SETTINGS["check"],
+                  "prescribed": TOPM_SETTINGS["prescribed"]},
+        model=lambda wc: topm_model(wc.model)[0],
+        root=lambda wc: topm_model(wc.model)[1],
+        seed=CFG.seed,
+    threads: TOPM_SETTINGS["check"]["workers"]
+    log:
+        f"{TOPM}/logs/measure_topm_natural/{{model}}.log",
+    script:
+        "../scripts/topm_measure_natural.py"
+
+
 def topm_targets():
-    """Every output of the top-m family (empty when topm.enabled is false; no Fig. 1 or 7 without models)."""
+    """Every output of the top-m family (empty when topm.enabled is false; no Fig. 1 or 7 without trained
+    matrices, no Figs 4 and 6 without a causal language model)."""
     if not CFG.topm.enabled:
         return []
     targets = [*rules.plot_topm_scaling.output, *rules.check_dft_rankings.output]
     if TOPM_MODELS:
         targets += [*rules.plot_topm_fraction.output, *rules.compare_topm_rows.output]
+    if TOPM_NATURAL["model"] is not None:
+        targets += expand(rules.measure_topm_natural.output, model=TOPM_NATURAL["model"])
     return targets

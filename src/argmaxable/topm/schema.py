@@ -76,6 +76,19 @@ class RankingConfig:
 
 
 @dataclass
+class NaturalConfig:
+    """004 Figs 4 and 6: a causal language model's own next-token probabilities."""
+
+    model: str | None = None  # key of model.<key> holding a causal LM (Hugging Face directory); none: skipped
+    texts: list[str] = field(default_factory=lambda: [  # Python help topics (pydoc_data) in place of the
+        "assert", "assignment", "calls", "class", "exceptions",  # paper's ten New York Times stories
+        "for", "function", "if", "import", "while"])
+    top: int = 2000  # probabilities kept per position (Fig. 4's x-axis reaches 1000)
+    max_tokens: int = 512  # tokens read per text
+    cumulative_m: list[int] = field(default_factory=lambda: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000])
+
+
+@dataclass
 class TopmConfig:
     """Settings of the top-m family; ``enabled: false`` drops it from ``rule all``."""
 
@@ -87,3 +100,4 @@ class TopmConfig:
     scaling: ScalingConfig = field(default_factory=ScalingConfig)
     rows: RowsConfig = field(default_factory=RowsConfig)
     ranking: RankingConfig = field(default_factory=RankingConfig)
+    natural: NaturalConfig = field(default_factory=NaturalConfig)
