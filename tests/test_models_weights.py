@@ -75,6 +75,18 @@ def test_torch_linear_state_dict(tmp_path, nested):
     np.testing.assert_array_equal(b, layer.bias.detach().numpy())
 
 
+def test_legacy_non_zip_checkpoint(tmp_path):
+    """pytorch_model.bin files saved before torch 1.6 (early hub uploads) are not zip archives: no mmap."""
+    f = tmp_path / "pytorch_model.bin"
+    torch.save({"lm_head.weight": torch.from_numpy(W0), "final_logits_bias": torch.from_numpy(B0)[None]}, f,
+               _use_new_zipfile_serialization=False)
+    with pytest.raises(RuntimeError, match="mmap"):  # what the zip-only reader said before the fallback
+        torch.load(f, weights_only=True, mmap=True)
+    W, b = load_layer(f)
+    np.testing.assert_array_equal(W, W0)
+    np.testing.assert_array_equal(b, B0)
+
+
 def test_torch_bfloat16_tensor(tmp_path):
     f = tmp_path / "W.pth"
     torch.save(torch.from_numpy(W0).bfloat16(), f)

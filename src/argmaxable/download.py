@@ -105,9 +105,14 @@ def fetch_url(url: str, dest: str | os.PathLike, *, sha256: str = "", retries: i
             try:
                 with urllib.request.urlopen(request, timeout=timeout) as response:
                     resumed = have > 0 and getattr(response, "status", None) == 206
+                    length = response.headers.get("Content-Length")
+                    expected = (have if resumed else 0) + int(length) if length else None
                     with open(part, "ab" if resumed else "wb") as out:
                         while block := response.read(BLOCK):
                             out.write(block)
+                # http.client ends a chunked read quietly when the connection drops: compare the length
+                if expected is not None and part.stat().st_size < expected:
+                    raise ConnectionError(f"connection closed after {part.stat().st_size} of {expected} bytes")
                 break
             except urllib.error.HTTPError as err:
                 if err.code == 416 and have:  # nothing left to send: the partial file is complete
@@ -347,5 +352,6 @@ def download_model(model: Mapping, dest: str | os.PathLike) -> dict[str, Any]:
         with contextlib.suppress(OSError):
             Path(dest).rmdir()  # the empty directory a workflow engine may have made for the outputs
         hint = "" if kind in ("none", "trained") else f" ({OFFLINE_HINT}; fetch it where there is a network)"
-        raise DownloadError(f"cannot download model {name!r} from {where}: {err}{hint}") from None
+        reason = str(err).removeprefix(f"cannot download {where}: ")
+        raise DownloadError(f"cannot download model {name!r} from {where}: {reason}{hint}") from None
     return manifest

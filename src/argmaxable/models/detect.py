@@ -58,9 +58,8 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
                            "set params.vocab")
     start = time.perf_counter()
     res = am.check_categories(layer.W, None if shards == 1 else classes, layer.b, bound=detect["bound"],
-                              patience=detect["patience"],
-                              eps=detect["eps"], solver=detect["solver"], workers=detect["workers"],
-                              progress=progress)
+                              patience=detect["patience"], eps=detect["eps"], solver=detect["solver"],
+                              workers=detect["workers"], progress=progress)
     seconds = time.perf_counter() - start
     frame = res.to_frame().rename(columns={"item": "category"})
     extra = {}

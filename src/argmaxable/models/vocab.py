@@ -118,7 +118,7 @@ def strip_markers(token: str) -> str:
 
 def is_special(token: str) -> bool:
     """Whether a token is a special symbol such as ``<unk>``, ``</s>`` or ``[CLS]``."""
-    return bool(SPECIAL.match(token))
+    return token not in MARKERS and bool(SPECIAL.match(token))  # a bare "</w>" is a marker, not a symbol
 
 
 def in_script(token: str, script: str) -> bool:

@@ -1,0 +1,209 @@
+"""Train the small language model of one bottleneck width d and save its head like a released model.
+
+Rule ``build_lm_vocab`` writes the vocabulary once (:func:`make_vocab`); rule ``train_lm`` runs
+:func:`train_lm` per d. Each run writes, in its model directory (the ``download: {kind: trained, path}`` of
+the model config ``debtags_lm_d{d}``):
+
+- ``head.safetensors``: ``weight`` (n, d) and ``bias`` (n,), float32: the softmax layer that is checked;
+- ``vocab.json``: token -> row, the vocabulary file :func:`argmaxable.models.loaders.load_model` reads;
+- ``lm.safetensors``: the whole model (to run it again over text);
+- ``train.json``: settings, loss curve, held-out loss and perplexity, seconds;
+
+and, beside it, the percentiles of the head's inputs over the held-out split (ACL 2022 Table 9 / thesis
+Table A.3, measured on this model instead of the paper's OPUS models).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from argmaxable.lm.corpus import UNK, build_vocab, encode, windows
+from argmaxable.lm.model import WindowLM
+from argmaxable.provenance import atomic_path, write_json, write_table
+
+log = logging.getLogger(__name__)
+
+MODEL_KEY = "debtags_lm_d{d}"  # the model config (config/model/<key>.yaml) of the run of width d
+EVAL_BATCH = 8192  # held-out positions per forward pass (memory: 8192 x n logits)
+LOG_EVERY = 0.1  # log and record the training loss every tenth of the run
+
+
+def descriptions(split: str) -> list[str]:
+    """The debtags snapshot's package texts of one split (``train``, ``dev`` or ``test``)."""
+    from argmaxable.multilabel.datasets.debtags import load_snapshot
+
+    df = load_snapshot()
+    if split not in set(df["split"]):
+        raise ValueError(f"debtags snapshot has no split {split!r}; use one of {sorted(set(df['split']))}")
+    return df.loc[df["split"] == split, "text"].tolist()
+
+
+def make_vocab(out_path: str | os.PathLike, cfg: Mapping, *, config: Any = None) -> pd.DataFrame:
+    """Build the vocabulary from the snapshot's training split and write it (token, count, rank)."""
+    vocab = build_vocab(descriptions("train"), int(cfg["vocab_size"]))
+    write_table(vocab, out_path, config=config, vocab_size=int(cfg["vocab_size"]))
+    return vocab
+
+
+def percentile_columns(percentiles: Sequence[float]) -> list[str]:
+    """Column names of percentiles: 0 -> ``min``, 100 -> ``max``, q -> ``p{q}``."""
+    return ["min" if q == 0 else "max" if q == 100 else f"p{q:g}" for q in percentiles]
+
+
+def activation_percentiles(x: np.ndarray, percentiles: Sequence[float]) -> pd.DataFrame:
+    """Percentiles of the head's inputs: per coordinate, over all coordinates, and of each position's extremes.
+
+    Parameters
+    ----------
+    x : numpy.ndarray, shape (N, d)
+        The head's inputs at N positions.
+    percentiles : sequence of float
+        In [0, 100].
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows ``x_0`` ... ``x_{d-1}``, ``all coordinates``, ``min over coordinates`` and ``max over coordinates``
+        (the per-position extremes whose ranges ACL 2022 Table 9 reports); columns ``quantity``, ``values`` and
+        one per percentile (:func:`percentile_columns`).
+
+    Examples
+    --------
+    >>> x = np.array([[0.0, 1.0], [2.0, 3.0]])
+    >>> activation_percentiles(x, [0, 100])[["quantity", "min", "max"]].values.tolist()[-3:]
+    [['all coordinates', 0.0, 3.0], ['min over coordinates', 0.0, 2.0], ['max over coordinates', 1.0, 3.0]]
+    """
+    q = np.asarray(percentiles, dtype=float)
+    series = {f"x_{j}": x[:, j] for j in range(x.shape[1])}
+    series |= {"all coordinates": x.ravel(), "min over coordinates": x.min(axis=1),
+               "max over coordinates": x.max(axis=1)}
+    rows = [[name, v.size, *np.percentile(v.astype(np.float64), q)] for name, v in series.items()]
+    return pd.DataFrame(rows, columns=["quantity", "values", *percentile_columns(percentiles)])
+
+
+def _save_safetensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
+    from safetensors.torch import save_file
+
+    with atomic_path(path) as tmp:
+        save_file({k: v.detach().contiguous() for k, v in tensors.items()}, str(tmp))
+
+
+@torch.no_grad()
+def _heldout(model: WindowLM, ctx: torch.Tensor, target: torch.Tensor) -> tuple[float, np.ndarray]:
+    """Mean cross-entropy (nats per token) over held-out positions, and the head's inputs there (N, d)."""
+    total, feats = 0.0, []
+    for start in range(0, len(target), EVAL_BATCH):
+        x = model.features(ctx[start:start + EVAL_BATCH])  # (B, d)
+        total += nn.functional.cross_entropy(model.head(x), target[start:start + EVAL_BATCH], reduction="sum").item()
+        feats.append(x.numpy())
+    return total / len(target), np.concatenate(feats)
+
+
+def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activations_path: str | os.PathLike,
+             *, d: int, cfg: Mapping, texts: Mapping[str, Sequence[str]] | None = None,
+             config: Any = None) -> dict[str, Any]:
+    """Train the window LM of width ``d``; save its head, tokens, weights, metrics and activation percentiles.
+
+    Parameters
+    ----------
+    vocab_path : path
+        The vocabulary table of :func:`make_vocab`.
+    out_dir : path
+        Model directory (created): ``head.safetensors``, ``vocab.json``, ``lm.safetensors``, ``train.json``.
+    activations_path : path
+        Table of :func:`activation_percentiles` over the held-out split (.parquet/.csv).
+    d : int
+        Bottleneck width.
+    cfg : mapping
+        The ``lm`` config (:class:`argmaxable.lm.schema.LMConfig`).
+    texts : mapping, optional
+        ``{"train": [...], "heldout": [...]}`` texts instead of the snapshot's splits (tests).
+    config : any
+        The composed config, stored in the provenance records.
+
+    Returns
+    -------
+    dict
+        The record written to ``train.json``.
+    """
+    start_time = time.perf_counter()
+    torch.set_num_threads(int(cfg["threads"]))
+    torch.manual_seed(int(cfg["seed"]))
+    vocab = pd.read_parquet(vocab_path)
+    tokens = vocab["token"].tolist()
+    if texts is None:
+        texts = {"train": descriptions("train"), "heldout": descriptions(cfg["heldout_split"])}
+    context = int(cfg["context"])
+    streams = {split: windows(encode(texts[split], tokens), context) for split in ("train", "heldout")}
+    ctx, target = (torch.from_numpy(a) for a in streams["train"])  # (N, context), (N,)
+
+    # 1. model and optimiser: Adam with the learning rate decayed linearly to zero over the token budget
+    model = WindowLM(len(tokens), context, int(cfg["embed_dim"]), int(cfg["hidden"]), d, cfg["activation"])
+    batch = int(cfg["batch_size"])
+    steps = max(1, int(cfg["train_tokens"]) // batch)
+    opt = torch.optim.Adam(model.parameters(), lr=float(cfg["lr"]))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0 - step / steps)
+    draw = torch.Generator().manual_seed(int(cfg["seed"]))
+
+    # 2. training on random windows of the training split
+    curve, running = [], []
+    every = max(1, int(steps * LOG_EVERY))
+    model.train()
+    for step in range(1, steps + 1):
+        rows = torch.randint(len(target), (batch,), generator=draw)  # (B,)
+        loss = nn.functional.cross_entropy(model(ctx[rows]), target[rows])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        running.append(loss.item())
+        if step % every == 0 or step == steps:
+            curve.append({"step": step, "tokens": step * batch, "train_loss": float(np.mean(running))})
+            log.info("d=%d step %d/%d train loss %.4f", d, step, steps, curve[-1]["train_loss"])
+            running = []
+
+    # 3. held-out loss and the head's inputs there
+    model.eval()
+    hctx, htarget = (torch.from_numpy(a) for a in streams["heldout"])
+    loss, feats = _heldout(model, hctx, htarget)
+    log.info("d=%d held-out loss %.4f perplexity %.1f", d, loss, math.exp(loss))
+
+    # 4. save: the head as a released model would ship it, the whole model, metrics, activation ranges
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _save_safetensors({"weight": model.head.weight, "bias": model.head.bias}, out_dir / "head.safetensors")
+    _save_safetensors(model.state_dict(), out_dir / "lm.safetensors")
+    write_json({t: i for i, t in enumerate(tokens)}, out_dir / "vocab.json")
+    stats = activation_percentiles(feats, cfg["percentiles"])
+    stats.insert(0, "model", MODEL_KEY.format(d=d))
+    write_table(stats, activations_path, config=config, inputs=[vocab_path], heldout_split=cfg["heldout_split"])
+    record = {
+        "model": MODEL_KEY.format(d=d),
+        "d": d,
+        "n": len(tokens),
+        "activation": cfg["activation"],
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "train_tokens": steps * batch,
+        "train_positions": len(target),
+        "heldout_split": cfg["heldout_split"],
+        "heldout_tokens": len(htarget),
+        "heldout_unk_rate": float((htarget == tokens.index(UNK)).float().mean()),
+        "heldout_loss": loss,
+        "heldout_perplexity": math.exp(loss),
+        "curve": curve,
+        "seconds": round(time.perf_counter() - start_time, 1),
+        "settings": dict(cfg),
+    }
+    write_json(record, out_dir / "train.json")
+    return record
