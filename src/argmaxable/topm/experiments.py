@@ -42,8 +42,9 @@ def load_trained(model_cfg: dict, root: str | Path):
 
 
 def gaussian_like(shape: tuple[int, int], seed: int) -> np.ndarray:
-    """A random output matrix of 004 §4: i.i.d. N(0, 1) entries, no bias."""
-    return np.random.default_rng(seed).standard_normal(shape)
+    """A random output matrix of 004 §4: i.i.d. N(0, 1) entries, no bias (its stream is keyed by the shape too,
+    so it never repeats a synthetic model drawn from the same seed)."""
+    return np.random.default_rng((seed, *shape)).standard_normal(shape)
 
 
 def share_feasible(W: np.ndarray, b, m: int, trials: int, test: str, rng: np.random.Generator, *,
