@@ -1,6 +1,7 @@
 """Command-line interface: check a softmax layer or sigmoid label assignments from a weights file.
 
     argmaxable check softmax layer.npz [--weight-key K] [--bias-key K] [--out table.parquet]
+    argmaxable check softmax model.onnx [--activation silu] [--vocab tokens.txt]
     argmaxable check assignments layer.pt labels.txt [--out table.csv]
     argmaxable config show [experiment=paper detect.bound=50 ...]
 
@@ -19,6 +20,7 @@ from argmaxable import __version__
 from argmaxable.core.box import ACTIVATIONS
 
 EXIT_USAGE = 2  # argparse's own status for bad usage; we use it for every user error
+LISTED = 20  # unargmaxable tokens printed by `check softmax` (the full table goes to --out)
 
 
 class UsageError(ValueError):
@@ -54,17 +56,32 @@ def _describe(path, W, b) -> str:
 
 
 def _read_layer(args):
-    """W, b from a weights file, or from a Hugging Face model directory (save_pretrained) via its logits layer."""
-    if Path(args.path).is_dir():
-        from argmaxable.models.loaders import load_huggingface
+    """The output layer of a weights file, an ONNX model (its head found in the graph) or a Hugging Face
+    model directory (save_pretrained, via its logits layer); tokens from ``--vocab`` or the model."""
+    from argmaxable.models.loaders import Layer, load_huggingface, load_onnx
+    from argmaxable.models.weights import load_layer
 
+    path = Path(args.path)
+    if path.is_dir():
         if args.weight_key or args.bias_key:
             raise UsageError("--weight-key/--bias-key apply to weights files, not to a Hugging Face model directory")
         layer = load_huggingface(args.path)
-        return layer.W, None if args.no_bias else layer.b
-    from argmaxable.models.weights import load_layer
+    elif path.suffix.lower() == ".onnx":
+        if args.bias_key:
+            raise UsageError("--bias-key does not apply to an ONNX model (its head's bias is read from the graph)")
+        layer = load_onnx(args.path, output=args.weight_key)
+        print(f"head: {layer.origin}" + (f"; for the activation-aware box add --activation {layer.activation}"
+                                         if layer.activation and args.activation is None else ""))
+    else:
+        W, b = load_layer(args.path, args.weight_key, args.bias_key, no_bias=args.no_bias)
+        layer = Layer(W, b, str(path))
+    if args.no_bias:
+        layer.b = None
+    if args.vocab is not None:
+        from argmaxable.models.vocab import read_vocab
 
-    return load_layer(args.path, args.weight_key, args.bias_key, no_bias=args.no_bias)
+        layer.tokens, _ = read_vocab(args.vocab, layer.W.shape[0])
+    return layer
 
 
 def _settings(args, bound_default: float) -> dict:
@@ -81,7 +98,15 @@ def _settings(args, bound_default: float) -> dict:
     return out
 
 
-def _write(res, args, extra_inputs=()) -> None:
+def _list_tokens(res, tokens) -> None:
+    """Name the unargmaxable categories by their tokens (the full list goes to --out)."""
+    unarg = res.unargmaxable
+    if tokens is not None and unarg.size:
+        shown = ", ".join(f"{i}:{tokens[i]!r}" for i in unarg[:LISTED])
+        print(f"unargmaxable tokens: {shown}" + (f", ... ({unarg.size} in all)" if unarg.size > LISTED else ""))
+
+
+def _write(res, args, extra_inputs=(), tokens=None) -> None:
     if args.out is None:
         return
     from argmaxable.provenance import write_table
@@ -90,6 +115,8 @@ def _write(res, args, extra_inputs=()) -> None:
     if out.suffix not in (".parquet", ".csv"):
         raise UsageError(f"--out must end in .parquet or .csv; got {str(out)!r}")
     frame = res.to_frame().rename(columns={"item": "category" if res.kind == "categories" else "assignment"})
+    if tokens is not None:
+        frame.insert(1, "token", [tokens[i] for i in frame["category"]])
     write_table(frame, out, config={"command": sys.argv[1:], **res.settings},
                 inputs=[args.path, *extra_inputs])
     print(f"wrote {out}")
@@ -98,18 +125,20 @@ def _write(res, args, extra_inputs=()) -> None:
 def cmd_check_softmax(args) -> int:
     import argmaxable as am
 
-    W, b = _read_layer(args)
-    print(_describe(args.path, W, b))
-    res = am.check_categories(W, b=b, progress=args.progress, **_settings(args, 100.0))
+    layer = _read_layer(args)
+    print(_describe(args.path, layer.W, layer.b))
+    res = am.check_categories(layer.W, b=layer.b, progress=args.progress, **_settings(args, 100.0))
     print(res.summary())
-    _write(res, args)
+    _list_tokens(res, layer.tokens)
+    _write(res, args, tokens=layer.tokens)
     return 0
 
 
 def cmd_check_assignments(args) -> int:
     import argmaxable as am
 
-    W, b = _read_layer(args)
+    layer = _read_layer(args)
+    W, b = layer.W, layer.b
     Y = read_labels(args.labels, W.shape[0])
     print(_describe(args.path, W, b))
     res = am.check_assignments(W, Y, b, progress=args.progress, **_settings(args, 1e4))
@@ -129,10 +158,13 @@ def cmd_config_show(args) -> int:
 
 
 def _add_layer_options(p: argparse.ArgumentParser, bound_default: str) -> None:
-    p.add_argument("path", help="weights file (.npz, .npy, .pt/.pth/.bin, .safetensors) or a Hugging Face model "
-                   "directory (save_pretrained)")
+    p.add_argument("path", help="weights file (.npz, .npy, .pt/.pth/.bin, .safetensors), an ONNX model (.onnx) "
+                   "or a Hugging Face model directory (save_pretrained)")
     p.add_argument("--weight-key", metavar="K", help="name of the weight matrix in the file (default: "
-                   "lm_head.weight, decoder_ff_logit_out_W, ff_logit_W, decoder_Wemb, Wemb_dec, Wemb, weight, W)")
+                   "lm_head.weight, decoder_ff_logit_out_W, ff_logit_W, decoder_Wemb, Wemb_dec, Wemb, weight, W); "
+                   "for .onnx the tensor holding the logits (default: found from the Softmax or graph output)")
+    p.add_argument("--vocab", metavar="FILE", help="vocabulary naming each row's token (vocab.json, vocab.txt, "
+                   "one token per line, ...): listed and written to --out beside each category")
     p.add_argument("--bias-key", metavar="K", help="name of the bias vector (default: the first known one present)")
     p.add_argument("--no-bias", action="store_true", help="ignore any bias in the file")
     p.add_argument("--bound", type=float, help=f"box on the inputs |x_j| <= B (default {bound_default})")

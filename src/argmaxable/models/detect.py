@@ -6,6 +6,13 @@ potentially unargmaxable (categories the approximate algorithm could not prove, 
 unargmaxable (proven by the LP), mean steps. For translation models the paper counts only the target
 script's tokens (002 §4.2, :mod:`argmaxable.models.vocab`); the table gives those counts and the whole
 vocabulary's side by side.
+
+Boxes: every model is checked in the paper's box |x_j| <= bound (002 §4). A model whose config names the
+``activation`` feeding its head (or whose ONNX graph shows it) is checked a second time in the box that
+activation leaves (:func:`argmaxable.core.activation_bounds`, e.g. SiLU: x_j >= -0.2785): its table has
+one row per category and box (column ``box``: ``"paper"`` or the activation's name), its summary the paper
+box's counts at the top and the activation box's under ``activation_box``, and the detection table one row
+per model and box.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from argmaxable.models.loaders import load_model
 from argmaxable.models.vocab import in_script
@@ -41,11 +49,12 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
     Returns
     -------
     frame : DataFrame
-        One row per category of the range: category, token (when the model has a vocabulary), counted
+        One row per box (:func:`boxes`) and category of the range: box, category, token (when the model has
+        a vocabulary), counted
         (whether the paper counts it: the target-script filter of :mod:`argmaxable.models.vocab` when the
         model names a ``script``, else every category), then the check's columns (status, radius, steps, ...).
     facts : dict
-        model, origin, n, d, bias, script, seconds, settings, files (paths read, for provenance).
+        model, origin, n, d, bias, script, activation, seconds, settings (per box), files (paths read).
     """
     import argmaxable as am
 
@@ -56,22 +65,45 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
     if script and layer.tokens is None:
         raise WeightsError(f"model {model['name']!r} names script {script!r} but no vocabulary file was found: "
                            "set params.vocab")
-    start = time.perf_counter()
-    res = am.check_categories(layer.W, None if shards == 1 else classes, layer.b, bound=detect["bound"],
-                              patience=detect["patience"], eps=detect["eps"], solver=detect["solver"],
-                              workers=detect["workers"], progress=progress)
-    seconds = time.perf_counter() - start
-    frame = res.to_frame().rename(columns={"item": "category"})
-    extra = {}
-    if layer.tokens is not None:
-        extra["token"] = [layer.tokens[i] for i in classes]
-    extra["counted"] = [in_script(t, script) for t in extra["token"]] if script else np.ones(len(classes), bool)
-    for pos, (col, values) in enumerate(extra.items(), start=1):
-        frame.insert(pos, col, values)
+    frames, seconds, settings = [], 0.0, {}
+    for box, lower, upper in boxes(layer.activation, detect["bound"]):
+        start = time.perf_counter()
+        res = am.check_categories(layer.W, None if shards == 1 else classes, b=layer.b, bound=detect["bound"],
+                                  lower=lower, upper=upper, patience=detect["patience"], eps=detect["eps"],
+                                  solver=detect["solver"], workers=detect["workers"], progress=progress)
+        seconds += time.perf_counter() - start
+        settings[box] = {**res.settings, "lower": lower, "upper": upper}  # scalars, not one per coordinate
+        frame = res.to_frame().rename(columns={"item": "category"})
+        frame.insert(0, "box", box)
+        frames.append(frame)
+    frame = pd.concat(frames, ignore_index=True)
+    tokens = [layer.tokens[i] for i in frame["category"]] if layer.tokens is not None else None
+    counted = [in_script(t, script) for t in tokens] if script else np.ones(len(frame), bool)
+    if tokens is not None:
+        frame.insert(2, "token", tokens)
+    frame.insert(3 if tokens is not None else 2, "counted", counted)
     facts = {"model": model["name"], "origin": layer.origin, "n": int(n), "d": int(layer.W.shape[1]),
-             "bias": layer.b is not None, "script": script, "seconds": round(seconds, 3),
-             "settings": res.settings, "files": [str(f) for f in layer.files]}
+             "bias": layer.b is not None, "script": script, "activation": layer.activation,
+             "seconds": round(seconds, 3), "settings": settings, "files": [str(f) for f in layer.files]}
     return frame, facts
+
+
+def boxes(activation: str | None, bound: float) -> list[tuple[str, float | None, float | None]]:
+    """The boxes a model is checked in: (name, lower, upper); the paper's, then its activation's if any.
+
+    Examples
+    --------
+    >>> boxes("relu", 100.0)
+    [('paper', None, None), ('relu', 0.0, 100.0)]
+    >>> boxes(None, 100.0)
+    [('paper', None, None)]
+    """
+    from argmaxable.core import activation_bounds
+
+    out = [("paper", None, None)]
+    if activation not in (None, "", "none", "identity"):
+        out.append((str(activation), *activation_bounds(activation, bound)))
+    return out
 
 
 def _counts(frame) -> dict[str, Any]:
@@ -82,15 +114,14 @@ def _counts(frame) -> dict[str, Any]:
             "undecided": int((status == "undecided").sum())}
 
 
-def summarise(frame, facts: Mapping, paper: Mapping | None = None) -> dict[str, Any]:
-    """The per-model record of a check (whole range): counts over the counted categories as the paper
-    reports them (the target script's tokens, or all), the same over the whole vocabulary, mean steps."""
+def _box_record(frame) -> dict[str, Any]:
+    """The counts of one box's rows: over the counted categories as the paper reports them (the target
+    script's tokens, or all), the same over the whole vocabulary, mean steps, the unargmaxable listed."""
     counted = frame[frame["counted"].to_numpy(dtype=bool)]
     steps = counted["steps"].to_numpy()
     unarg = counted[counted["status"] == "unargmaxable"]
     status = counted["status"].to_numpy()
     return {
-        **{k: facts[k] for k in ("model", "origin", "n", "d", "bias", "script", "seconds", "settings")},
         "counts": {s: int((status == s).sum()) for s in ("argmaxable", "unargmaxable", "undecided")},
         "counted": len(counted),
         **_counts(counted),
@@ -99,6 +130,27 @@ def summarise(frame, facts: Mapping, paper: Mapping | None = None) -> dict[str, 
         "max_steps": int(frame["steps"].max()) if len(frame) else 0,
         "unargmaxable_categories": unarg["category"].head(SHOWN).tolist(),
         "unargmaxable_tokens": unarg["token"].head(SHOWN).tolist() if "token" in unarg else [],
+    }
+
+
+def summarise(frame, facts: Mapping, paper: Mapping | None = None) -> dict[str, Any]:
+    """The per-model record of a check (whole range): the paper box's counts (:func:`_box_record`) at the
+    top level, the activation box's under ``activation_box`` (with its name, lower and upper), or None."""
+    if "box" not in frame:  # a table written before boxes existed: the paper box only
+        frame = frame.assign(box="paper")
+    paper_rows = frame[frame["box"] == "paper"]
+    other = frame[frame["box"] != "paper"]
+    activation_box = None
+    if len(other):
+        name = str(other["box"].iloc[0])
+        settings = facts["settings"][name]
+        activation_box = {"box": name, "lower": settings["lower"], "upper": settings["upper"],
+                          **_box_record(other)}
+    return {
+        **{k: facts.get(k) for k in ("model", "origin", "n", "d", "bias", "script", "activation", "seconds",
+                                     "settings")},
+        **_box_record(paper_rows),
+        "activation_box": activation_box,
         "paper": dict(paper or {}),
     }
 
@@ -157,16 +209,20 @@ def merge_model_shards(model: Mapping, table_paths: Iterable[str | os.PathLike],
 
     table_paths, facts_paths = list(table_paths), list(facts_paths)
     frame = pd.concat([pd.read_parquet(p) for p in table_paths], ignore_index=True)
-    frame = frame.sort_values("category", ignore_index=True)
+    frame = frame.sort_values(["box", "category"], key=lambda c: c.ne("paper") if c.name == "box" else c,
+                              ignore_index=True, kind="stable")
     all_facts = [json.loads(Path(p).read_text()) for p in facts_paths]
     facts = {**all_facts[0], "seconds": round(sum(f["seconds"] for f in all_facts), 3)}
-    if frame["category"].tolist() != list(range(facts["n"])):
-        raise ValueError(f"shards of {model['name']!r} do not cover categories 0..{facts['n'] - 1} once each")
+    for box, rows in frame.groupby("box", sort=False):
+        if rows["category"].tolist() != list(range(facts["n"])):
+            raise ValueError(f"shards of {model['name']!r} do not cover categories 0..{facts['n'] - 1} once each "
+                             f"in box {box!r}")
     return _write_model(frame, facts, model, table_path, summary_path, table_paths, config)
 
 
 COLUMNS = {  # summary key -> column of the detection table (002 Tables 4-8 plus our extra evidence)
     "model": "model",
+    "box": "box",
     "n": "n",
     "d": "d",
     "bias": "bias",
@@ -180,6 +236,7 @@ COLUMNS = {  # summary key -> column of the detection table (002 Tables 4-8 plus
     "mean_steps": "mean steps",
     "seconds": "seconds",
 }
+PAPER_COLUMNS = ["paper table", "paper # potentially unargmaxable", "paper # unargmaxable"]
 
 
 def _get(record: Mapping, key: str):
@@ -189,21 +246,31 @@ def _get(record: Mapping, key: str):
     return record
 
 
-def detect_table(summaries: Iterable[Mapping]):
-    """The 002-style table of many models' summaries, with the papers' numbers beside ours."""
-    import pandas as pd
+def box_label(summary: Mapping, box: Mapping | None = None) -> str:
+    """How a table names a box: ``|x_j| <= 100`` (the paper's), or the activation's bounds."""
+    bound = summary["settings"]["paper"]["bound"] if "paper" in summary["settings"] else summary["settings"]["bound"]
+    if box is None:
+        return f"|x_j| <= {bound:g}"
+    return f"{box['box']}: {box['lower']:.4g} <= x_j <= {box['upper']:.4g}"
 
+
+def detect_table(summaries: Iterable[Mapping]):
+    """The 002-style table of many models' summaries, one row per model and box, with the papers' numbers
+    beside ours (on the paper box's row: the papers used that box only)."""
     rows = []
     for s in summaries:
-        row = {col: _get(s, key) for key, col in COLUMNS.items()}
         paper = s.get("paper") or {}
-        row["paper table"] = paper.get("table", "")
-        row["paper # potentially unargmaxable"] = paper.get("potentially_unargmaxable", "")
         un = paper.get("unargmaxable")
-        row["paper # unargmaxable"] = "" if un is None else str(un)
-        rows.append(row)
-    return pd.DataFrame(rows, columns=[*COLUMNS.values(), "paper table", "paper # potentially unargmaxable",
-                                       "paper # unargmaxable"])
+        extra = [s["activation_box"]] if s.get("activation_box") else []
+        for box in [None, *extra]:
+            record = {**s, **(box or {}), "box": box_label(s, box)}
+            row = {col: _get(record, key) for key, col in COLUMNS.items()}
+            shown = box is None
+            row["paper table"] = paper.get("table", "") if shown else ""
+            row["paper # potentially unargmaxable"] = paper.get("potentially_unargmaxable", "") if shown else ""
+            row["paper # unargmaxable"] = "" if un is None or not shown else str(un)
+            rows.append(row)
+    return pd.DataFrame(rows, columns=[*COLUMNS.values(), *PAPER_COLUMNS])
 
 
 def make_detect_table(summary_paths: Iterable[str | os.PathLike], out_paths: Iterable[str | os.PathLike],

@@ -7,7 +7,9 @@ Each source is one function whose keyword arguments are the config's ``params``:
   from the checkpoint (never the whole model): the model class is built on the ``meta`` device (no memory)
   to find which parameter produces the logits and which stored names it is tied to;
 - ``npz``: a Marian/Nematus .npz (Bergamot, Edinburgh WMT'17);
-- ``file``: any file :func:`argmaxable.models.weights.load_layer` reads.
+- ``file``: any file :func:`argmaxable.models.weights.load_layer` reads;
+- ``onnx``: the head of an ONNX graph (:mod:`argmaxable.models.onnx`), with its tokens from the model's
+  metadata or a file beside it.
 
 Loaders read local files only: :mod:`argmaxable.download` fetches a model's files into its directory first,
 and :func:`load_model` resolves relative paths (``path``, ``repo``, ``vocab``) inside that directory. Each
@@ -218,11 +220,33 @@ def load_npz(path: str, weight_key: str | None = None, bias_key: str | None = No
     return load_file(path, weight_key, bias_key, no_bias)
 
 
+def load_onnx(path: str, output: str | None = None, tokens: Mapping | None = None) -> Layer:
+    """The softmax head of a local ONNX model (:func:`argmaxable.models.onnx.read_onnx_head`).
+
+    ``output`` names the logits tensor (default: found from the Softmax or the graph output); ``tokens`` says
+    where each row's token is (:func:`argmaxable.models.onnx.read_tokens`; files relative to the .onnx file's
+    directory). The activation found feeding the head is kept in ``Layer.activation`` and the origin.
+    """
+    from argmaxable.models.onnx import read_onnx_head, read_tokens
+
+    local = Path(path).expanduser()
+    head = read_onnx_head(local, output)
+    n = head.W.shape[0]
+    names = read_tokens(tokens, local.parent, head.metadata) if tokens else None
+    if names is not None and len(names) != n:
+        raise WeightsError(f"{path!r}: {len(names)} tokens for {n} output rows; fix the model's 'tokens' setting "
+                           "(prepend/append what the model adds, e.g. a CTC blank)")
+    files = [local] + ([local.parent / tokens["file"]] if tokens and "file" in tokens else [])
+    origin = f"onnx:{local.name} {head.node} (fed by {head.feeding})"
+    return Layer(head.W, head.b, origin, files, tokens=names, activation=head.activation)
+
+
 SOURCES: dict[str, Callable[..., Layer]] = {
     "random": load_random,
     "huggingface": load_huggingface,
     "npz": load_npz,
     "file": load_file,
+    "onnx": load_onnx,
 }
 
 
@@ -236,7 +260,8 @@ def load_model(model: Mapping, root: str | os.PathLike | None = None) -> Layer:
     ----------
     model : mapping
         A model config (:class:`argmaxable.models.schema.ModelConfig`): ``source``, ``params``, and
-        optionally ``activation``. ``params["vocab"]`` names the vocabulary file; without it the
+        optionally ``activation`` (default: the one an ONNX graph shows feeding the head).
+        ``params["vocab"]`` names the vocabulary file; without it the
         vocabulary is looked for in the weights' directory (:func:`argmaxable.models.vocab.read_vocab`).
     root : path, optional
         The model's downloaded directory (``data/models/<key>``): relative ``path``/``repo``/``vocab``
@@ -270,9 +295,9 @@ def load_model(model: Mapping, root: str | os.PathLike | None = None) -> Layer:
         raise WeightsError(f"model {model.get('name')!r}: bad params for source {source!r} ({err}); "
                            f"accepted: {accepted}") from None
     layer = loader(**params)
-    if vocab is not None or layer.files:
+    if vocab is not None or (layer.files and layer.tokens is None):
         where = Path(vocab) if vocab is not None else layer.files[0].parent
         layer.tokens, vocab_files = read_vocab(where, layer.W.shape[0])
         layer.files += vocab_files
-    layer.activation = model.get("activation")
+    layer.activation = model.get("activation") or layer.activation  # the config's word, else what a graph shows
     return layer

