@@ -7,6 +7,7 @@ include: "workflow/rules/datasets.smk"
 include: "workflow/rules/theory.smk"
 include: "workflow/rules/multilabel.smk"
 include: "workflow/rules/topm.smk"
+include: "workflow/rules/lm.smk"
 
 
 rule all:
@@ -16,4 +17,5 @@ rule all:
         theory_targets(),
         multilabel_targets(),
         topm_targets(),
+        lm_targets(),
     default_target: True

@@ -15,6 +15,7 @@ from typing import Any
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from argmaxable.lm.schema import LMConfig
 from argmaxable.models.schema import DetectConfig, ModelConfig
 from argmaxable.multilabel.datasets.schema import DatasetConfig
 from argmaxable.multilabel.schema import MultilabelConfig
@@ -40,6 +41,7 @@ class RootConfig:
     model: dict[str, ModelConfig] = field(default_factory=dict)
     theory: TheoryConfig = field(default_factory=TheoryConfig)
     multilabel: MultilabelConfig = field(default_factory=MultilabelConfig)
+    lm: LMConfig = field(default_factory=LMConfig)
     dataset: dict[str, DatasetConfig] = field(default_factory=dict)
     topm: TopmConfig = field(default_factory=TopmConfig)
 

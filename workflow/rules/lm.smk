@@ -16,6 +16,9 @@ for _key in LM_MODELS:
     if _key not in CFG.model:
         sys.exit(f"argmaxable: lm.d asks for model '{_key}', which is not in the model list; add it to the "
                  "model defaults of config/config.yaml or set lm.enabled=false")
+    if CFG.model[_key].download.path != f"{LM}/{_key}":
+        sys.exit(f"argmaxable: model.{_key}.download.path must be train_lm's output {LM}/{_key}; "
+                 f"got {CFG.model[_key].download.path!r}")
 
 
 def lm_targets():

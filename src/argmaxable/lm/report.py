@@ -3,13 +3,16 @@
 Reads each run's ``train.json`` and activation percentiles (:mod:`argmaxable.lm.train`) and the detection
 family's per-category table of the same model (``results/detect/<model>/categories.parquet``), and writes
 
-- ``lm_models``: one row per d: perplexity, unargmaxable tokens (count, share, the most frequent ones named);
-- ``lm_unargmaxable_tokens``: every unargmaxable token of every d with its frequency rank and training count;
+- ``lm_models``: one row per d and box: perplexity, unargmaxable tokens (count, share, the most frequent named);
+- ``lm_unargmaxable_tokens``: every unargmaxable token of every d and box, its frequency rank and training count;
 - ``lm_activations``: percentiles of the head's inputs over held-out text, per coordinate and overall;
 - ``lm_table9``: ACL 2022 Table 9 / thesis Table A.3 (ranges of the per-position min and max input), the
   paper's two OPUS rows beside ours (a substitute: our small LM, not the paper's models);
 - figure ``lm_unargmaxable_by_rank``: share of unargmaxable tokens per frequency-rank bucket, one line per d
   (the small-d effect: frequent tokens crowd out rare ones).
+
+A detection table with a ``box`` column (the paper's box |x_j| <= 100 and the box the head's activation leaves)
+gives one row per box; without it every row is the paper's box.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ def unargmaxable_tokens(categories: pd.DataFrame, vocab: pd.DataFrame) -> pd.Dat
     if len(categories) != len(vocab):
         raise ValueError(f"detection table has {len(categories)} categories but the vocabulary {len(vocab)} "
                          "tokens: they come from different models; rerun check_model")
-    rows = categories.loc[categories["status"] == "unargmaxable", "category"].to_numpy()
+    rows = categories.loc[categories["status"] == "unargmaxable", "category"].to_numpy()  # one box's rows
     out = vocab.iloc[rows][["token", "rank", "count"]].reset_index(drop=True)
     out.insert(0, "category", rows)
     return out.sort_values("rank", kind="stable").reset_index(drop=True)
@@ -77,21 +80,32 @@ def table9(activations: pd.DataFrame, train: dict[str, Any]) -> dict[str, Any]:
             "min": float(overall["min"]), "max": float(overall["max"])}
 
 
-def _figure(shares: dict[int, pd.Series], n: int):
+def by_box(categories: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """A detection table's rows per box (``paper`` first), each in category order."""
+    if "box" not in categories:
+        return {"paper": categories}
+    return {box: rows.sort_values("category").reset_index(drop=True)
+            for box, rows in categories.groupby("box", sort=False)}
+
+
+def _figure(shares: dict[tuple[int, str], pd.Series], n: int):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    for d, share in shares.items():
-        ax.plot(share.index + BUCKET / 2, 100 * share.to_numpy(), marker="o", markersize=3, label=f"d = {d}")
+    colours = {d: f"C{i}" for i, d in enumerate(sorted({d for d, _ in shares}))}
+    for (d, box), share in shares.items():
+        label = f"d = {d}" + ("" if box == "paper" else f", {box} box")
+        ax.plot(share.index + BUCKET / 2, 100 * share.to_numpy(), marker="o", markersize=3, color=colours[d],
+                linestyle="-" if box == "paper" else "--", label=label)
     ax.set_xlabel(f"frequency rank of the token (buckets of {BUCKET}; 1 = most frequent)")
     ax.set_ylabel("unargmaxable tokens (%)")
     ax.set_xlim(0, n)
     ax.set_ylim(-2, 102)
     ax.set_title(f"Small debtags LM, {n} word tokens: unargmaxable share by frequency")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     return fig
 
@@ -122,22 +136,24 @@ def make_report(models: Sequence[str], vocab_path: str | os.PathLike, model_dirs
     rows, listed, stats, t9, shares = [], [], [], [dict(r, source=PAPER_SOURCE) for r in PAPER_TABLE9], {}
     for model, run_dir, act_path, cat_path in zip(models, model_dirs, activation_paths, category_paths, strict=True):
         train = json.loads((Path(run_dir) / "train.json").read_text())
-        cats = pd.read_parquet(cat_path)
-        unarg = unargmaxable_tokens(cats, vocab)
-        named = ", ".join(f"{t} ({r})" for t, r in zip(unarg["token"][:NAMED], unarg["rank"][:NAMED], strict=True))
-        rows.append({"model": model, "d": train["d"], "n": train["n"], "activation": train["activation"],
-                     "parameters": train["parameters"], "train tokens": train["train_tokens"],
-                     "held-out perplexity": round(train["heldout_perplexity"], 1),
-                     "# unargmaxable": len(unarg), "% unargmaxable": round(100 * len(unarg) / train["n"], 2),
-                     "# undecided": int((cats["status"] == "undecided").sum()),
-                     "median rank of unargmaxable": float(unarg["rank"].median()) if len(unarg) else np.nan,
-                     "most frequent unargmaxable tokens (rank)": named})
-        listed.append(unarg.assign(model=model, d=train["d"]))
+        for box, cats in by_box(pd.read_parquet(cat_path)).items():
+            unarg = unargmaxable_tokens(cats, vocab)
+            named = ", ".join(f"{t} ({r})" for t, r in zip(unarg["token"][:NAMED], unarg["rank"][:NAMED],
+                                                              strict=True))
+            rows.append({"model": model, "d": train["d"], "box": box, "n": train["n"],
+                         "activation": train["activation"], "parameters": train["parameters"],
+                         "train tokens": train["train_tokens"],
+                         "held-out perplexity": round(train["heldout_perplexity"], 1),
+                         "# unargmaxable": len(unarg), "% unargmaxable": round(100 * len(unarg) / train["n"], 2),
+                         "# undecided": int((cats["status"] == "undecided").sum()),
+                         "median rank of unargmaxable": float(unarg["rank"].median()) if len(unarg) else np.nan,
+                         "most frequent unargmaxable tokens (rank)": named})
+            listed.append(unarg.assign(model=model, d=train["d"], box=box))
+            shares[train["d"], box] = share_by_rank(cats, vocab)
         act = pd.read_parquet(act_path)
         stats.append(act)
         t9.append(table9(act, train))
-        shares[train["d"]] = share_by_rank(cats, vocab)
-    columns = ["model", "d", "category", "token", "rank", "count"]
+    columns = ["model", "d", "box", "category", "token", "rank", "count"]
     tables = {
         "lm_models": pd.DataFrame(rows),
         "lm_unargmaxable_tokens": pd.concat(listed)[columns] if listed else pd.DataFrame(columns=columns),

@@ -137,7 +137,7 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
     dict
         The record written to ``train.json``.
     """
-    start_time = time.perf_counter()
+    start_time, start_cpu = time.perf_counter(), time.process_time()
     torch.set_num_threads(int(cfg["threads"]))
     torch.manual_seed(int(cfg["seed"]))
     vocab = pd.read_parquet(vocab_path)
@@ -203,6 +203,7 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
         "heldout_perplexity": math.exp(loss),
         "curve": curve,
         "seconds": round(time.perf_counter() - start_time, 1),
+        "cpu_seconds": round(time.process_time() - start_cpu, 1),  # comparable across busy and idle machines
         "settings": dict(cfg),
     }
     write_json(record, out_dir / "train.json")
