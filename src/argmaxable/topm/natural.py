@@ -6,8 +6,10 @@ positions of each text (mean and spread over texts); Fig. 6 repeats Fig. 1's pre
 targets taken from these distributions instead of U(0.1, 1.1): a random position's m largest probabilities,
 given to m random tokens (:func:`natural_probabilities`).
 
-The paper read ten New York Times stories; those are not redistributable, so the texts here are configured
-(``topm.natural.texts``: English prose from Python's own help topics, ``pydoc_data``, which every Python ships).
+The paper read ten New York Times stories; those are not redistributable. A Hugging Face causal LM reads the
+configured texts instead (``topm.natural.texts``: English prose from Python's own help topics, ``pydoc_data``,
+which every Python ships); the lm family's window LM (a model directory with ``lm.safetensors``) reads its own
+held-out debtags descriptions, cut into as many texts.
 """
 
 from __future__ import annotations
@@ -59,10 +61,45 @@ def top_probabilities(model_dir: str | Path, texts: list[str], *, top: int, max_
     return out
 
 
+def window_lm_top_probabilities(model_dir: str | Path, parts: int, *, top: int, max_tokens: int
+                                ) -> list[np.ndarray]:
+    """As :func:`top_probabilities` for the lm family's window LM (``lm.safetensors``, ``train.json``,
+    ``vocab.json``), over its held-out descriptions cut into ``parts`` texts."""
+    import json
+
+    import torch
+    from safetensors.torch import load_file
+
+    from argmaxable.lm.corpus import encode, windows
+    from argmaxable.lm.model import WindowLM
+    from argmaxable.lm.train import descriptions
+
+    model_dir = Path(model_dir)
+    record = json.loads((model_dir / "train.json").read_text())
+    s = record["settings"]
+    model = WindowLM(n=record["n"], context=s["context"], embed_dim=s["embed_dim"], hidden=s["hidden"],
+                     d=record["d"], activation=s["activation"])
+    model.load_state_dict(load_file(str(model_dir / "lm.safetensors")))
+    model.eval()
+    vocab = json.loads((model_dir / "vocab.json").read_text())
+    tokens = sorted(vocab, key=vocab.get)
+    out = []
+    with torch.no_grad():
+        for texts in np.array_split(np.array(descriptions(record["heldout_split"]), dtype=object), parts):
+            ctx, _ = windows(encode(list(texts), tokens), s["context"])  # (T, context)
+            probs = torch.softmax(model(torch.from_numpy(ctx[:max_tokens])).double(), dim=-1)  # (T, n)
+            out.append(probs.topk(min(top, probs.shape[-1]), dim=-1).values.numpy())
+    return out
+
+
 def run_predict(settings: dict, model_cfg: dict, root: str, out: str, config=None) -> None:
     """Rule ``predict_next_tokens``: the sorted top probabilities of every text, one array per text (.npz)."""
-    tops = top_probabilities(root, help_texts(settings["texts"]), top=settings["top"],
-                             max_tokens=settings["max_tokens"])
+    if (Path(root) / "lm.safetensors").exists():
+        tops = window_lm_top_probabilities(root, len(settings["texts"]), top=settings["top"],
+                                           max_tokens=settings["max_tokens"])
+    else:
+        tops = top_probabilities(root, help_texts(settings["texts"]), top=settings["top"],
+                                 max_tokens=settings["max_tokens"])
     with atomic_path(Path(out)) as tmp, open(tmp, "wb") as fh:
         np.savez(fh, *tops)
     write_json(metadata(config, texts=settings["texts"], model=model_cfg["name"]), sidecar(out))
