@@ -40,7 +40,7 @@ SPECIAL = re.compile(r"^(<[^<>\s]+>|\[[A-Z]+\])$")  # <unk>, </s>, <pad>, <|endo
 def _read_json(path: Path) -> dict[str, int]:
     """token -> id from a vocab.json or a tokenizer.json (its model's vocab, a dict or a unigram list)."""
     data = json.loads(path.read_text(encoding="utf-8"))
-    if isinstance(data, dict) and "model" in data:
+    if isinstance(data, dict) and isinstance(data.get("model"), dict):  # not a plain vocab holding the word "model"
         vocab = data["model"].get("vocab") or {}
         if isinstance(vocab, list):  # unigram: [[piece, score], ...] in id order
             vocab = {piece: i for i, (piece, _score) in enumerate(vocab)}
