@@ -90,7 +90,10 @@ def test_cover_count_gaussian():
     assert expected == 464
     assert (res.status == "argmaxable").sum() == expected
     assert (res.status == "undecided").sum() == 0
-    assert np.isfinite(res.radius).all()
+    arg = res.status == "argmaxable"
+    assert np.isfinite(res.radius[arg]).all() and (res.radius[arg] > 1e-8).all()  # certified lower bounds
+    assert (res.radius_upper[~arg] <= 1e-8).all()  # certified upper bounds of the unargmaxable ones
+    assert (res.answers["eps"] == np.where(arg, "yes", "no")).all()
 
 
 def sign_changes(y: np.ndarray) -> np.ndarray:
@@ -323,7 +326,7 @@ def test_dual_stage_proves_a_wide_gaussian_layer_without_lp():
     Y = [rng.choice(600, k, replace=False) for k in (1, 5, 30)]
     res = am.check_assignments(W, Y)
     assert res.status.tolist() == ["unargmaxable"] * 3 and (res.lp_rounds == 0).all()
-    assert "dual stage" in res.message[0] and (res.radius <= 1e-8).all()
+    assert "dual stage" in res.message[0] and (res.radius_upper <= 1e-8).all() and np.isnan(res.radius).all()
     assert am.verify_certificate(res, W, items=Y).all()
     s = -np.ones(600)
     s[Y[0]] = 1

@@ -17,7 +17,6 @@ from argmaxable.topm.layers import (
     uniform_probabilities,
     verify_prescribed,
     verify_rankings,
-    verify_top_m,
 )
 from argmaxable.topm.ranking import dft_ranking_layer
 
@@ -107,11 +106,11 @@ def test_tampered_top_m_certificate_is_rejected():
     sets = [[0, 1], [3], [0, 3]]
     res = am.check_top_m(W, sets)
     assert res.status.tolist() == ["argmaxable", "unargmaxable", "argmaxable"]
-    assert verify_top_m(res, W, sets).all()
+    assert am.verify_certificate(res, W, items=sets).all()
     res.witness[0, -1] = 10 * abs(res.witness[0]).max()  # a threshold above every logit
     rows, weights = res.certificates[1]
     res.certificates[1] = (rows, weights * np.linspace(0.2, 2.0, weights.size))
-    assert verify_top_m(res, W, sets).tolist() == [False, False, True]
+    assert am.verify_certificate(res, W, items=sets).tolist() == [False, False, True]
 
 
 @pytest.mark.parametrize(("n", "k"), [(6, 2), (8, 2), (8, 3)])

@@ -13,6 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from argmaxable.core.gordan import gordan_certificates
+from argmaxable.core.numerics import gamma, row_norms
 
 # Above this many weights the approximate stage runs in float32 (2x the GEMM rate); acceptance stays rigorous
 # through the rounding bound below.
@@ -112,7 +113,8 @@ class CategorySystem:
         self.n_rows, self.d = W.shape
         self.dtype = np.float32 if W.size > FLOAT32_ABOVE else np.float64
         self.b = self.b64.astype(self.dtype)
-        self.norms = np.sqrt(np.einsum("nd,nd->n", W, W))  # ||w_i||, float64, with no n×d temporary
+        # ||w_i|| rounded up (float64, no n×d temporary, no overflow/underflow of squares)
+        self.norms = row_norms(W) * (1 + gamma(self.d + 4))
         self.max_norm = float(self.norms.max())
         self.max_bias = float(np.abs(self.b64).max())
         self.kappa = rounding_bound(self.dtype, self.d)
@@ -189,7 +191,11 @@ class CategorySystem:
         for k in np.flatnonzero((margin <= eps) & (own > top) & recheck):
             A, c = self.dense(int(items[k]))
             x = X[k].astype(np.float64)
-            margin[k] = np.min(-(A @ x + c) / np.linalg.norm(A, axis=1))  # the float64 check itself
+            # The float64 check itself, less its rounding: gamma_(d+3) (|a_i|.|x| + |c_i|), norms rounded up.
+            err = gamma(self.d + 3) * (np.abs(A) @ np.abs(x) + np.abs(c))
+            with np.errstate(divide="ignore", invalid="ignore"):  # a zero row (duplicate): +-inf by its offset
+                dist = (-(A @ x + c) - err) / (row_norms(A) * (1 + gamma(self.d + 4)))
+            margin[k] = np.min(np.where(np.isnan(dist), -np.inf, dist))
         return margin
 
     def rows(self, items, j):
@@ -219,7 +225,7 @@ class AssignmentSystem:
         self.dtype = np.float64
         self.W = W
         self.b = self.b64
-        self.norms = np.linalg.norm(W, axis=1)
+        self.norms = row_norms(W) * (1 + gamma(self.d + 4))  # rounded up
         self.kappa = rounding_bound(self.dtype, self.d)
 
     def start(self, items):

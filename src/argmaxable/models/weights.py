@@ -122,10 +122,8 @@ def open_tensors(path: str | os.PathLike) -> Iterator[Mapping]:
             else:
                 import torch
 
-                # mmap reads only the tensors used, but needs the zip format of torch >= 1.6; legacy
-                # checkpoints (early hub uploads) are read whole, still with weights_only (no code runs).
-                legacy = not zipfile.is_zipfile(path)
-                obj = torch.load(path, map_location="cpu", weights_only=True, mmap=not legacy)
+                # mmap needs the zip format (torch >= 1.6); a legacy torch.save file is read whole instead.
+                obj = torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
                 tensors = _flatten(obj) if isinstance(obj, Mapping) else {"W": obj}
         except Exception as err:  # each reader raises its own types; all of them mean "unreadable"
             hint = " (Marian's binary .bin models are not supported: use the .npz)" if fmt == "torch" else ""

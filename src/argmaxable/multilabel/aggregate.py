@@ -43,6 +43,7 @@ def summarise(verify_paths: Iterable[str | Path]) -> pd.DataFrame:
             rows.append({**run_key(path.parent), "split": split, "source": source, "space": space,
                          "total": len(g), "eps_argmaxable": int(g["eps_argmaxable"].sum()),
                          "one_argmaxable": int(g["one_argmaxable"].sum()),
+                         "one_undecided": int(g["one_undecided"].sum()) if "one_undecided" in g else 0,
                          "unargmaxable": int((g["status"] == "unargmaxable").sum()),
                          "undecided": int((g["status"] == "undecided").sum()),
                          "total_within_k": len(wk), "eps_argmaxable_within_k": int(wk["eps_argmaxable"].sum()),

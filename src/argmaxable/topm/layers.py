@@ -23,7 +23,6 @@ interior), we let them move within eps so that the region holds a ball the LP ca
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 
 import numpy as np
 
@@ -145,29 +144,24 @@ def check_layers(layers: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], ki
         np.concatenate([p.radius for p in parts]), np.concatenate([p.radius_exact for p in parts]),
         np.concatenate([p.steps for p in parts]), np.concatenate([p.lp_rounds for p in parts]),
         np.concatenate([p.witness for p in parts]), np.concatenate([p.message for p in parts]),
-        [cert for p in parts for cert in p.certificates], dict(first.settings))
+        [cert for p in parts for cert in p.certificates], dict(first.settings),
+        np.concatenate([p.radius_upper for p in parts]),
+        {key: np.concatenate([p.answers[key] for p in parts]) for key in first.answers})
 
 
 def _item(result: CheckResult, k: int) -> CheckResult:
     """Item k of a :func:`check_layers` result as the one-assignment result of its own layer."""
-    return CheckResult("assignments", np.array([0]), result.status[k:k + 1], result.radius[k:k + 1],
-                       result.radius_exact[k:k + 1], result.steps[k:k + 1], result.lp_rounds[k:k + 1],
-                       result.witness[k:k + 1], result.message[k:k + 1], [result.certificates[k]],
-                       result.settings)
+    one = slice(k, k + 1)
+    return CheckResult("assignments", np.array([0]), result.status[one], result.radius[one],
+                       result.radius_exact[one], result.steps[one], result.lp_rounds[one], result.witness[one],
+                       result.message[one], [result.certificates[k]], result.settings, result.radius_upper[one],
+                       {key: value[one] for key, value in result.answers.items()})
 
 
 def verify_layers(result: CheckResult, layers: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
     """Re-check each item's evidence with :func:`argmaxable.verify_certificate` on its own derived layer."""
     return np.array([bool(am.verify_certificate(_item(result, k), V, e, items=active[None, :])[0])
                      for k, (V, e, active) in enumerate(layers)], dtype=bool)
-
-
-def verify_top_m(result: CheckResult, W, sets: Sequence, b=None) -> np.ndarray:
-    """Re-check a :func:`argmaxable.check_top_m` result: it is the assignments result of the layer [W, -1] over
-    (x, tau), so :func:`argmaxable.verify_certificate` checks it on that layer."""
-    W = np.asarray(W, dtype=np.float64)
-    augmented = np.hstack([W, -np.ones((W.shape[0], 1))])  # (N, d+1)
-    return am.verify_certificate(replace(result, kind="assignments"), augmented, b, items=sets)
 
 
 def _prescribed_layers(W, b, sets, probs, eps, delta):
