@@ -6,7 +6,7 @@ import re
 
 from omegaconf import OmegaConf
 
-from argmaxable.lm.report import FIGURES, TABLES
+from argmaxable.lm.report import FIGURES as LM_FIGURES, TABLES as LM_TABLES  # multilabel.smk has its own
 from argmaxable.lm.train import MODEL_KEY
 
 LM = f"{RESULTS}/lm"
@@ -24,7 +24,7 @@ for _key in LM_MODELS:
 def lm_targets():
     if not LM_MODELS:
         return []
-    return [f"{LM}/tables/{t}.csv" for t in TABLES] + [f"{LM}/figures/{f}.png" for f in FIGURES]
+    return [f"{LM}/tables/{t}.csv" for t in LM_TABLES] + [f"{LM}/figures/{f}.png" for f in LM_FIGURES]
 
 
 rule build_lm_vocab:
@@ -63,8 +63,8 @@ rule make_lm_report:
         activations=expand(f"{LM}/activations/{{model}}.parquet", model=LM_MODELS),
         categories=expand(f"{RESULTS}/detect/{{model}}/categories.parquet", model=LM_MODELS),
     output:
-        tables=[f"{LM}/tables/{t}.{s}" for t in TABLES for s in ("csv", "md")],
-        figures=[f"{LM}/figures/{f}.{s}" for f in FIGURES for s in ("png", "pdf")],
+        tables=[f"{LM}/tables/{t}.{s}" for t in LM_TABLES for s in ("csv", "md")],
+        figures=[f"{LM}/figures/{f}.{s}" for f in LM_FIGURES for s in ("png", "pdf")],
     log:
         f"{LM}/logs/make_lm_report.log",
     params:
