@@ -6,8 +6,8 @@ include: "workflow/rules/detect.smk"
 include: "workflow/rules/datasets.smk"
 include: "workflow/rules/theory.smk"
 include: "workflow/rules/multilabel.smk"
-include: "workflow/rules/topm.smk"
 include: "workflow/rules/lm.smk"
+include: "workflow/rules/topm.smk"  # after lm: it reads the lm family's trained heads
 
 
 rule all:
