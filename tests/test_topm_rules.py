@@ -71,9 +71,8 @@ def test_window_lm_reads_its_heldout_descriptions(tmp_path):
     torch.manual_seed(0)
     model = WindowLM(n=len(tokens), context=2, embed_dim=3, hidden=5, d=2, activation="gelu")
     save_file(model.state_dict(), str(tmp_path / "lm.safetensors"))
-    (tmp_path / "vocab.json").write_text(json.dumps({t: i for i, t in enumerate(tokens)}))
     (tmp_path / "train.json").write_text(json.dumps({"n": len(tokens), "d": 2, "heldout_split": "test", "settings": {
         "context": 2, "embed_dim": 3, "hidden": 5, "activation": "gelu"}}))
-    tops = window_lm_top_probabilities(tmp_path, 3, top=4, max_tokens=30)
+    tops = window_lm_top_probabilities(tmp_path, tokens, 3, top=4, max_tokens=30)
     assert [t.shape for t in tops] == [(30, 4)] * 3
     assert np.all(np.diff(tops[1], axis=1) <= 0) and np.all(tops[1].sum(axis=1) < 1)

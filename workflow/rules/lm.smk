@@ -6,12 +6,13 @@ import re
 
 from omegaconf import OmegaConf
 
-from argmaxable.lm.report import FIGURES as LM_FIGURES, TABLES as LM_TABLES  # multilabel.smk has its own
-from argmaxable.lm.train import MODEL_KEY
+# Imported under lm_ names: every rules file shares one namespace (multilabel.smk has its own TABLES).
+from argmaxable.lm.report import FIGURES as LM_FIGURES, TABLES as LM_TABLES
+from argmaxable.lm.train import MODEL_KEY as LM_MODEL_KEY
 
 LM = f"{RESULTS}/lm"
 LM_SETTINGS = OmegaConf.to_container(CFG.lm, resolve=True)
-LM_MODELS = {MODEL_KEY.format(d=d): d for d in CFG.lm.d} if CFG.lm.enabled else {}
+LM_MODELS = {LM_MODEL_KEY.format(d=d): d for d in CFG.lm.d} if CFG.lm.enabled else {}
 for _key in LM_MODELS:
     if _key not in CFG.model:
         sys.exit(f"argmaxable: lm.d asks for model '{_key}', which is not in the model list; add it to the "

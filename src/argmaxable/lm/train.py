@@ -5,7 +5,8 @@ Rule ``build_lm_vocab`` writes the vocabulary once (:func:`make_vocab`); rule ``
 the model config ``debtags_lm_d{d}``):
 
 - ``head.safetensors``: ``weight`` (n, d) and ``bias`` (n,), float32: the softmax layer that is checked;
-- ``vocab.json``: token -> row, the vocabulary file :func:`argmaxable.models.loaders.load_model` reads;
+- ``vocab.txt``: row i's token on line i, the vocabulary file :func:`argmaxable.models.loaders.load_model` reads
+  (tokens never hold whitespace);
 - ``lm.safetensors``: the whole model (to run it again over text);
 - ``train.json``: settings, loss curve, held-out loss and perplexity, seconds;
 
@@ -120,7 +121,7 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
     vocab_path : path
         The vocabulary table of :func:`make_vocab`.
     out_dir : path
-        Model directory (created): ``head.safetensors``, ``vocab.json``, ``lm.safetensors``, ``train.json``.
+        Model directory (created): ``head.safetensors``, ``vocab.txt``, ``lm.safetensors``, ``train.json``.
     activations_path : path
         Table of :func:`activation_percentiles` over the held-out split (.parquet/.csv).
     d : int
@@ -184,7 +185,8 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
     out_dir.mkdir(parents=True, exist_ok=True)
     _save_safetensors({"weight": model.head.weight, "bias": model.head.bias}, out_dir / "head.safetensors")
     _save_safetensors(model.state_dict(), out_dir / "lm.safetensors")
-    write_json({t: i for i, t in enumerate(tokens)}, out_dir / "vocab.json")
+    with atomic_path(out_dir / "vocab.txt") as tmp:
+        tmp.write_text("".join(f"{t}\n" for t in tokens), encoding="utf-8")
     stats = activation_percentiles(feats, cfg["percentiles"])
     stats.insert(0, "model", MODEL_KEY.format(d=d))
     write_table(stats, activations_path, config=config, inputs=[vocab_path], heldout_split=cfg["heldout_split"])

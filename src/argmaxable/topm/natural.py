@@ -61,10 +61,10 @@ def top_probabilities(model_dir: str | Path, texts: list[str], *, top: int, max_
     return out
 
 
-def window_lm_top_probabilities(model_dir: str | Path, parts: int, *, top: int, max_tokens: int
-                                ) -> list[np.ndarray]:
-    """As :func:`top_probabilities` for the lm family's window LM (``lm.safetensors``, ``train.json``,
-    ``vocab.json``), over its held-out descriptions cut into ``parts`` texts."""
+def window_lm_top_probabilities(model_dir: str | Path, tokens: list[str], parts: int, *, top: int,
+                                max_tokens: int) -> list[np.ndarray]:
+    """As :func:`top_probabilities` for the lm family's window LM (``lm.safetensors``, ``train.json``; ``tokens``:
+    its vocabulary in row order), over its held-out descriptions cut into ``parts`` texts."""
     import json
 
     import torch
@@ -81,8 +81,6 @@ def window_lm_top_probabilities(model_dir: str | Path, parts: int, *, top: int, 
                      d=record["d"], activation=s["activation"])
     model.load_state_dict(load_file(str(model_dir / "lm.safetensors")))
     model.eval()
-    vocab = json.loads((model_dir / "vocab.json").read_text())
-    tokens = sorted(vocab, key=vocab.get)
     out = []
     with torch.no_grad():
         for texts in np.array_split(np.array(descriptions(record["heldout_split"]), dtype=object), parts):
@@ -95,7 +93,8 @@ def window_lm_top_probabilities(model_dir: str | Path, parts: int, *, top: int, 
 def run_predict(settings: dict, model_cfg: dict, root: str, out: str, config=None) -> None:
     """Rule ``predict_next_tokens``: the sorted top probabilities of every text, one array per text (.npz)."""
     if (Path(root) / "lm.safetensors").exists():
-        tops = window_lm_top_probabilities(root, len(settings["texts"]), top=settings["top"],
+        tokens = load_trained(model_cfg, root).tokens  # the vocabulary file the model directory holds
+        tops = window_lm_top_probabilities(root, tokens, len(settings["texts"]), top=settings["top"],
                                            max_tokens=settings["max_tokens"])
     else:
         tops = top_probabilities(root, help_texts(settings["texts"]), top=settings["top"],
