@@ -13,6 +13,7 @@ include: "workflow/rules/topm.smk"  # after lm: it reads the lm family's trained
 rule all:
     input:
         detect_targets(),
+        paper_figure_targets(),
         datasets_targets(),
         theory_targets(),
         multilabel_targets(),

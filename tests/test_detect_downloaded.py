@@ -174,3 +174,13 @@ def test_npz_release_by_url_then_sharded_check(tmp_path, key):
     assert {k: v for k, v in merged.items() if k not in drop} == {k: v for k, v in single.items() if k not in drop}
     with pytest.raises(ValueError, match="do not cover"):
         merge_model_shards(cfg, tables[:2], facts[:2], tmp_path / "x.parquet", tmp_path / "x.json")
+
+
+def test_hub_model_missing_offline_is_one_line(tmp_path, offline_hub):
+    from argmaxable.download import DownloadError
+
+    with pytest.raises(DownloadError) as err:
+        download_model(PAPER["gpt2"], tmp_path / "gpt2")
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith("cannot download model 'gpt2' from openai-community/gpt2: ")
+    assert "may be offline" in msg and not (tmp_path / "gpt2").exists()

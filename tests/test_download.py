@@ -110,6 +110,11 @@ def test_url_kind_with_archive_and_manifest(tmp_path):
     assert manifest["files"]["ende/model.npz"] == {"size": npz.stat().st_size,
                                                    "sha256": hashlib.sha256(npz.read_bytes()).hexdigest()}
     assert read_manifest(dest) == manifest
+    original = npz.read_bytes()
+    npz.write_bytes(original[:-1])  # a file changed after the download
+    with pytest.raises(DownloadError, match="missing or changed since it was downloaded"):
+        read_manifest(dest)
+    npz.write_bytes(original)
     assert sorted(p.name for p in dest.parent.iterdir()) == ["ende"]  # no temporary directory left
     layer = load_model(model, root=dest)
     np.testing.assert_array_equal(layer.W, W)

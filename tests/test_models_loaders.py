@@ -13,7 +13,7 @@ import transformers
 from safetensors.torch import load_file, save_file
 
 from argmaxable.config import load_config
-from argmaxable.models.loaders import SOURCES, load_huggingface, load_model, load_random
+from argmaxable.models.loaders import SOURCES, Layer, load_huggingface, load_model, load_random
 from argmaxable.models.weights import WeightsError
 
 TINY = dict(vocab_size=53, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16,
@@ -135,6 +135,15 @@ def test_npz_source_reads_relative_paths_inside_the_model_directory(tmp_path):
         load_model(model, root=tmp_path / "elsewhere")
 
 
+def test_tokens_a_loader_found_are_kept_unless_vocab_is_named(tmp_path, monkeypatch):
+    (tmp_path / "vocab.json").write_text('{"x": 0, "y": 1}')
+    fake = lambda path: Layer(np.eye(2), None, "fake", [tmp_path / path], tokens=["a", "b"])  # noqa: E731
+    monkeypatch.setitem(SOURCES, "fake", fake)
+    assert load_model({"name": "f", "source": "fake", "params": {"path": "w"}}, root=tmp_path).tokens == ["a", "b"]
+    named = {"name": "f", "source": "fake", "params": {"path": "w", "vocab": "vocab.json"}}
+    assert load_model(named, root=tmp_path).tokens == ["x", "y"]
+
+
 def test_load_model_rejects_bad_configs():
     with pytest.raises(WeightsError, match=r"unknown source 'hub'; use one of \['file', 'huggingface'"):
         load_model({"name": "m", "source": "hub", "params": {}})
@@ -156,6 +165,7 @@ def test_every_paper_model_config_names_a_loader():
         inspect.signature(SOURCES[m.source]).bind(**m.params)
         assert m.download.kind == {"huggingface": "huggingface", "npz": "url"}[m.source], key
         assert m.download.repo or m.download.url.startswith("https://"), key
+        assert m.source != "npz" or m.download.url.endswith(".npz"), key  # never an archive of 8-bit models
         if m.download.kind == "huggingface":
             assert m.download.revision and "config.json" in m.download.allow_patterns, key
     # the paper's target-script filter (002 §4.2) applies to the OPUS-MT and WMT'19 models, by target language

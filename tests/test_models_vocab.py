@@ -75,6 +75,10 @@ def test_vocabulary_readers(tmp_path):
     (gpt2 / "added_tokens.json").write_text(json.dumps({"<|endoftext|>": 2}), encoding="utf-8")
     assert read_vocab(gpt2, 3)[0] == ["!", "Ġthe", "<|endoftext|>"]
 
+    listed = tmp_path / "tokens.json"  # a trained head's tokens in row order, duplicates kept
+    listed.write_text(json.dumps(["the", "of", "the"]), encoding="utf-8")
+    assert read_vocab(listed, 3)[0] == ["the", "of", "the"]
+
     yml = tmp_path / "vocab.deen.yml"
     yml.write_text('"</s>": 0\n"<unk>": 1\n"▁Haus": 2\n', encoding="utf-8")
     assert read_vocab(yml, 3)[0] == ["</s>", "<unk>", "▁Haus"]

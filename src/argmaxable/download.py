@@ -196,11 +196,25 @@ def write_manifest(root: str | os.PathLike, **record: Any) -> dict[str, Any]:
 
 
 def read_manifest(root: str | os.PathLike) -> dict[str, Any]:
-    """The manifest of a downloaded directory; :class:`DownloadError` when there is none."""
-    path = Path(root) / MANIFEST
-    if not path.is_file():
-        raise DownloadError(f"{path} is missing: run the download step first (snakemake rule download_model)")
-    return json.loads(path.read_text())
+    """The manifest of a downloaded directory, after checking that each file it lists is there with its size.
+
+    Raises
+    ------
+    DownloadError
+        No manifest (the download step has not run), or a listed file missing or of another size (the
+        directory was changed after the download); sizes only: hashing GBs again would cost minutes.
+    """
+    root = Path(root)
+    if not (root / MANIFEST).is_file():
+        raise DownloadError(f"{root / MANIFEST} is missing: run the download step first (snakemake rule "
+                            "download_model)")
+    manifest = json.loads((root / MANIFEST).read_text())
+    for rel, entry in manifest["files"].items():
+        path = root / rel
+        if not path.is_file() or path.stat().st_size != entry["size"]:
+            raise DownloadError(f"{path} is missing or changed since it was downloaded: delete {root} and "
+                                "download it again")
+    return manifest
 
 
 # ---------------------------------------------------------------------------------------- model kinds

@@ -21,6 +21,12 @@ def model_params(wc):
     return OmegaConf.to_container(CFG.model[wc.model], resolve=True)
 
 
+def download_params(wc):
+    """Only what the download reads: editing a model's paper numbers or description must not fetch GBs again."""
+    model = model_params(wc)
+    return {"name": model["name"], "download": model["download"]}
+
+
 def trained_input(wc):
     """A model of kind `trained` depends on the file or directory the rule that trains it writes."""
     spec = CFG.model[wc.model].download
@@ -41,7 +47,7 @@ rule download_model:
     log:
         f"{DETECT}/logs/download_model/{{model}}.log",
     params:
-        model=model_params,
+        model=download_params,
         root=lambda wc: model_dir(wc.model),
     threads: 1
     script:
@@ -117,3 +123,76 @@ rule make_detect_table:
         f"{DETECT}/logs/make_detect_table.log",
     script:
         "../scripts/detect_make_table.py"
+
+
+# The papers' model tables and figures over whatever models ran (offline: the OCR heads and the small LM;
+# experiment=paper: the 149 models). argmaxable.models.figures draws them.
+DETECT_TABLES = f"{DETECT}/tables"
+DETECT_FIGURES = f"{DETECT}/figures"
+STEPS_FIGURES = ("fig11", "fig12")
+
+
+def steps_models(figure):
+    """The models drawn in a steps-per-token figure: detect.<figure>_models that ran, or every model."""
+    chosen = [m for m in CFG.detect[f"{figure}_models"] if m in DETECT_MODELS]
+    return chosen or DETECT_MODELS
+
+
+def paper_figure_targets():
+    if not DETECT_MODELS:
+        return []
+    return [
+        f"{DETECT_TABLES}/table1_sources.md",
+        f"{DETECT_TABLES}/paper_tables.md",
+        f"{DETECT_FIGURES}/fig6_unargmaxable_per_model.png",
+        *(f"{DETECT_FIGURES}/{fig}_steps_per_token.png" for fig in STEPS_FIGURES),
+    ]
+
+
+rule make_source_table:
+    input:
+        expand(f"{DETECT}/{{model}}/summary.json", model=DETECT_MODELS),
+    output:
+        md=f"{DETECT_TABLES}/table1_sources.md",
+        parquet=f"{DETECT_TABLES}/table1_sources.parquet",
+    log:
+        f"{DETECT}/logs/make_source_table.log",
+    script:
+        "../scripts/detect_make_source_table.py"
+
+
+rule make_paper_tables:
+    input:
+        expand(f"{DETECT}/{{model}}/summary.json", model=DETECT_MODELS),
+    output:
+        f"{DETECT_TABLES}/paper_tables.md",
+    log:
+        f"{DETECT}/logs/make_paper_tables.log",
+    script:
+        "../scripts/detect_make_paper_tables.py"
+
+
+rule plot_unargmaxable_per_model:
+    input:
+        expand(f"{DETECT}/{{model}}/summary.json", model=DETECT_MODELS),
+    output:
+        f"{DETECT_FIGURES}/fig6_unargmaxable_per_model.png",
+    log:
+        f"{DETECT}/logs/plot_unargmaxable_per_model.log",
+    script:
+        "../scripts/detect_plot_unargmaxable.py"
+
+
+rule plot_steps:
+    wildcard_constraints:
+        figure="|".join(STEPS_FIGURES),
+    input:
+        lambda wc: expand(f"{DETECT}/{{model}}/categories.parquet", model=steps_models(wc.figure)),
+    output:
+        f"{DETECT_FIGURES}/{{figure}}_steps_per_token.png",
+    log:
+        f"{DETECT}/logs/plot_steps/{{figure}}.log",
+    params:
+        names=lambda wc: [CFG.model[m].name for m in steps_models(wc.figure)],
+    script:
+        "../scripts/detect_plot_steps.py"

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from argmaxable.download import read_manifest
 from argmaxable.models.loaders import load_model
 from argmaxable.models.vocab import in_script
 from argmaxable.models.weights import WeightsError
@@ -58,6 +59,8 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
     """
     import argmaxable as am
 
+    if root is not None:
+        read_manifest(root)  # the download is complete and unchanged
     layer = load_model(model, root=root)
     n = layer.W.shape[0]
     classes = np.asarray(shard_range(n, shard, shards), dtype=np.int64)
@@ -82,7 +85,8 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
     if tokens is not None:
         frame.insert(2, "token", tokens)
     frame.insert(3 if tokens is not None else 2, "counted", counted)
-    facts = {"model": model["name"], "origin": layer.origin, "n": int(n), "d": int(layer.W.shape[1]),
+    facts = {"model": model["name"], "group": model.get("group") or "", "origin": layer.origin, "n": int(n),
+             "d": int(layer.W.shape[1]),
              "bias": layer.b is not None, "script": script, "activation": layer.activation,
              "seconds": round(seconds, 3), "settings": settings, "files": [str(f) for f in layer.files]}
     return frame, facts
@@ -147,7 +151,7 @@ def summarise(frame, facts: Mapping, paper: Mapping | None = None) -> dict[str, 
         activation_box = {"box": name, "lower": settings["lower"], "upper": settings["upper"],
                           **_box_record(other)}
     return {
-        **{k: facts.get(k) for k in ("model", "origin", "n", "d", "bias", "script", "activation", "seconds",
+        **{k: facts.get(k) for k in ("model", "group", "origin", "n", "d", "bias", "script", "activation", "seconds",
                                      "settings")},
         **_box_record(paper_rows),
         "activation_box": activation_box,
@@ -247,10 +251,10 @@ def _get(record: Mapping, key: str):
 
 
 def box_label(summary: Mapping, box: Mapping | None = None) -> str:
-    """How a table names a box: ``|x_j| <= 100`` (the paper's), or the activation's bounds."""
+    """How a table names a box: ``paper: -100 <= x_j <= 100``, or the activation's (no ``|``: markdown)."""
     bound = summary["settings"]["paper"]["bound"] if "paper" in summary["settings"] else summary["settings"]["bound"]
     if box is None:
-        return f"|x_j| <= {bound:g}"
+        return f"paper: {-bound:g} <= x_j <= {bound:g}"
     return f"{box['box']}: {box['lower']:.4g} <= x_j <= {box['upper']:.4g}"
 
 

@@ -261,8 +261,8 @@ def load_model(model: Mapping, root: str | os.PathLike | None = None) -> Layer:
     model : mapping
         A model config (:class:`argmaxable.models.schema.ModelConfig`): ``source``, ``params``, and
         optionally ``activation`` (default: the one an ONNX graph shows feeding the head).
-        ``params["vocab"]`` names the vocabulary file; without it the
-        vocabulary is looked for in the weights' directory (:func:`argmaxable.models.vocab.read_vocab`).
+        ``params["vocab"]`` names the vocabulary file; without it, unless the loader found the tokens
+        itself, the vocabulary is looked for in the weights' directory (:func:`argmaxable.models.vocab.read_vocab`).
     root : path, optional
         The model's downloaded directory (``data/models/<key>``): relative ``path``/``repo``/``vocab``
         params are read inside it.
@@ -295,9 +295,10 @@ def load_model(model: Mapping, root: str | os.PathLike | None = None) -> Layer:
         raise WeightsError(f"model {model.get('name')!r}: bad params for source {source!r} ({err}); "
                            f"accepted: {accepted}") from None
     layer = loader(**params)
-    if vocab is not None or (layer.files and layer.tokens is None):
+    if vocab is not None or (layer.tokens is None and layer.files):  # an explicit file, else the model's own
         where = Path(vocab) if vocab is not None else layer.files[0].parent
-        layer.tokens, vocab_files = read_vocab(where, layer.W.shape[0])
+        tokens, vocab_files = read_vocab(where, layer.W.shape[0])
+        layer.tokens = tokens if tokens is not None else layer.tokens
         layer.files += vocab_files
     layer.activation = model.get("activation") or layer.activation  # the config's word, else what a graph shows
     return layer

@@ -18,6 +18,10 @@ class DetectConfig:
     solver: str = "highs"
     workers: int = 2
     shards: int = 1  # class-range jobs per model (>1 spreads a large vocabulary over nodes), merged after
+    # Panels of the steps-per-token figures (model keys; empty = every checked model): ACL Fig. 11 / thesis 4.6
+    # shows three models of one ensemble, ACL Fig. 12 / thesis 4.7 Bergamot students and teachers.
+    fig11_models: list[str] = field(default_factory=list)
+    fig12_models: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -72,5 +76,6 @@ class ModelConfig:
     download: DownloadConfig = field(default_factory=DownloadConfig)
     activation: str | None = None
     script: str = ""
+    group: str = ""  # the model's source in ACL Table 1 (default: named by the paper table it is in)
     description: str = ""
     paper: PaperResult = field(default_factory=PaperResult)

@@ -3,9 +3,9 @@
 :func:`read_vocab` gives each output row its token, read from the files released with the model:
 ``vocab.json`` (GPT-2, RoBERTa, Marian/OPUS-MT, Nematus: token -> id), ``target_vocab.json`` (Marian with
 separate vocabularies) and ``vocab-tgt.json`` (FSMT), ``vocab.txt`` (BERT: one token per line, the line
-number is the id), ``tokenizer.json`` (fast tokenizers, incl. XLM-R's unigram list) and Marian's YAML
-vocabularies (``token: id``). Added tokens listed in ``added_tokens.json`` or ``tokenizer.json`` fill ids
-the main file lacks.
+number is the id), ``tokenizer.json`` (fast tokenizers, incl. XLM-R's unigram list), Marian's YAML
+vocabularies (``token: id``) and a JSON list of tokens in row order (our trained heads). Added tokens listed
+in ``added_tokens.json`` or ``tokenizer.json`` fill ids the main file lacks.
 
 :func:`script_classes` keeps the tokens the paper counts for translation models whose target script differs
 from the source's: "We rely on the script to disambiguate between source and target language and discard
@@ -37,34 +37,37 @@ MARKERS = ("\u2581", "</w>", "@@")
 SPECIAL = re.compile(r"^(<[^<>\s]+>|\[[A-Z]+\])$")  # <unk>, </s>, <pad>, <|endoftext|>, [UNK], [CLS]
 
 
-def _read_json(path: Path) -> dict[str, int]:
-    """token -> id from a vocab.json or a tokenizer.json (its model's vocab, a dict or a unigram list)."""
+def _read_json(path: Path) -> dict[int, str]:
+    """id -> token from a vocab.json (token -> id), a tokenizer.json (its model's vocab, a dict or a unigram
+    list, plus added tokens) or a JSON list of tokens in row order."""
     data = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(data, list) and all(isinstance(t, str) for t in data):
+        return dict(enumerate(data))
     if isinstance(data, dict) and isinstance(data.get("model"), dict):  # not a plain vocab holding the word "model"
         vocab = data["model"].get("vocab") or {}
         if isinstance(vocab, list):  # unigram: [[piece, score], ...] in id order
             vocab = {piece: i for i, (piece, _score) in enumerate(vocab)}
         added = {t["content"]: t["id"] for t in data.get("added_tokens") or []}
-        return {**vocab, **added}
+        data = {**vocab, **added}
     if not isinstance(data, dict) or not all(isinstance(v, int) for v in data.values()):
-        raise WeightsError(f"{path} is not a token -> id vocabulary")
-    return data
+        raise WeightsError(f"{path} is not a vocabulary (token -> id, or a list of tokens)")
+    return {i: token for token, i in data.items()}
 
 
-def _read_file(path: Path) -> dict[str, int]:
-    """token -> id from one vocabulary file, by suffix."""
+def _read_file(path: Path) -> dict[int, str]:
+    """id -> token from one vocabulary file, by suffix."""
     suffix = path.suffix.lower()
     if suffix == ".json":
         return _read_json(path)
     if suffix == ".txt":
-        return {line.rstrip("\n"): i for i, line in enumerate(path.read_text(encoding="utf-8").splitlines())}
+        return dict(enumerate(path.read_text(encoding="utf-8").splitlines()))
     if suffix in (".yml", ".yaml"):
         import yaml
 
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         if not isinstance(data, dict):
             raise WeightsError(f"{path} is not a Marian token: id vocabulary")
-        return {str(k): int(v) for k, v in data.items()}
+        return {int(i): str(token) for token, i in data.items()}
     raise WeightsError(f"unsupported vocabulary file {path.name}: give a .json, .txt or .yml vocabulary "
                        "(SentencePiece .spm models are not read)")
 
@@ -103,7 +106,7 @@ def read_vocab(where: str | Path, n: int) -> tuple[list[str] | None, list[Path]]
         raise WeightsError(f"vocabulary file {str(where)!r} does not exist")
     tokens = [""] * n
     for path in [*extra[::-1], main]:  # the main file last: its ids win
-        for token, i in _read_file(path).items():
+        for i, token in _read_file(path).items():
             if 0 <= i < n:
                 tokens[i] = token
     return tokens, [main, *extra]

@@ -1,0 +1,10 @@
+"""Snakemake script of rule plot_unargmaxable_per_model: call argmaxable.models.figures."""
+
+import sys
+
+from argmaxable.config import from_snakemake
+from argmaxable.models.figures import plot_unargmaxable_per_model
+
+snakemake = globals()["snakemake"]  # injected by Snakemake
+sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115 - the job's log for the rest of the process
+plot_unargmaxable_per_model(snakemake.input, snakemake.output[0], config=from_snakemake(snakemake))
