@@ -7,6 +7,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import argmaxable as am
 
@@ -109,3 +111,84 @@ def test_stage_contradiction_is_undecided(monkeypatch):
     res = am.check_assignments(W, [[0]], bound=0.5, workers=1)
     assert res.status.tolist() == ["undecided"] and res.message[0].startswith("stages disagree")
     assert res.answers["eps"].tolist() == ["undecided"]
+
+
+def _strict_hull_vertices(points) -> set:
+    """Indices of the strict vertices of the convex hull, in exact rational arithmetic (Andrew's monotone chain
+    over Fractions of the float values; collinear and repeated points are not vertices)."""
+    from fractions import Fraction
+
+    P = sorted({(Fraction(x), Fraction(y)) for x, y in points})
+    if len(P) < 3:
+        return set()
+
+    def cross(o, a, b):
+        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+    def half(seq):
+        out = []
+        for p in seq:
+            while len(out) >= 2 and cross(out[-2], out[-1], p) <= 0:
+                out.pop()
+            out.append(p)
+        return out
+
+    hull = set(half(P)[:-1] + half(P[::-1])[:-1])
+    if len(hull) < 3:
+        return set()
+    return {i for i, (x, y) in enumerate(points) if (Fraction(x), Fraction(y)) in hull}
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(-5, 5), st.integers(-5, 5)), min_size=3, max_size=9),
+       st.integers(-990, 990), st.integers(60, 600), st.booleans(), st.randoms(use_true_random=False))
+def test_magnitudes_permutations_near_duplicates_against_exact_hull(points, exponent, gap, near, rnd):
+    """Integer points scaled by 2^exponent (1e-298..1e298), shuffled, optionally with a near-duplicate of the
+    first point 2^-gap away: argmaxable exactly when a strict hull vertex without an exact duplicate (oracle:
+    rational arithmetic on the float values), and every verdict's evidence verifies."""
+    W = np.ldexp(np.array(points, dtype=np.float64), exponent)
+    if near:
+        W = np.vstack([W, W[0] + [0.0, np.ldexp(1.0, exponent - gap)]])
+    W = W[rnd.sample(range(len(W)), len(W))]
+    vertices = _strict_hull_vertices([tuple(w) for w in W])
+    assume(vertices)
+    unique = [(w == W).all(axis=1).sum() == 1 for w in W]
+    expected = [i in vertices and unique[i] for i in range(len(W))]
+    res = am.check_categories(W, workers=1, patience=50)
+    assert (res.status == "argmaxable").tolist() == expected
+    assert am.verify_certificate(res, W).all()
+
+
+def test_cli_refuses_bad_out_before_computing_and_stops_cleanly_on_ctrl_c(tmp_path, monkeypatch, capsys):
+    from argmaxable.cli import main
+
+    path = tmp_path / "toy.npz"
+    np.savez(path, W=TOY)
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the check ran before --out was validated")
+
+    monkeypatch.setattr(am, "check_categories", must_not_run)
+    assert main(["check", "softmax", str(path), "--out", str(tmp_path / "t.txt")]) == 2
+    assert "--out must end in .parquet or .csv" in capsys.readouterr().err
+    assert main(["check", "softmax", str(path), "--out", "/proc/argmaxable-t.csv"]) == 2  # unwritable, even as root
+    assert "cannot write in directory '/proc'" in capsys.readouterr().err
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(am, "check_categories", interrupted)
+    assert main(["check", "softmax", str(path), "--out", str(tmp_path / "t.csv")]) == 130
+    assert capsys.readouterr().err.strip() == "argmaxable: interrupted"
+    assert list(tmp_path.glob("t.csv*")) == []  # no partial file
+
+
+def test_cli_reads_legacy_torch_files(tmp_path, capsys):
+    import torch
+
+    from argmaxable.cli import main
+
+    path = tmp_path / "legacy.pt"
+    torch.save({"weight": torch.tensor(TOY)}, path, _use_new_zipfile_serialization=False)
+    assert main(["check", "softmax", str(path), "--workers", "1"]) == 0
+    assert "3 argmaxable, 1 unargmaxable" in capsys.readouterr().out

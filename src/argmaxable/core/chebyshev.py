@@ -62,10 +62,6 @@ class LPOutcome:
         Rows and weights (summing to 1) of the upper-bound certificate.
     rounds : int
         Constraint-generation rounds (LP solves).
-    rows_used : int
-        Size of the final working set.
-    decided : dict
-        For each threshold asked for, True/False when the bounds decide ``radius > threshold``, else None.
     message : str
         Why the verdict is what it is (solver status when undecided, duplicate rows, ...).
     """
@@ -78,8 +74,6 @@ class LPOutcome:
     dual_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     dual_weights: np.ndarray = field(default_factory=lambda: np.zeros(0))
     rounds: int = 0
-    rows_used: int = 0
-    decided: dict = field(default_factory=dict)
     message: str = ""
     converged: bool = False  # constraint generation reached the optimum of the full LP
 
@@ -177,7 +171,6 @@ def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, 
         if blocking.size:  # 0.x + c < 0 cannot hold: e.g. a duplicate of the target row
             i = int(blocking[0])
             return LPOutcome(INFEASIBLE, -np.inf, -np.inf, -np.inf, None, np.array([i]), np.array([1.0]),
-                             decided={thr: False for thr in thresholds},
                              message=f"row {i} is identically zero with offset {c[i]:.3g} >= 0")
         keep = np.flatnonzero(~zero)  # 0.x + c < 0 with c < 0 always holds: drop the row
     else:
@@ -189,8 +182,7 @@ def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, 
         return sub
     if m == 0:
         x = np.clip(np.zeros(d), *box)
-        return LPOutcome(FEASIBLE, np.inf, np.inf, np.inf, x, decided={thr: True for thr in thresholds},
-                         message="no constraints")
+        return LPOutcome(FEASIBLE, np.inf, np.inf, np.inf, x, message="no constraints")
 
     inv = 1.0 / norms  # rows are normalised only where the LP needs them: the full An would cost a copy of A
     cn = c * inv
@@ -249,7 +241,6 @@ def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, 
         working.extend(worst)
         lp.add_rows(A[worst] * inv[worst, None], cn[worst])
 
-    decided = {thr: (True if lower > thr else False if upper <= thr else None) for thr in thresholds}
     if lower > eps:
         status = FEASIBLE
     elif upper <= eps:
@@ -263,4 +254,4 @@ def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, 
     else:
         radius = {FEASIBLE: lower, INFEASIBLE: upper}.get(status, np.nan)
     return LPOutcome(status, float(radius), lower, upper, best_x, np.asarray(dual_rows), dual_weights,
-                     rounds, int(in_set.sum()), decided, message, converged)
+                     rounds, message, converged)

@@ -111,7 +111,7 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
 
     # Approximate dual stage (systems that have one): batched Gordan certificates prove items unargmaxable.
     rest = np.arange(k)
-    if hasattr(system, "gordan") and not exact_lp:  # its certificates bound the radius, they do not compute it
+    if system.has_dual_stage and not exact_lp:  # its certificates bound the radius, they do not compute it
         with _progress(k, f"{kind}: dual", progress) as bar:
             dual = system.gordan(items, box=box, eps=eps, progress=bar.update)
         for pos, weights in dual.weights.items():
@@ -193,11 +193,11 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
                        lp_rounds, witness, message.astype(str), certificates,
                        {"bound": float(bound), "lower": box[0].tolist(), "upper": box[1].tolist(), "eps": float(eps),
                         "patience": int(patience), "solver": solver, "exact_radius": bool(exact_lp),
-                        **numeric_settings(system)},
+                        **numeric_settings(system, whole)},
                        radius_upper=upper_shown, answers=answers)
 
 
-def numeric_settings(system) -> dict:
+def numeric_settings(system, whole: bool) -> dict:
     """What the result's float arithmetic was: the approximate stage's number format, the BLAS that ran, and the
     tolerances (recorded in the result's settings and so in every sidecar)."""
     from threadpoolctl import threadpool_info
@@ -208,7 +208,8 @@ def numeric_settings(system) -> dict:
     from argmaxable.core.systems import bf16_gemm
 
     if system.dtype == np.float32:
-        path = "bfloat16 products (float32 accumulation), float32, float64" if bf16_gemm() else "float32, float64"
+        bf16 = whole and system.has_gram_start and bf16_gemm()  # the first step of a whole vocabulary
+        path = "bfloat16 products (float32 accumulation), float32, float64" if bf16 else "float32, float64"
     else:
         path = "float64"
     blas = next((f"{i['internal_api']} {i['version']} ({i.get('architecture')} kernel)"

@@ -87,10 +87,14 @@ def _gram_maxima(n: int, block: int, product) -> np.ndarray:
 
 
 class System(Protocol):
+    """What the stages read from an adapter. Optional stages are declared by flags, never probed for."""
+
     n_rows: int  # constraints per item
     d: int
     dtype: type
     homogeneous: bool  # all offsets are zero
+    has_gram_start: bool  # start_margins(eps): certified margins of every item at its start point at once
+    has_dual_stage: bool  # gordan(items, box=, eps=, progress=): Gordan certificates before reflection
 
     def start(self, items: np.ndarray) -> np.ndarray: ...
 
@@ -105,6 +109,9 @@ class System(Protocol):
 
 class CategorySystem:
     """Category t of softmax(Wx + b) wins iff (w_i - w_t).x + (b_i - b_t) < 0 for all i != t (002 §3.3)."""
+
+    has_gram_start = True
+    has_dual_stage = False
 
     def __init__(self, W: np.ndarray, b: np.ndarray | None):
         self.W64 = W
@@ -215,6 +222,9 @@ class CategorySystem:
 class AssignmentSystem:
     """Assignment y of sigmoid(Wx + b) holds iff y_i (w_i.x + b_i) > 0 for all i (thesis eq. 4.2):
     rows a_i = -y_i w_i, offsets c_i = -y_i b_i."""
+
+    has_gram_start = False
+    has_dual_stage = True
 
     def __init__(self, W: np.ndarray, b: np.ndarray | None, signs: np.ndarray):
         self.W64 = W

@@ -7,6 +7,9 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from argmaxable.core.solvers import SOLVERS
+from argmaxable.rules import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, one_of
+
 
 @dataclass
 class DetectConfig:
@@ -22,6 +25,16 @@ class DetectConfig:
     # shows three models of one ensemble, ACL Fig. 12 / thesis 4.7 Bergamot students and teachers.
     fig11_models: list[str] = field(default_factory=list)
     fig12_models: list[str] = field(default_factory=list)
+
+
+# Allowed values, checked before any job (argmaxable.rules).
+RULES = {
+    "detect.bound": POSITIVE,
+    "detect.eps": NON_NEGATIVE,
+    "detect.patience": NON_NEGATIVE,
+    "detect.solver": one_of(SOLVERS),
+    "detect.workers": AT_LEAST_ONE,
+}
 
 
 @dataclass

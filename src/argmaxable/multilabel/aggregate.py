@@ -108,10 +108,7 @@ def _band(ax, frame: pd.DataFrame, x: str, y: str, label: str, **kw) -> None:
 
 def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame, loss_curve_d: int | None):
     """The thesis figures as matplotlib figures, keyed by name."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # the backend is the caller's (Agg where there is no display)
 
     test = summary[(summary["source"] == "gold") & (summary["space"] == "head") & (summary["split"] == "test")]
     test = test.assign(pct=100 * test["eps_argmaxable"] / test["total"])
