@@ -26,6 +26,13 @@ def test_unknown_topm_key_fails():
         load_config(["+topm.check.nope=1"])
 
 
+@pytest.mark.parametrize(("override", "key"), [("topm.prescribed.delta=1.5", "topm.prescribed.delta"),
+                                               ("topm.fraction.trials=0", "topm.fraction.trials")])
+def test_bad_topm_value_fails(override, key):
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        load_config([override])
+
+
 def _tiny_causal_lm(path):
     """A 1-layer GPT-2 with a word-level tokenizer, saved in the Hugging Face format the loaders read."""
     from tokenizers import Tokenizer, models, pre_tokenizers

@@ -8,6 +8,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from argmaxable.rules import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, Rule
+
+OPEN_UNIT: Rule = ("a number in (0, 1)", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                   and 0 < v < 1)
+
+# Value rules (argmaxable.config.validate applies them before any job runs).
+RULES = {
+    "topm.probability": OPEN_UNIT,
+    "topm.check.bound": POSITIVE,
+    "topm.check.eps": NON_NEGATIVE,
+    "topm.check.patience": NON_NEGATIVE,
+    "topm.check.workers": AT_LEAST_ONE,
+    "topm.prescribed.eps_ratio": OPEN_UNIT,
+    "topm.prescribed.delta": OPEN_UNIT,
+    "topm.prescribed.low": POSITIVE,  # targets must be positive probabilities
+    "topm.prescribed.high": POSITIVE,
+    "topm.fraction.m_values.*": AT_LEAST_ONE,
+    "topm.*.trials": AT_LEAST_ONE,
+    "topm.scaling.d_values.*": AT_LEAST_ONE,
+    "topm.scaling.N_values.*": AT_LEAST_ONE,
+    "topm.ranking.bound": POSITIVE,
+    "topm.ranking.samples": AT_LEAST_ONE,
+    "topm.ranking.matrices": AT_LEAST_ONE,
+    "topm.natural.top": AT_LEAST_ONE,
+    "topm.natural.max_tokens": AT_LEAST_ONE,
+}
+
 
 @dataclass
 class CheckSettings:
