@@ -55,7 +55,8 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
         (whether the paper counts it: the target-script filter of :mod:`argmaxable.models.vocab` when the
         model names a ``script``, else every category), then the check's columns (status, radius, steps, ...).
     facts : dict
-        model, origin, n, d, bias, script, activation, seconds, settings (per box), files (paths read).
+        model, group, origin, n, d, bias, script, activation, seconds, settings (per box, scalar bounds),
+        files (paths read), checks (the core's settings per box, recorded in the table's sidecar).
     """
     import argmaxable as am
 
@@ -68,13 +69,14 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
     if script and layer.tokens is None:
         raise WeightsError(f"model {model['name']!r} names script {script!r} but no vocabulary file was found: "
                            "set params.vocab")
-    frames, seconds, settings = [], 0.0, {}
+    frames, seconds, settings, checks = [], 0.0, {}, {}
     for box, lower, upper in boxes(layer.activation, detect["bound"]):
         start = time.perf_counter()
         res = am.check_categories(layer.W, None if shards == 1 else classes, b=layer.b, bound=detect["bound"],
                                   lower=lower, upper=upper, patience=detect["patience"], eps=detect["eps"],
                                   solver=detect["solver"], workers=detect["workers"], progress=progress)
         seconds += time.perf_counter() - start
+        checks[box] = res.settings  # the core's own record (per-coordinate box), for the table's sidecar
         settings[box] = {**res.settings, "lower": lower, "upper": upper}  # scalars, not one per coordinate
         frame = res.to_frame().rename(columns={"item": "category"})
         frame.insert(0, "box", box)
@@ -88,7 +90,8 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
     facts = {"model": model["name"], "group": model.get("group") or "", "origin": layer.origin, "n": int(n),
              "d": int(layer.W.shape[1]),
              "bias": layer.b is not None, "script": script, "activation": layer.activation,
-             "seconds": round(seconds, 3), "settings": settings, "files": [str(f) for f in layer.files]}
+             "seconds": round(seconds, 3), "settings": settings, "files": [str(f) for f in layer.files],
+             "checks": checks}
     return frame, facts
 
 
@@ -190,7 +193,9 @@ def check_model(model: Mapping, detect: Mapping, table_path: str | os.PathLike, 
 
 
 def _write_model(frame, facts, model, table_path, summary_path, inputs, config) -> dict[str, Any]:
-    write_table(frame, table_path, config=config, inputs=inputs, model=model["name"], origin=facts["origin"])
+    write_table(frame, table_path, config=config, inputs=inputs, model=model["name"], origin=facts["origin"],
+                check=facts["checks"]["paper"],  # box, eps, tolerances, numeric path and BLAS of each check
+                **{f"check_{box}": c for box, c in facts["checks"].items() if box != "paper"})
     summary = summarise(frame, facts, model.get("paper"))
     write_json(summary, summary_path)
     return summary
