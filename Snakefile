@@ -6,8 +6,9 @@ include: "workflow/rules/detect.smk"
 include: "workflow/rules/datasets.smk"
 include: "workflow/rules/theory.smk"
 include: "workflow/rules/multilabel.smk"
-include: "workflow/rules/report.smk"
 include: "workflow/rules/lm.smk"
+include: "workflow/rules/topm.smk"  # after lm: it reads the lm family's trained heads
+include: "workflow/rules/report.smk"  # last: it reads every family's targets
 
 
 rule all:
@@ -17,6 +18,7 @@ rule all:
         datasets_targets(),
         theory_targets(),
         multilabel_targets(),
+        topm_targets(),
         rules.make_report.output,
         lm_targets(),
     default_target: True

@@ -154,11 +154,12 @@ def test_load_model_rejects_bad_configs():
 
 
 def test_every_paper_model_config_names_a_loader():
-    """002 checks 7 LMs and 143 MT models (Table 1; 24 distinct Bergamot rows): 149 configs, all loadable."""
+    """002 checks 7 LMs and 143 MT models (Table 1; 24 distinct Bergamot rows): 149 configs, all loadable; 004's
+    Fig. 1 adds four trained heads (GPT-2 is among 002's)."""
     models = load_config(["experiment=paper"]).model
     tables = [m.paper.table for m in models.values()]
     assert {t: tables.count(t) for t in set(tables)} == {
-        "002 Table 4": 7, "002 Table 5": 32, "002 Table 6": 4, "002 Table 7": 24, "002 Table 8": 82}
+        "002 Table 4": 7, "002 Table 5": 32, "002 Table 6": 4, "002 Table 7": 24, "002 Table 8": 82, "004 Fig. 1": 4}
     for key, m in models.items():
         assert m.source in SOURCES, key
         inspect.signature(SOURCES[m.source]).bind(**m.params)

@@ -74,13 +74,14 @@ def _read_layer(args):
             raise UsageError("--bias-key does not apply to an ONNX model (its head's bias is read from the graph)")
         layer = load_onnx(args.path, output=args.weight_key)
         print(f"head: {layer.origin}" + (f"; for the activation-aware box add --activation {layer.activation}"
-                                         if layer.activation and args.activation is None else ""))
+                                         if layer.activation and getattr(args, "activation", None) is None
+                                         else ""))
     else:
         W, b = load_layer(args.path, args.weight_key, args.bias_key, no_bias=args.no_bias)
         layer = Layer(W, b, str(path))
     if args.no_bias:
         layer.b = None
-    if args.vocab is not None:
+    if getattr(args, "vocab", None) is not None:  # `verify` has no --vocab
         from argmaxable.models.vocab import read_vocab
 
         layer.tokens, _ = read_vocab(args.vocab, layer.W.shape[0])
@@ -194,7 +195,8 @@ def cmd_verify(args) -> int:
         res = CheckResult.load(path)
     except (KeyError, ValueError, OSError) as err:
         raise UsageError(f"{path}: not an evidence file written by 'argmaxable check --out' ({err})") from None
-    W, b = _read_layer(args)
+    layer = _read_layer(args)
+    W, b = layer.W, layer.b
     items = None
     if res.kind != "categories":
         if args.labels is None:

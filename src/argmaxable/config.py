@@ -24,12 +24,14 @@ from argmaxable.multilabel.schema import MultilabelConfig
 from argmaxable.rules import NON_EMPTY, broken
 from argmaxable.theory.schema import RULES as THEORY_RULES
 from argmaxable.theory.schema import TheoryConfig
+from argmaxable.topm.schema import RULES as TOPM_RULES
+from argmaxable.topm.schema import TopmConfig
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 
 
 # Every value rule of the tree (the schemas declare theirs beside their dataclasses).
-RULES = {"results_dir": NON_EMPTY, **DETECT_RULES, **THEORY_RULES, **MULTILABEL_RULES}
+RULES = {"results_dir": NON_EMPTY, **DETECT_RULES, **THEORY_RULES, **MULTILABEL_RULES, **TOPM_RULES}
 
 
 class ConfigError(ValueError):
@@ -50,6 +52,7 @@ class RootConfig:
     multilabel: MultilabelConfig = field(default_factory=MultilabelConfig)
     lm: LMConfig = field(default_factory=LMConfig)
     dataset: dict[str, DatasetConfig] = field(default_factory=dict)
+    topm: TopmConfig = field(default_factory=TopmConfig)
 
 
 def _one_line(err: Exception) -> str:

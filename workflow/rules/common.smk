@@ -32,3 +32,14 @@ def model_input(key):
 
 # Rules pass only the settings a job uses as params (a change elsewhere must not rerun it); scripts record the
 # full tree for provenance with argmaxable.config.from_snakemake(snakemake).
+
+
+def family_outputs(root, tables=None, figures=None):
+    """Named outputs {key: path} of a rule writing tables ({key: stem} -> <root>/tables/<stem>.parquet) and
+    figures (-> <root>/figures/<stem>.png), plus ``copies``: the .md beside each table and the .pdf beside each
+    figure (the package writes both; Snakemake must know them to clean and rerun)."""
+    named = {key: f"{root}/tables/{stem}.parquet" for key, stem in (tables or {}).items()}
+    named |= {key: f"{root}/figures/{stem}.png" for key, stem in (figures or {}).items()}
+    copies = [p.removesuffix(".parquet") + ".md" if p.endswith(".parquet")
+              else p.removesuffix(".png") + ".pdf" for p in named.values()]
+    return {**named, "copies": copies}

@@ -43,7 +43,7 @@ def _read_json(path: Path) -> dict[int, str]:
     data = json.loads(path.read_text(encoding="utf-8"))
     if isinstance(data, list) and all(isinstance(t, str) for t in data):
         return dict(enumerate(data))
-    if isinstance(data, dict) and "model" in data:
+    if isinstance(data, dict) and isinstance(data.get("model"), dict):  # not a plain vocab holding the word "model"
         vocab = data["model"].get("vocab") or {}
         if isinstance(vocab, list):  # unigram: [[piece, score], ...] in id order
             vocab = {piece: i for i, (piece, _score) in enumerate(vocab)}

@@ -1,0 +1,174 @@
+# top-m family: Basri & Jacobs' LP experiments (004 Figs 1, 3, 7) and thesis Prop. 5.3 on the DFT layer.
+# Trained matrices are read from model_dir(<key>) once rule download_model has written its manifest.json.
+import re
+
+from omegaconf import OmegaConf
+
+TOPM = f"{RESULTS}/topm"
+TOPM_SETTINGS = OmegaConf.to_container(CFG.topm, resolve=True)
+TOPM_CHECK = {"check": TOPM_SETTINGS["check"], "probability": TOPM_SETTINGS["probability"]}
+TOPM_MODELS = TOPM_SETTINGS["fraction"]["models"]
+_unknown = [key for key in TOPM_MODELS if key not in CFG.model]
+if _unknown:
+    print(f"argmaxable: topm.fraction.models names {_unknown}, which the composed 'model' group lacks; "
+          f"add them to the experiment's model list", file=sys.stderr)
+    sys.exit(1)
+TOPM_SCALING = TOPM_SETTINGS["scaling"]
+TOPM_POINTS = sorted({(TOPM_SCALING["N"], d) for d in TOPM_SCALING["d_values"]}
+                     | {(N, TOPM_SCALING["d"]) for N in TOPM_SCALING["N_values"]})
+
+
+def topm_model(key):
+    """(model config as a plain dict, its local directory)."""
+    return OmegaConf.to_container(CFG.model[key], resolve=True), model_dir(key)
+
+
+rule measure_topm:
+    input:
+        lambda wc: model_input(wc.model),
+    output:
+        f"{TOPM}/fraction/{{model}}_{{kind}}.parquet",
+    wildcard_constraints:
+        model="|".join(map(re.escape, TOPM_MODELS)) or "none",
+        kind="trained|gaussian",
+    params:
+        settings={**TOPM_SETTINGS["fraction"], **TOPM_CHECK, "prescribed": TOPM_SETTINGS["prescribed"]},
+        model=lambda wc: topm_model(wc.model)[0],
+        root=lambda wc: topm_model(wc.model)[1],
+        seed=CFG.seed,
+    threads: TOPM_SETTINGS["check"]["workers"]
+    log:
+        f"{TOPM}/logs/measure_topm/{{model}}_{{kind}}.log",
+    script:
+        "../scripts/topm_measure_fraction.py"
+
+
+rule plot_topm_fraction:
+    input:
+        expand(f"{TOPM}/fraction/{{model}}_{{kind}}.parquet", model=TOPM_MODELS, kind=["trained", "gaussian"]),
+    output:
+        **family_outputs(TOPM, tables={"curves": "fraction_curves", "summary": "fraction_summary"},
+                         figures={"figure": "fraction"}),
+    params:
+        settings=TOPM_CHECK,
+    log:
+        f"{TOPM}/logs/plot_topm_fraction.log",
+    script:
+        "../scripts/topm_plot_fraction.py"
+
+
+rule measure_topm_scaling:
+    output:
+        f"{TOPM}/scaling/N{{N}}_d{{d}}.parquet",
+    wildcard_constraints:
+        N=r"\d+",
+        d=r"\d+",
+    params:
+        settings={"trials": TOPM_SCALING["trials"], **TOPM_CHECK},
+        seed=CFG.seed,
+    threads: TOPM_SETTINGS["check"]["workers"]
+    log:
+        f"{TOPM}/logs/measure_topm_scaling/N{{N}}_d{{d}}.log",
+    script:
+        "../scripts/topm_measure_scaling.py"
+
+
+rule plot_topm_scaling:
+    input:
+        by_d=[f"{TOPM}/scaling/N{TOPM_SCALING['N']}_d{d}.parquet" for d in TOPM_SCALING["d_values"]],
+        by_n=[f"{TOPM}/scaling/N{N}_d{TOPM_SCALING['d']}.parquet" for N in TOPM_SCALING["N_values"]],
+    output:
+        **family_outputs(TOPM, tables={"by_d": "scaling_by_d", "by_n": "scaling_by_n", "slope": "scaling_slope"},
+                         figures={"figure": "scaling"}),
+    params:
+        settings={"trials": TOPM_SCALING["trials"]},
+    log:
+        f"{TOPM}/logs/plot_topm_scaling.log",
+    script:
+        "../scripts/topm_plot_scaling.py"
+
+
+rule compare_topm_rows:
+    input:
+        [model_input(key) for key in TOPM_MODELS],
+    output:
+        **family_outputs(TOPM, tables={"table": "rows"}, figures={"figure": "rows"}),
+    params:
+        settings=TOPM_SETTINGS["rows"],
+        models={key: topm_model(key) for key in TOPM_MODELS},
+        seed=CFG.seed,
+    log:
+        f"{TOPM}/logs/compare_topm_rows.log",
+    script:
+        "../scripts/topm_compare_rows.py"
+
+
+rule check_dft_rankings:
+    output:
+        **family_outputs(TOPM, tables={"exhaustive": "dft_rankings_exhaustive", "sampled": "dft_rankings_sampled",
+                                       "by_d": "dft_rankings_gaussian_by_d"},
+                         figures={"figure": "dft_rankings"}),
+    params:
+        settings={**TOPM_SETTINGS["ranking"], "check": TOPM_SETTINGS["check"]},
+        seed=CFG.seed,
+    threads: TOPM_SETTINGS["check"]["workers"]
+    log:
+        f"{TOPM}/logs/check_dft_rankings.log",
+    script:
+        "../scripts/topm_check_dft_rankings.py"
+
+
+TOPM_NATURAL = TOPM_SETTINGS["natural"]
+if TOPM_NATURAL["model"] is not None and TOPM_NATURAL["model"] not in CFG.model:
+    print(f"argmaxable: topm.natural.model is {TOPM_NATURAL['model']!r}, which the composed 'model' group lacks",
+          file=sys.stderr)
+    sys.exit(1)
+
+
+rule predict_next_tokens:
+    input:
+        lambda wc: model_input(wc.model),
+    output:
+        f"{TOPM}/natural/{{model}}_top.npz",
+    params:
+        settings=TOPM_NATURAL,
+        model=lambda wc: topm_model(wc.model)[0],
+        root=lambda wc: topm_model(wc.model)[1],
+    log:
+        f"{TOPM}/logs/predict_next_tokens/{{model}}.log",
+    script:
+        "../scripts/topm_predict_next_tokens.py"
+
+
+rule measure_topm_natural:
+    input:
+        manifest=lambda wc: model_input(wc.model),
+        tops=f"{TOPM}/natural/{{model}}_top.npz",
+    output:
+        **family_outputs(TOPM, tables={"cumulative": "{model}_cumulative", "curves": "{model}_natural"},
+                         figures={"figure": "{model}_natural"}),
+    params:
+        settings={**TOPM_NATURAL, "m_values": TOPM_SETTINGS["fraction"]["m_values"],
+                  "trials": TOPM_SETTINGS["fraction"]["trials"], "check": TOPM_SETTINGS["check"],
+                  "prescribed": TOPM_SETTINGS["prescribed"]},
+        model=lambda wc: topm_model(wc.model)[0],
+        root=lambda wc: topm_model(wc.model)[1],
+        seed=CFG.seed,
+    threads: TOPM_SETTINGS["check"]["workers"]
+    log:
+        f"{TOPM}/logs/measure_topm_natural/{{model}}.log",
+    script:
+        "../scripts/topm_measure_natural.py"
+
+
+def topm_targets():
+    """Every output of the top-m family (empty when topm.enabled is false; no Fig. 1 or 7 without trained
+    matrices, no Figs 4 and 6 without a causal language model)."""
+    if not CFG.topm.enabled:
+        return []
+    targets = [*rules.plot_topm_scaling.output, *rules.check_dft_rankings.output]
+    if TOPM_MODELS:
+        targets += [*rules.plot_topm_fraction.output, *rules.compare_topm_rows.output]
+    if TOPM_NATURAL["model"] is not None:
+        targets += expand(rules.measure_topm_natural.output, model=TOPM_NATURAL["model"])
+    return targets
