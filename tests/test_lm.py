@@ -18,7 +18,7 @@ from argmaxable.config import load_config
 from argmaxable.download import download_model
 from argmaxable.lm.corpus import build_vocab, encode, windows
 from argmaxable.lm.model import WindowLM
-from argmaxable.lm.report import FIGURES, TABLES, make_report
+from argmaxable.lm.report import FIGURES, TABLES, by_box, make_report
 from argmaxable.lm.schema import LMConfig
 from argmaxable.lm.train import MODEL_KEY, train_lm
 from argmaxable.models.detect import check_model
@@ -112,7 +112,7 @@ def test_tiny_lm_check_agrees_with_sampled_argmaxes(tiny_run):
     """Every token that wins the argmax at some sampled input is argmaxable; unargmaxable ones never win."""
     tmp = tiny_run["tmp"]
     layer = load_model(tiny_run["model"], root=tmp / "data" / tiny_run["key"])
-    cats = pd.read_parquet(tmp / "categories.parquet")
+    cats = by_box(pd.read_parquet(tmp / "categories.parquet"))["paper"]  # the paper's box, as checked below
     x = np.random.default_rng(0).uniform(-100, 100, (200_000, 2))
     winners = np.unique((x @ layer.W.T.astype(np.float64) + layer.b).argmax(axis=1))
     status = cats.set_index("category")["status"]
@@ -126,14 +126,15 @@ def test_tiny_lm_check_agrees_with_sampled_argmaxes(tiny_run):
 
 def test_report_names_unargmaxable_tokens_and_activation_ranges(tiny_run):
     tmp, tables = tiny_run["tmp"], tiny_run["tables"]
-    cats = pd.read_parquet(tmp / "categories.parquet")
+    cats = by_box(pd.read_parquet(tmp / "categories.parquet"))["paper"]
     vocab = pd.read_parquet(tmp / "vocab.parquet")
     listed = tables["lm_unargmaxable_tokens"]
+    listed = listed[listed["box"] == "paper"].reset_index(drop=True)
     unarg = cats.loc[cats["status"] == "unargmaxable", "category"]
     assert sorted(listed["category"]) == sorted(unarg)
     assert listed["token"].tolist() == vocab["token"][listed["category"]].tolist()
     assert listed["rank"].is_monotonic_increasing  # most frequent first
-    row = tables["lm_models"].iloc[0]
+    row = tables["lm_models"].set_index("box").loc["paper"]
     assert row["# unargmaxable"] == len(unarg) and row["d"] == 2
     assert row["most frequent unargmaxable tokens (rank)"].startswith(f"{listed['token'][0]} ({listed['rank'][0]})")
     t9 = tables["lm_table9"]
@@ -169,7 +170,7 @@ def test_dry_run_names_a_missing_lm_model(tmp_path):
 def test_report_gives_one_row_per_box_of_a_two_box_detection_table(tiny_run, tmp_path):
     """Detection tables that check the activation's box too (column ``box``) give a row per d and box."""
     tmp, key = tiny_run["tmp"], tiny_run["key"]
-    paper = pd.read_parquet(tmp / "categories.parquet")
+    paper = by_box(pd.read_parquet(tmp / "categories.parquet"))["paper"].drop(columns="box")
     gelu = paper.assign(status="unargmaxable")  # stand-in verdicts: only the bookkeeping is under test
     pd.concat([paper.assign(box="paper"), gelu.assign(box="gelu")]).to_parquet(tmp_path / "two.parquet")
     tables = make_report([key], tmp / "vocab.parquet", [tmp / "lm" / key], [tmp / "act.parquet"],
