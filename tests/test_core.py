@@ -389,3 +389,37 @@ def test_bf16_gram_margins_are_certified_lower_bounds(monkeypatch):
     monkeypatch.setattr(systems, "bf16_gemm", lambda: False)
     np.testing.assert_array_equal(res.status, am.check_categories(W, b=b).status)
     assert am.verify_certificate(res, W, b).all()
+
+
+def test_shared_supports_prove_clustered_categories_without_lp():
+    # Categories clustered deep inside the hull (as on a real OCR head) share certificate supports: one LP's
+    # support proves its neighbours. Verdicts still match Qhull and every certificate passes the independent check.
+    rng = np.random.default_rng(21)
+    outer = rng.normal(size=(300, 4))
+    inner = 0.05 * rng.normal(size=(60, 4))
+    W = np.vstack([outer, inner])
+    res = am.check_categories(W, workers=1)
+    vertices = np.zeros(len(W), dtype=bool)
+    vertices[ConvexHull(W).vertices] = True
+    np.testing.assert_array_equal(res.status == "argmaxable", vertices)
+    shared = np.char.find(res.message.astype(str), "another category") >= 0
+    assert shared.sum() > 30 and (res.lp_rounds[shared] == 0).all()
+    assert (res.radius[shared] <= 1e-8).all()
+    assert am.verify_certificate(res, W).all()
+    two = am.check_categories(W, workers=2)  # the waves keep results independent of the workers
+    np.testing.assert_array_equal(res.radius, two.radius)
+
+
+def test_reflection_gives_up_on_a_stalled_item_before_the_patience():
+    from argmaxable.core.reflect import reflect
+    from argmaxable.core.systems import CategorySystem
+
+    W = np.vstack([TOY[:3], [[0.1, 0.1]]])  # row 3 lies inside the triangle: reflection can never succeed
+    system = CategorySystem(W, None)
+    box = (np.full(2, -100.0), np.full(2, 100.0))
+    calls = []
+    evaluate = system.evaluate
+    system.evaluate = lambda *a: calls.append(1) or evaluate(*a)
+    out = reflect(system, np.array([3]), patience=2500, box=box, eps=1e-8, stall=20)
+    assert not out.proven[0] and 20 < len(calls) < 200
+    assert set(out.rows[0].tolist()) <= {0, 1, 2} and out.rows[0].size > 0  # the rows that beat it, for the LP

@@ -13,6 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from argmaxable.core.gordan import gordan_certificates
+from argmaxable.core.supports import SupportPool
 
 # Above this many weights the approximate stage runs in float32 (2x the GEMM rate); acceptance stays rigorous
 # through the rounding bound below.
@@ -205,6 +206,16 @@ class CategorySystem:
         rows = np.asarray(rows)
         return rows + (rows >= item)
 
+    def certificate_pool(self, box, eps):
+        """The dual stage (:mod:`supports`): certificates' supports serve every category."""
+        return SupportPool(self.W64, self.b64, box, eps)
+
+    def dense_rows(self, item, categories):
+        """Map category indices to row positions of ``dense(item)`` (the item's own row has none)."""
+        categories = np.asarray(categories, dtype=np.int64)
+        categories = categories[categories != item]
+        return categories - (categories > item)
+
 
 class AssignmentSystem:
     """Assignment y of sigmoid(Wx + b) holds iff y_i (w_i.x + b_i) > 0 for all i (thesis eq. 4.2):
@@ -251,3 +262,7 @@ class AssignmentSystem:
     def dense(self, item):
         s = self.signs[item].astype(np.float64)
         return -s[:, None] * self.W64, -s * self.b64
+
+    def dense_rows(self, item, labels):
+        """Row positions of ``dense(item)`` are label indices."""
+        return np.asarray(labels, dtype=np.int64)
