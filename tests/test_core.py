@@ -423,3 +423,19 @@ def test_reflection_gives_up_on_a_stalled_item_before_the_patience():
     out = reflect(system, np.array([3]), patience=2500, box=box, eps=1e-8, stall=20)
     assert not out.proven[0] and 20 < len(calls) < 200
     assert set(out.rows[0].tolist()) <= {0, 1, 2} and out.rows[0].size > 0  # the rows that beat it, for the LP
+
+
+def test_float32_layer_is_checked_without_a_float64_copy():
+    # A large float32 layer stays float32 (and so do its witnesses): same verdicts and witnesses as its float64 copy.
+    rng = np.random.default_rng(22)
+    W = rng.normal(0, 0.02, size=(4000, 260)).astype(np.float32)
+    W[0] = W[1]  # duplicates: they go on to reflection and the LP
+    whole = am.check_categories(W)
+    ref = am.check_categories(W.astype(np.float64))
+    np.testing.assert_array_equal(whole.status, ref.status)
+    assert (whole.status[:2] == "unargmaxable").all() and (whole.status[2:] == "argmaxable").all()
+    won = whole.steps == 1
+    assert won.sum() > 3900 and np.array_equal(whole.witness[won], W[won])
+    part = am.check_categories(W, np.arange(200, 300))  # a subset: the batched float32 path
+    assert part.witness.dtype == np.float32 and (part.status == "argmaxable").all()
+    assert am.verify_certificate(part, W).all() and am.verify_certificate(am.check_categories(W, [0, 1]), W).all()

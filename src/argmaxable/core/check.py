@@ -27,16 +27,22 @@ _VERDICT = {FEASIBLE: ARGMAXABLE, INFEASIBLE: UNARGMAXABLE}
 WAVE = 8
 
 
-def _as_matrix(W, name: str = "W") -> np.ndarray:
-    """Accept numpy/torch/array-like of any float dtype; return a finite float64 (n, d) array."""
+def _as_matrix(W, name: str = "W", keep_float32: bool = False) -> np.ndarray:
+    """Accept numpy/torch/array-like of any float dtype; return a finite float64 (n, d) array, or with
+    ``keep_float32`` a float32 one as given (a large layer without a float64 copy: every float32 is a float64)."""
     if hasattr(W, "detach"):  # torch.Tensor
-        W = W.detach().cpu().double().numpy()
-    W = np.asarray(W, dtype=np.float64)
+        W = W.detach().cpu()
+        W = W.numpy() if str(W.dtype) == "torch.float32" else W.double().numpy()
+    W = np.asarray(W)
+    W = W if keep_float32 and W.dtype == np.float32 else W.astype(np.float64, copy=False)
     if W.ndim != 2 or W.shape[0] == 0 or W.shape[1] == 0:
         raise ValueError(f"The {name!r} parameter must be a non-empty 2-D array (n, d). Got shape {W.shape}.")
-    if not np.isfinite(W).all():
-        bad = np.argwhere(~np.isfinite(W))[0]
-        raise ValueError(f"The {name!r} parameter must be finite. Got {W[tuple(bad)]} at index {tuple(bad)}.")
+    for lo in range(0, len(W), 8192):  # blocks of rows: no n×d temporary
+        block = W[lo : lo + 8192]
+        if not np.isfinite(block).all():
+            bad = np.argwhere(~np.isfinite(block))[0]
+            raise ValueError(f"The {name!r} parameter must be finite. Got {block[tuple(bad)]} at index "
+                             f"{(lo + int(bad[0]), int(bad[1]))}.")
     return W
 
 
@@ -98,7 +104,10 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
     # Approximate primal stage: batched braid reflection proves items argmaxable. With every item here (a whole
     # vocabulary) it writes its iterates straight into the witness array: no n×d temporaries of 300 MB each.
     whole = len(rest) == k
-    witness = np.empty((k, system.d)) if whole else np.full((k, system.d), np.nan)
+    # A float32 layer checked in float32 keeps float32 witnesses: its start points w_t and reflected iterates are
+    # float32 values, certified as stored (a layer of 2 GB needs no 4 GB float64 witness array).
+    wdtype = np.float32 if system.dtype == np.float32 and system.Win.dtype == np.float32 else np.float64
+    witness = np.empty((k, system.d), wdtype) if whole else np.full((k, system.d), np.nan, wdtype)
     with _progress(len(rest), f"{kind}: reflect", progress) as bar:
         approx = reflect(system, items[rest], patience=patience, box=box, eps=eps, progress=bar.update,
                          out=witness if whole else None)
@@ -123,6 +132,9 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
     # ... with the rows reflection saw beat it in its last steps in the first working set.
     seeds = {int(rest[k]): system.dense_rows(int(items[rest[k]]), r) for k, r in approx.rows.items()}
     witness[rest[~approx.proven]] = np.nan
+
+    if witness.dtype != np.float64 and len(todo):
+        witness = witness.astype(np.float64)  # LP witnesses are float64 points: rounding them could lose the margin
 
     def solve(pos: int):
         A, c = system.dense(int(items[pos]))
@@ -180,9 +192,9 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
                         "patience": int(patience), "solver": solver, "exact_radius": bool(exact_lp)})
 
 
-def _prepare(W, b, bound, lower, upper, eps, patience, solver, workers):
-    """Validated float64 W, b and the box, or a one-line ValueError."""
-    W = _as_matrix(W)
+def _prepare(W, b, bound, lower, upper, eps, patience, solver, workers, keep_float32=False):
+    """Validated float64 W (float32 kept with ``keep_float32``), b and the box, or a one-line ValueError."""
+    W = _as_matrix(W, keep_float32=keep_float32)
     b = _as_bias(b, W.shape[0])
     _check_settings(bound, eps, patience, solver, workers)
     return W, b, make_box(W.shape[1], bound, lower, upper)
@@ -248,7 +260,7 @@ def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None,
     >>> check_categories(W, lower=0.0).status.tolist()  # after a ReLU: x >= 0, where c2 = (-1, -1) cannot win
     ['argmaxable', 'argmaxable', 'unargmaxable', 'unargmaxable']
     """
-    W, b, box = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers)
+    W, b, box = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers, keep_float32=True)
     n = W.shape[0]
     items = np.arange(n) if items is None else _as_indices(items, n)
     system = CategorySystem(W, b)

@@ -71,13 +71,15 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
     if hasattr(system, "start_margins") and system.n_rows == T and np.array_equal(items, todo):
         # Every category at once: the first step from the Gram matrix's upper triangle (half the work).
         X[:] = system.start(slice(None))  # all start points (a view: no temporary); rows not won are redone below
-        scale = np.ones(T)
+        scale, rounding = np.ones(T), np.zeros(T)
         if system.homogeneous:  # a cone: scaling into the box divides every distance by the same factor
             scale = shrink_factors(X, *box)
-            fits = np.isfinite(scale)
-            X[fits] /= scale[fits, None]
+            moved = np.flatnonzero(np.isfinite(scale) & (scale > 1))  # usually none: no n×d temporary
+            X[moved] /= scale[moved, None]
+            # The stored point is w_t / s rounded: within sqrt(d) u max|x_j| of it, and distances are 1-Lipschitz.
+            rounding[moved] = np.sqrt(system.d) * np.finfo(X.dtype).eps * np.abs(X[moved]).max(axis=1)
         with np.errstate(invalid="ignore"):
-            won = (system.start_margins(eps) / scale > eps) & inside(X, *box)
+            won = (system.start_margins(eps) / scale - rounding > eps) & inside(X, *box)
         proven[won], steps[won] = True, 1
         progress(int(won.sum()))
         todo = np.flatnonzero(~won)

@@ -31,7 +31,7 @@ class SupportPool:
     Parameters
     ----------
     W : ndarray, shape (n, d)
-        Rows, float64.
+        Rows, float64 or float32 (differences are taken in float64).
     b : ndarray, shape (n,)
         Bias (zeros without one).
     box : (ndarray, ndarray)
@@ -49,7 +49,7 @@ class SupportPool:
         rows = np.unique(np.asarray(rows, dtype=np.int64))
         if rows.size == 0 or any(np.array_equal(rows, s) for s, _ in self.supports):
             return
-        M = np.vstack([self.W[rows].T, np.ones(rows.size)])  # (d+1, k)
+        M = np.vstack([self.W[rows].T.astype(np.float64), np.ones(rows.size)])  # (d+1, k)
         self.supports.append((rows, np.linalg.pinv(M)))
 
     def prove(self, items: np.ndarray, start: int = 0) -> dict:
@@ -65,7 +65,7 @@ class SupportPool:
         found: dict = {}
         if items.size == 0:
             return found
-        targets = np.vstack([self.W[items].T, np.ones(items.size)])  # (d+1, T): [w_t, 1] per category
+        targets = np.vstack([self.W[items].T.astype(np.float64), np.ones(items.size)])  # (d+1, T): [w_t, 1] per category
         for rows, pinv in self.supports[start:]:
             open_ = np.array([k not in found for k in range(items.size)])
             lam = pinv @ targets[:, open_]  # (k, T'): barycentric coordinates, shared factorisation
@@ -74,7 +74,7 @@ class SupportPool:
                 t = int(items[pos])
                 if np.isin(t, rows):
                     continue
-                A = self.W[rows] - self.W[t]  # (k, d): the category's own rows over the support
+                A = self.W[rows].astype(np.float64) - self.W[t].astype(np.float64)  # (k, d): the category's own rows over the support
                 norms = np.sqrt(np.einsum("kd,kd->k", A, A))
                 weights = lam[:, j] * norms
                 if np.any(norms == 0) or not weights.sum() > 0:  # a duplicate of t: the LP names it

@@ -49,9 +49,18 @@ def bf16_gemm() -> bool:
         return False
 
 
+def row_squares(X: np.ndarray, block: int = 8192) -> np.ndarray:
+    """``||x_k||^2`` per row in float64, a block of rows at a time (no float64 copy of a float32 X)."""
+    out = np.empty(len(X))
+    for lo in range(0, len(X), block):
+        Xb = np.asarray(X[lo : lo + block], dtype=np.float64)
+        out[lo : lo + block] = np.einsum("nd,nd->n", Xb, Xb)
+    return out
+
+
 def _bf16_augmented(W: np.ndarray, b: np.ndarray | None):
     """``[W, b, 1]`` and ``[W, 1, b]`` (or W twice without a bias) as bfloat16 torch tensors, rounded once on the
-    copy from float64."""
+    copy from float64 or float32."""
     import torch
 
     n, d = W.shape
@@ -107,13 +116,14 @@ class CategorySystem:
     """Category t of softmax(Wx + b) wins iff (w_i - w_t).x + (b_i - b_t) < 0 for all i != t (002 §3.3)."""
 
     def __init__(self, W: np.ndarray, b: np.ndarray | None):
-        self.W64 = W
+        self.Win = W  # the layer as given: float64, or float32 kept as is (no float64 copy of a large layer)
         self.b64 = np.zeros(W.shape[0]) if b is None else b
         self.homogeneous = b is None or not np.any(b)
         self.n_rows, self.d = W.shape
         self.dtype = np.float32 if W.size > FLOAT32_ABOVE else np.float64
         self.b = self.b64.astype(self.dtype)
-        self.norms = np.sqrt(np.einsum("nd,nd->n", W, W))  # ||w_i||, float64, with no n×d temporary
+        self.sq = row_squares(W)  # ||w_i||^2 in float64
+        self.norms = np.sqrt(self.sq)
         self.max_norm = float(self.norms.max())
         self.max_bias = float(np.abs(self.b64).max())
         self.kappa = rounding_bound(self.dtype, self.d)
@@ -122,10 +132,10 @@ class CategorySystem:
     def W(self) -> np.ndarray:
         """The layer in the approximate stage's dtype (made on first use: a whole vocabulary proved by the
         bfloat16 first step never needs it)."""
-        return self.W64.astype(self.dtype)
+        return self.Win if self.Win.dtype == self.dtype else self.Win.astype(self.dtype)
 
     def start(self, items):
-        return self.W64[items]  # x = w_t: "the dot product is largest when the vectors align" (002 §3.4.1)
+        return self.Win[items]  # x = w_t: "the dot product is largest when the vectors align" (002 §3.4.1)
 
     def evaluate(self, items, X, eps):
         logits = X @ self.W.T  # (b, n) in self.dtype
@@ -151,11 +161,11 @@ class CategorySystem:
 
         n = self.n_rows
         items = np.arange(n)
-        own = np.einsum("nd,nd->n", self.W64, self.W64) + self.b64
+        own = self.sq + self.b64
         if self.dtype == np.float32 and bf16_gemm():
             # bfloat16 products on a CPU that has them: twice the float32 rate, with a bound 2^16 times looser.
             # What that bound cannot certify is not re-checked here but goes through the float32 batches.
-            L, R = _bf16_augmented(self.W64, None if self.homogeneous else self.b64)
+            L, R = _bf16_augmented(self.Win, None if self.homogeneous else self.b64)
             top = _gram_maxima(n, block, lambda rows, cols: L[rows] @ R[cols].T)
             kappa, recheck = bf16_rounding_bound(self.d + 2), False
         else:
@@ -172,7 +182,7 @@ class CategorySystem:
                 torch.set_num_threads(threads)
             kappa, recheck = None, True
         top -= self.b64  # each maximum holds the target's own bias once
-        return self._certified_margin(items, self.W64, own, top, eps, kappa, recheck)
+        return self._certified_margin(items, self.Win, own, top, eps, kappa, recheck)
 
     def _certified_margin(self, items, X, own, top, eps, kappa=None, recheck=True):
         """Lower bound on each point's distance to its item's nearest hyperplane, from computed logits whose
@@ -182,8 +192,7 @@ class CategorySystem:
         # Each computed logit is within kappa (||w_i|| ||x|| + 2 max|b|) of the exact one (twice the bias: the
         # Gram blocks of start_margins add two), and ||w_i - w_t|| <= ||w_t|| + max_i ||w_i||: a certified
         # distance bound from two numbers per point.
-        X64 = np.asarray(X, dtype=np.float64)  # no copy when X is already float64 (a whole vocabulary's W)
-        xn = np.sqrt(np.einsum("nd,nd->n", X64, X64))
+        xn = np.sqrt(row_squares(X))
         err = kappa * (xn * self.max_norm + 2 * self.max_bias)
         margin = (own - top - 2 * err) / (self.norms[items] + self.max_norm)
         # Points that win in floating point but not by the bound's margin: measure them exactly.
@@ -197,7 +206,7 @@ class CategorySystem:
         return self.W[j] - self.W[items], self.b[j] - self.b[items]
 
     def dense(self, item):
-        A = np.delete(self.W64, item, axis=0) - self.W64[item]
+        A = np.delete(self.Win, item, axis=0).astype(np.float64) - self.Win[item].astype(np.float64)
         c = np.delete(self.b64, item) - self.b64[item]
         return A, c
 
@@ -208,7 +217,7 @@ class CategorySystem:
 
     def certificate_pool(self, box, eps):
         """The dual stage (:mod:`supports`): certificates' supports serve every category."""
-        return SupportPool(self.W64, self.b64, box, eps)
+        return SupportPool(self.Win, self.b64, box, eps)
 
     def dense_rows(self, item, categories):
         """Map category indices to row positions of ``dense(item)`` (the item's own row has none)."""
