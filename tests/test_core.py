@@ -439,3 +439,24 @@ def test_float32_layer_is_checked_without_a_float64_copy():
     part = am.check_categories(W, np.arange(200, 300))  # a subset: the batched float32 path
     assert part.witness.dtype == np.float32 and (part.status == "argmaxable").all()
     assert am.verify_certificate(part, W).all() and am.verify_certificate(am.check_categories(W, [0, 1]), W).all()
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_torch_device_path_matches_the_cpu_path(bias):
+    # device="cpu" runs the torch code path a CUDA GPU would run (Gram pass and reflection): same verdicts, and its
+    # witnesses pass the independent check.
+    rng = np.random.default_rng(23)
+    W = rng.normal(size=(3600, 300)).astype(np.float32)  # above FLOAT32_ABOVE: float32 products
+    W[1] = W[0]  # duplicates: 0 is unargmaxable (with a bias, it is the lower copy)
+    b = rng.normal(0, 0.1, size=3600) if bias else None
+    if bias:
+        b[0] = b[1] - 1.0
+    cpu = am.check_categories(W, np.arange(0, 3600, 60), b)
+    torch_path = am.check_categories(W, np.arange(0, 3600, 60), b, device="cpu")
+    np.testing.assert_array_equal(cpu.status, torch_path.status)
+    assert (torch_path.status[:1] == "unargmaxable").all() and am.verify_certificate(torch_path, W, b).all()
+    whole = am.check_categories(W[:1200, :100], None, None if b is None else b[:1200], device="cpu")
+    ref = am.check_categories(W[:1200, :100], None, None if b is None else b[:1200], device=None)
+    np.testing.assert_array_equal(whole.status, ref.status)
+    with pytest.raises(ValueError, match="device"):
+        am.check_categories(W[:10, :3], device="tpu")

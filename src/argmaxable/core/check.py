@@ -18,7 +18,7 @@ from argmaxable.core.chebyshev import FEASIBLE, INFEASIBLE, chebyshev
 from argmaxable.core.reflect import reflect
 from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE, UNDECIDED, CheckResult
 from argmaxable.core.solvers import SOLVERS
-from argmaxable.core.systems import AssignmentSystem, CategorySystem
+from argmaxable.core.systems import AssignmentSystem, CategorySystem, resolve_device
 
 _VERDICT = {FEASIBLE: ARGMAXABLE, INFEASIBLE: UNARGMAXABLE}
 
@@ -216,7 +216,7 @@ def _as_indices(items, n: int) -> np.ndarray:
 
 def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None, upper=None, eps: float = 1e-8,
                      patience: int = 2500, solver: str = "highs", workers: int = 2, progress: bool = False,
-                     exact_radius: bool = False) -> CheckResult:
+                     exact_radius: bool = False, device: str | None = "auto") -> CheckResult:
     """Which categories of softmax(W x + b) can be the argmax for some x in the box?
 
     Parameters
@@ -244,6 +244,10 @@ def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None,
     exact_radius : bool, default False
         Run an LP to its optimum for every item, so that ``radius`` is the Chebyshev radius itself; by default
         items proven by their witness have no radius (NaN) and the LP stops once it decides ``radius > eps``.
+    device : {"auto", "cpu", "cuda", "cuda:k"} or None, default "auto"
+        Where the Gram pass and reflection's products run: "auto" takes a CUDA GPU where torch sees one and
+        otherwise the CPU path (numpy's BLAS; bfloat16 torch products where the CPU has them); a device name
+        runs the torch path there, in true float32/float64 (no TF32) under the same rounding bounds.
 
     Returns
     -------
@@ -263,7 +267,7 @@ def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None,
     W, b, box = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers, keep_float32=True)
     n = W.shape[0]
     items = np.arange(n) if items is None else _as_indices(items, n)
-    system = CategorySystem(W, b)
+    system = CategorySystem(W, b, resolve_device(device))
     res = _run(system, items, bound=bound, box=box, eps=eps, patience=patience, solver=solver, workers=workers,
                progress=progress, kind="categories", radius_threshold=None, exact_lp=exact_radius,
                map_rows=system.row_index)

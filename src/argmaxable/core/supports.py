@@ -65,7 +65,7 @@ class SupportPool:
         found: dict = {}
         if items.size == 0:
             return found
-        targets = np.vstack([self.W[items].T.astype(np.float64), np.ones(items.size)])  # (d+1, T): [w_t, 1] per category
+        targets = np.vstack([self.W[items].T.astype(np.float64), np.ones(items.size)])  # (d+1, T): [w_t, 1]
         for rows, pinv in self.supports[start:]:
             open_ = np.array([k not in found for k in range(items.size)])
             lam = pinv @ targets[:, open_]  # (k, T'): barycentric coordinates, shared factorisation
@@ -74,7 +74,7 @@ class SupportPool:
                 t = int(items[pos])
                 if np.isin(t, rows):
                     continue
-                A = self.W[rows].astype(np.float64) - self.W[t].astype(np.float64)  # (k, d): the category's own rows over the support
+                A = self.W[rows].astype(np.float64) - self.W[t].astype(np.float64)  # (k, d): t's rows over S
                 norms = np.sqrt(np.einsum("kd,kd->k", A, A))
                 weights = lam[:, j] * norms
                 if np.any(norms == 0) or not weights.sum() > 0:  # a duplicate of t: the LP names it

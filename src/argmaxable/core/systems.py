@@ -75,13 +75,13 @@ def _bf16_augmented(W: np.ndarray, b: np.ndarray | None):
     return L, R
 
 
-def _gram_maxima(n: int, block: int, product) -> np.ndarray:
+def _gram_maxima(n: int, block: int, product, device=None) -> np.ndarray:
     """Row maxima, without the diagonal, of the symmetric n×n matrix whose block ``product(rows, cols)`` returns
-    (a torch tensor), visiting the upper triangle of blocks only: each block serves the targets of its rows and
-    of its columns. Only the running maxima are kept, never the matrix."""
+    (a torch tensor on ``device``), visiting the upper triangle of blocks only: each block serves the targets of its
+    rows and of its columns. Only the running maxima are kept, never the matrix."""
     import torch
 
-    top = torch.full((n,), -torch.inf, dtype=torch.float64)
+    top = torch.full((n,), -torch.inf, dtype=torch.float64, device=device)
     for lo in range(0, n, block):
         rows = slice(lo, min(lo + block, n))
         for lo2 in range(lo, n, block):
@@ -92,7 +92,46 @@ def _gram_maxima(n: int, block: int, product) -> np.ndarray:
             else:
                 top[cols] = torch.maximum(top[cols], G.amax(dim=0).double())
             top[rows] = torch.maximum(top[rows], G.amax(dim=1).double())
-    return top.numpy()
+    return top.cpu().numpy()
+
+
+def resolve_device(device: str | None):
+    """``"auto"``: a CUDA GPU where torch sees one, else None (the CPU path: numpy's BLAS, bfloat16 torch products
+    where the CPU has them); ``"cpu"``/``"cuda"``/``"cuda:1"``...: the torch path on that device."""
+    if device is None:
+        return None
+    import torch
+
+    if device == "auto":
+        return torch.device("cuda") if torch.cuda.is_available() else None
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"The 'device' parameter must be 'auto', 'cpu' or 'cuda[:k]'. Got {device!r}.") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"The 'device' parameter asks for {device!r} but torch sees no CUDA GPU: use 'auto' or 'cpu'.")
+    return dev
+
+
+class exact_float32:
+    """Context in which torch's float32 products on CUDA are true float32 (no TF32 inputs, no reduced-precision
+    reductions), so that :func:`rounding_bound` holds for them as for numpy's."""
+
+    def __enter__(self):
+        import torch
+
+        m = torch.backends.cuda.matmul
+        self._saved = (m.allow_tf32, torch.backends.cudnn.allow_tf32, m.allow_fp16_reduced_precision_reduction,
+                       m.allow_bf16_reduced_precision_reduction)
+        m.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+        m.allow_fp16_reduced_precision_reduction = m.allow_bf16_reduced_precision_reduction = False
+
+    def __exit__(self, *exc):
+        import torch
+
+        m = torch.backends.cuda.matmul
+        (m.allow_tf32, torch.backends.cudnn.allow_tf32, m.allow_fp16_reduced_precision_reduction,
+         m.allow_bf16_reduced_precision_reduction) = self._saved
 
 
 class System(Protocol):
@@ -115,7 +154,8 @@ class System(Protocol):
 class CategorySystem:
     """Category t of softmax(Wx + b) wins iff (w_i - w_t).x + (b_i - b_t) < 0 for all i != t (002 §3.3)."""
 
-    def __init__(self, W: np.ndarray, b: np.ndarray | None):
+    def __init__(self, W: np.ndarray, b: np.ndarray | None, device=None):
+        self.device = device  # a torch.device for the torch path (Gram pass, reflection's products), or None
         self.Win = W  # the layer as given: float64, or float32 kept as is (no float64 copy of a large layer)
         self.b64 = np.zeros(W.shape[0]) if b is None else b
         self.homogeneous = b is None or not np.any(b)
@@ -137,15 +177,44 @@ class CategorySystem:
     def start(self, items):
         return self.Win[items]  # x = w_t: "the dot product is largest when the vectors align" (002 §3.4.1)
 
+    @cached_property
+    def _torch_layer(self):
+        """``[W, b, 1]``, ``[W, 1, b]`` and ``b`` as torch tensors of this system's dtype on its device."""
+        import torch
+
+        W = torch.from_numpy(self.W).to(self.device)
+        b = torch.from_numpy(self.b).to(self.device)
+        ones = torch.ones((self.n_rows, 1), dtype=W.dtype, device=self.device)
+        if self.homogeneous:
+            return W, W, b
+        return torch.hstack([W, b[:, None], ones]), torch.hstack([W, ones, b[:, None]]), b
+
     def evaluate(self, items, X, eps):
+        rows = np.arange(len(items))
+        if self.device is not None:
+            return self._evaluate_torch(items, X, eps, rows)
         logits = X @ self.W.T  # (b, n) in self.dtype
         logits += self.b
-        rows = np.arange(len(items))
         own = logits[rows, items].astype(np.float64)
         logits[rows, items] = -np.inf  # the target's own (zero) row
         worst = np.argmax(logits, axis=1)  # the current argmax among the others (002 Fig. 5 line 1)
         top = logits[rows, worst].astype(np.float64)
         return worst, self._certified_margin(items, X, own, top, eps)
+
+    def _evaluate_torch(self, items, X, eps, rows):
+        """:meth:`evaluate` on the torch device, in this system's dtype (true float32: no TF32)."""
+        import torch
+
+        left, _, b = self._torch_layer
+        with exact_float32():
+            Xt = torch.from_numpy(np.ascontiguousarray(X, dtype=self.dtype)).to(self.device)
+            logits = Xt @ left[:, : self.d].T + b  # (b, n)
+        it, rt = torch.from_numpy(items).to(self.device), torch.from_numpy(rows).to(self.device)
+        own = logits[rt, it].double().cpu().numpy()
+        logits[rt, it] = -torch.inf  # the target's own (zero) row
+        worst = logits.argmax(dim=1)
+        top = logits[rt, worst].double().cpu().numpy()
+        return worst.cpu().numpy(), self._certified_margin(items, X, own, top, eps)
 
     def start_margins(self, eps: float, block: int = 2048) -> np.ndarray:
         """Certified margin of every category at its own start point x = w_t, for all n categories at once.
@@ -162,7 +231,12 @@ class CategorySystem:
         n = self.n_rows
         items = np.arange(n)
         own = self.sq + self.b64
-        if self.dtype == np.float32 and bf16_gemm():
+        if self.device is not None:  # the torch path: products in this system's dtype on the device
+            left, right, _ = self._torch_layer
+            with exact_float32():
+                top = _gram_maxima(n, block, lambda rows, cols: left[rows] @ right[cols].T, self.device)
+            kappa, recheck = None, True
+        elif self.dtype == np.float32 and bf16_gemm():
             # bfloat16 products on a CPU that has them: twice the float32 rate, with a bound 2^16 times looser.
             # What that bound cannot certify is not re-checked here but goes through the float32 batches.
             L, R = _bf16_augmented(self.Win, None if self.homogeneous else self.b64)
