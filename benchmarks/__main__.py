@@ -278,6 +278,60 @@ def bench_big(quick: bool, n: int, d: int, name: str) -> dict:
     }
 
 
+_VERIFY_CHILD = """
+import resource, sys, threading, time
+import numpy as np
+import torch  # a library, loaded before the baseline: only the verifier's own data is measured
+import argmaxable as am
+from argmaxable.core import CheckResult
+z = np.load(sys.argv[1])
+W, b = z["W"], z["b"]
+res = CheckResult.load(sys.argv[2])
+rss = lambda: int(open("/proc/self/statm").read().split()[1]) * resource.getpagesize() / 2**20
+base, peak, done = rss(), [0.0], threading.Event()
+def sample():  # resident memory every 5 ms while the verifier runs
+    while not done.wait(0.005):
+        peak[0] = max(peak[0], rss())
+threading.Thread(target=sample, daemon=True).start()
+t0 = time.perf_counter()
+ok = am.verify_certificate(res, W, b)
+t = time.perf_counter() - t0
+done.set()
+print(t, int(ok.sum()), max(peak[0], rss()) - base)
+"""
+
+
+def bench_verify(quick):
+    """The independent verifier on a whole GPT-2-sized result (target: under 2x the check's time, extra memory
+    under 2x the layer). The verifier runs in a fresh process that has loaded only W, b and the saved result."""
+    import tempfile
+
+    import argmaxable as am
+
+    n, d = (5000, 768) if quick else GPT2
+    W, b = _layer(n, d, "uniform", True)
+    W, b = W.astype(np.float64), b.astype(np.float64)  # the layer as the check reads it
+    t0 = time.perf_counter()
+    res = am.check_categories(W, b=b)
+    t_check = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as tmp:
+        np.savez(f"{tmp}/layer.npz", W=W, b=b)
+        res.save(f"{tmp}/result.npz")
+        out = subprocess.run([sys.executable, "-c", _VERIFY_CHILD, f"{tmp}/layer.npz", f"{tmp}/result.npz"],
+                             capture_output=True, text=True, check=True)
+    t_verify, verified, extra = out.stdout.split()
+    layer_mib = W.nbytes / 2**20
+    return {
+        "benchmark": f"verify_certificate, vocab {n}x{d} uniform, bias",
+        "ours_s": round(float(t_verify), 2),
+        "baseline": f"the check itself: {t_check:.2f} s",
+        "ratio": round(float(t_verify) / t_check, 2),
+        "notes": f"{verified}/{n} verdicts verified; memory beyond W, b and the result: {float(extra):.0f} MiB "
+                 f"({float(extra) / layer_mib:.2f}x the {layer_mib:.0f} MiB layer)",
+        "peak_mib": round(_peak_mib()),
+    }
+
+
 BENCHMARKS = {
     "ocr_ppocrv4": lambda q: bench_hard(q, "PP-OCRv4 rec head 6625x120, bias, box 100", *ocr_head()),
     "hard_32000x32_bias": lambda q: bench_hard(q, "hard head 32000x32, bias", *hard_head(*(
@@ -293,6 +347,7 @@ BENCHMARKS = {
     "lp_2000x128": lambda q: bench_lp(q, 2000, 128, False),
     "lp_50257x16_bias": lambda q: bench_lp(q, 50257, 16, True),
     "assignments": bench_assignments,
+    "verify": bench_verify,
 }
 
 

@@ -45,6 +45,17 @@ def test_every_option_of_every_group_composes(group):
         ("seed=abc", "invalid config key 'seed'"),
         ("detect.bound=big", "invalid config key 'detect.bound'"),
         ("detect.nosuchkey=1", "detect.nosuchkey"),
+        # values checked by the rules declared beside the schemas (issue 12)
+        ("detect.bound=-5", "detect.bound=-5.0: must be a number > 0"),
+        ("detect.eps=-1", "detect.eps=-1.0: must be a number >= 0"),
+        ("detect.workers=0", "detect.workers=0: must be an integer >= 1"),
+        ("detect.solver=cplex", "detect.solver='cplex': must be one of highs, gurobi"),
+        ("results_dir=", "results_dir='': must be a non-empty string"),
+        ("multilabel.runs.debtags.d=[-2]", "multilabel.runs.debtags.d.0=-2: must be an integer >= 1"),
+        ("multilabel.runs.debtags.encoder.kind=nope", "encoder.kind='nope': must be one of cnn, hf, timm"),
+        ("multilabel.runs.debtags.batch_size=0", "batch_size=0: must be an integer >= 1"),
+        ("theory.cover.eps=-1e-9", "theory.cover.eps=-1e-09: must be a number >= 0"),
+        ("multilabel.verify.solver=glpk", "multilabel.verify.solver='glpk'"),
     ],
 )
 def test_bad_config_is_one_clear_error(override, message):

@@ -1,6 +1,7 @@
 """DFT geometry: alternation theorem (thesis Thm 5.3, Prop. 5.1) and slack columns (Prop. 5.2)."""
 
 import numpy as np
+import pytest
 
 import argmaxable as am
 from argmaxable.multilabel.heads import dft_matrix
@@ -31,3 +32,25 @@ def test_radius_table_shape():
     df = radius_table([16], [1, 2], slack=4, samples=20, quantile=0.01, seed=0, bound=1e4, eps=1e-8)
     assert len(df) == 4 and set(df["slack"]) == {0, 4}
     assert (df["eps_argmaxable"] == 20).all()  # thesis Thm 5.4: every k-active assignment
+
+
+def test_radius_table_values_match_scipy_linprog():
+    """The radius column against an LP we did not write: scipy's linprog on the full Chebyshev programme
+    (maximise t s.t. a_i.x/||a_i|| + t <= 0, |x_j| <= B, a_i = -s_i w_i) for the same sampled assignments."""
+    from scipy.optimize import linprog
+
+    n, k, samples, bound = 16, 1, 20, 1e4
+    df = radius_table([n], [k], slack=0, samples=samples, quantile=0.0, seed=0, bound=bound, eps=1e-8)
+    Y = sample_k_active(n, k, samples, np.random.default_rng(0))  # the table's first draw
+    W = dft_matrix(n, k)
+    radii = []
+    for y in Y:
+        A = -np.where(y, 1.0, -1.0)[:, None] * W
+        A /= np.linalg.norm(A, axis=1, keepdims=True)
+        d = W.shape[1]
+        out = linprog(np.r_[np.zeros(d), -1.0], A_ub=np.hstack([A, np.ones((n, 1))]), b_ub=np.zeros(n),
+                      bounds=[(-bound, bound)] * d + [(None, None)], method="highs")
+        radii.append(-out.fun)
+    row = df[df["slack"] == 0].iloc[0]
+    assert row["radius_min"] == pytest.approx(min(radii), rel=1e-6)
+    assert row["radius_quantile"] == pytest.approx(min(radii), rel=1e-6)  # the 0% quantile is the minimum

@@ -10,8 +10,8 @@ from argmaxable.core import (
     check_assignments,
     check_categories,
     check_top_m,
-    verify_certificate,
 )
+from argmaxable.verify import verify_certificate
 
 __all__ = [
     "CheckResult",

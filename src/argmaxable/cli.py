@@ -2,6 +2,7 @@
 
     argmaxable check softmax layer.npz [--weight-key K] [--bias-key K] [--out table.parquet]
     argmaxable check assignments layer.pt labels.txt [--out table.csv]
+    argmaxable verify table.parquet layer.npz [--labels labels.txt]
     argmaxable config show [experiment=paper detect.bound=50 ...]
 
 User errors (bad files, missing keys, bad settings) print one line to stderr and exit with status 2.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +21,7 @@ from argmaxable import __version__
 from argmaxable.core.box import ACTIVATIONS
 
 EXIT_USAGE = 2  # argparse's own status for bad usage; we use it for every user error
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a command stopped by Ctrl-C
 
 
 class UsageError(ValueError):
@@ -81,26 +84,53 @@ def _settings(args, bound_default: float) -> dict:
     return out
 
 
+def evidence_path(table: str | Path) -> Path:
+    """Where ``--out TABLE`` keeps the whole result with its evidence (witnesses, certificates, settings)."""
+    return Path(f"{table}.evidence.npz")
+
+
+def _check_out(args) -> None:
+    """Refuse a bad ``--out`` before any computation: its suffix, and a directory we can write to."""
+    if args.out is None:
+        return
+    out = Path(args.out)
+    if out.suffix not in (".parquet", ".csv"):
+        raise UsageError(f"--out must end in .parquet or .csv; got {str(out)!r}")
+    if out.is_dir():
+        raise UsageError(f"--out {str(out)!r} is a directory; give a file name ending in .parquet or .csv")
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    try:
+        if not parent.is_dir():
+            raise NotADirectoryError(str(parent))
+        with tempfile.TemporaryFile(dir=parent):  # the way to know: permissions, read-only mounts, /proc
+            pass
+    except OSError:
+        raise UsageError(f"--out {str(out)!r}: cannot write in directory {str(parent)!r}") from None
+
+
 def _write(res, args, extra_inputs=()) -> None:
     if args.out is None:
         return
     from argmaxable.provenance import write_table
 
     out = Path(args.out)
-    if out.suffix not in (".parquet", ".csv"):
-        raise UsageError(f"--out must end in .parquet or .csv; got {str(out)!r}")
     frame = res.to_frame().rename(columns={"item": "category" if res.kind == "categories" else "assignment"})
     write_table(frame, out, config={"command": sys.argv[1:], **res.settings},
                 inputs=[args.path, *extra_inputs])
-    print(f"wrote {out}")
+    res.save(evidence_path(out))
+    print(f"wrote {out} and {evidence_path(out)}")
 
 
 def cmd_check_softmax(args) -> int:
     import argmaxable as am
 
+    _check_out(args)
+    settings = _settings(args, 100.0)
     W, b = _read_layer(args)
     print(_describe(args.path, W, b))
-    res = am.check_categories(W, b=b, progress=args.progress, **_settings(args, 100.0))
+    res = am.check_categories(W, b=b, progress=args.progress, **settings)
     print(res.summary())
     _write(res, args)
     return 0
@@ -109,13 +139,47 @@ def cmd_check_softmax(args) -> int:
 def cmd_check_assignments(args) -> int:
     import argmaxable as am
 
+    _check_out(args)
+    settings = _settings(args, 1e4)
     W, b = _read_layer(args)
     Y = read_labels(args.labels, W.shape[0])
     print(_describe(args.path, W, b))
-    res = am.check_assignments(W, Y, b, progress=args.progress, **_settings(args, 1e4))
+    res = am.check_assignments(W, Y, b, progress=args.progress, **settings)
     print(res.summary())
     print(f"{int(res.one_argmaxable().sum())} of {len(res)} assignments are 1-argmaxable (radius > 1)")
     _write(res, args, [args.labels])
+    return 0
+
+
+def cmd_verify(args) -> int:
+    import argmaxable as am
+    from argmaxable.core import CheckResult
+
+    path = Path(args.result)
+    if not path.name.endswith(".npz"):
+        path = evidence_path(path)
+    if not path.is_file():
+        raise UsageError(f"no evidence file {str(path)!r}: give the .evidence.npz that 'check --out' wrote "
+                         "beside its table, or the table itself")
+    try:
+        res = CheckResult.load(path)
+    except (KeyError, ValueError, OSError) as err:
+        raise UsageError(f"{path}: not an evidence file written by 'argmaxable check --out' ({err})") from None
+    W, b = _read_layer(args)
+    items = None
+    if res.kind != "categories":
+        if args.labels is None:
+            raise UsageError(f"a {res.kind} result needs its label sets: --labels FILE")
+        items = read_labels(args.labels, W.shape[0])
+    given = {k: getattr(args, k) for k in ("bound", "eps") if getattr(args, k) is not None}
+    valid = am.verify_certificate(res, W, b, items=items, **given)
+    print(f"{path}: {int(valid.sum())} of {len(valid)} verdicts verified (box and eps as recorded: "
+          f"bound {res.settings.get('bound')}, eps {res.settings.get('eps')})")
+    if not valid.all():
+        bad = res.items[~valid]
+        print(f"evidence fails for {int((~valid).sum())} items: {', '.join(map(str, bad[:20].tolist()))}"
+              f"{' ...' if len(bad) > 20 else ''}")
+        return 1
     return 0
 
 
@@ -152,7 +216,7 @@ def _add_layer_options(p: argparse.ArgumentParser, bound_default: str) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="argmaxable", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"argmaxable {__version__}")
-    groups = parser.add_subparsers(dest="group", required=True, metavar="{check,config}")
+    groups = parser.add_subparsers(dest="group", required=True, metavar="{check,verify,config}")
 
     check = groups.add_parser("check", help="check a softmax layer or sigmoid label assignments")
     checks = check.add_subparsers(dest="what", required=True, metavar="{softmax,assignments}")
@@ -165,6 +229,18 @@ def build_parser() -> argparse.ArgumentParser:
     assign.add_argument("labels", help="text file, one assignment per line (active label indices separated by "
                         "spaces), or a .npy boolean matrix (m, n)")
     assign.set_defaults(func=cmd_check_assignments)
+
+    verify = groups.add_parser("verify", help="re-check the evidence of a saved result independently")
+    verify.add_argument("result", help="the table written by 'check --out' (its .evidence.npz is read) or the "
+                        ".evidence.npz itself")
+    verify.add_argument("path", help="the weights file the check ran on")
+    verify.add_argument("--labels", help="label sets file (for an assignments result)")
+    verify.add_argument("--weight-key", metavar="K", help="name of the weight matrix in the file")
+    verify.add_argument("--bias-key", metavar="K", help="name of the bias vector")
+    verify.add_argument("--no-bias", action="store_true", help="ignore any bias in the file")
+    verify.add_argument("--bound", type=float, help="box to verify at (must agree with the result's record)")
+    verify.add_argument("--eps", type=float, help="eps to verify at (must agree with the result's record)")
+    verify.set_defaults(func=cmd_verify)
 
     config = groups.add_parser("config", help="inspect the composed Hydra configuration")
     configs = config.add_subparsers(dest="what", required=True, metavar="{show}")
@@ -185,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
         message = str(err).strip().splitlines() or [type(err).__name__]
         print(f"argmaxable: error: {message[0]}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT, no partial file (atomic writes)
+        print("argmaxable: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -15,12 +15,20 @@ from typing import Any
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from argmaxable.models.schema import RULES as DETECT_RULES
 from argmaxable.models.schema import DetectConfig, ModelConfig
 from argmaxable.multilabel.datasets.schema import DatasetConfig
+from argmaxable.multilabel.schema import RULES as MULTILABEL_RULES
 from argmaxable.multilabel.schema import MultilabelConfig
+from argmaxable.rules import NON_EMPTY, broken
+from argmaxable.theory.schema import RULES as THEORY_RULES
 from argmaxable.theory.schema import TheoryConfig
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
+
+
+# Every value rule of the tree (the schemas declare theirs beside their dataclasses).
+RULES = {"results_dir": NON_EMPTY, **DETECT_RULES, **THEORY_RULES, **MULTILABEL_RULES}
 
 
 class ConfigError(ValueError):
@@ -56,14 +64,18 @@ def _one_line(err: Exception) -> str:
 
 
 def validate(cfg: DictConfig) -> DictConfig:
-    """Merge ``cfg`` into :class:`RootConfig`; raise :class:`ConfigError` naming the bad key."""
+    """Merge ``cfg`` into :class:`RootConfig` and check every value rule (:data:`RULES`); raise
+    :class:`ConfigError` naming the bad key and what is allowed."""
     try:
         merged = OmegaConf.merge(OmegaConf.structured(RootConfig), cfg)
-        OmegaConf.to_container(merged, resolve=True, throw_on_missing=True)
+        plain = OmegaConf.to_container(merged, resolve=True, throw_on_missing=True)
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None) or "?"
         msg = getattr(err, "msg", None) or _one_line(err)
         raise ConfigError(f"invalid config key '{key}': {msg.splitlines()[0]}") from None
+    problem = broken(plain, RULES)
+    if problem:
+        raise ConfigError(problem)
     OmegaConf.set_readonly(merged, True)
     return merged
 

@@ -3,7 +3,7 @@ adapters that turn the papers' questions into it."""
 
 from argmaxable.core.box import activation_bounds
 from argmaxable.core.chebyshev import LPOutcome, chebyshev
-from argmaxable.core.check import check_assignments, check_categories, check_top_m, verify_certificate
+from argmaxable.core.check import check_assignments, check_categories, check_top_m
 from argmaxable.core.result import CheckResult
 from argmaxable.core.solvers import SolverError
 
@@ -16,5 +16,4 @@ __all__ = [
     "check_assignments",
     "check_categories",
     "check_top_m",
-    "verify_certificate",
 ]

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from argmaxable.core.box import make_box, support
+from argmaxable.core.box import make_box
+from argmaxable.core.numerics import gamma, row_norms
 from argmaxable.core.solvers import make_lp
 
 # A row whose solver residual exceeds this after a solve is added to the working set. Well above the LP's
@@ -61,10 +62,6 @@ class LPOutcome:
         Rows and weights (summing to 1) of the upper-bound certificate.
     rounds : int
         Constraint-generation rounds (LP solves).
-    rows_used : int
-        Size of the final working set.
-    decided : dict
-        For each threshold asked for, True/False when the bounds decide ``radius > threshold``, else None.
     message : str
         Why the verdict is what it is (solver status when undecided, duplicate rows, ...).
     """
@@ -77,26 +74,32 @@ class LPOutcome:
     dual_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     dual_weights: np.ndarray = field(default_factory=lambda: np.zeros(0))
     rounds: int = 0
-    rows_used: int = 0
-    decided: dict = field(default_factory=dict)
     message: str = ""
     converged: bool = False  # constraint generation reached the optimum of the full LP
 
 
-def margin(A: np.ndarray, c: np.ndarray, norms: np.ndarray, x: np.ndarray) -> float:
-    """Distance from ``x`` to the nearest hyperplane, negative if some row is violated (float64)."""
-    return float(np.min(-(A @ x + c) / norms))
-
-
 def dual_bound(A: np.ndarray, c: np.ndarray, norms: np.ndarray, rows: np.ndarray, weights: np.ndarray,
                box: tuple[np.ndarray, np.ndarray]) -> float:
-    """Upper bound on the Chebyshev radius from dual weights over ``rows`` (float64, no solver)."""
+    """Certified upper bound on the Chebyshev radius from dual weights over ``rows`` (float64, no solver).
+
+    Summing ``y_i (a_i.x + c_i + t ||a_i||) <= 0`` over normalised rows gives ``t <= sup_box(-v) - y.cn`` with
+    ``v = y.An``; the rounding of the normalisation, of the sums and of the support is bounded (gamma_k times the
+    sums of absolute values) and added, so the bound holds for the exact arithmetic too.
+    """
     if rows.size == 0 or not np.isfinite(weights).all() or weights.sum() <= 0:
         return np.inf
     y = weights / weights.sum()
     An = A[rows] / norms[rows, None]
     cn = c[rows] / norms[rows]
-    return float(support(-(y @ An), *box) - y @ cn)
+    lo, hi = box
+    terms = np.maximum(-(y @ An) * lo, -(y @ An) * hi)
+    value = float(terms.sum() - y @ cn)
+    k, d = An.shape
+    err = gamma(k + d + 8) * float(y @ (np.abs(An) @ np.maximum(np.abs(lo), np.abs(hi))) + y @ np.abs(cn)
+                                   + np.abs(terms).sum())
+    top = value + err  # numerator bound; the denominator sum y_i ||a_i|| / norm_i lies in [1 - g, 1 + g]
+    g = gamma(d + 4)
+    return top / (1 - g) if top > 0 else top / (1 + g)
 
 
 def polish(A: np.ndarray, norms: np.ndarray, rows: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -162,7 +165,7 @@ def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, 
     m, d = A.shape
     box = make_box(d, bound, lower, upper)
     thresholds = list(thresholds) if thresholds is not None else [eps]
-    norms = np.sqrt(np.einsum("ij,ij->i", A, A))
+    norms = row_norms(A)  # no overflow or underflow of squares: only an exactly zero row gets 0
 
     zero = norms == 0.0
     if zero.any():
@@ -170,7 +173,6 @@ def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, 
         if blocking.size:  # 0.x + c < 0 cannot hold: e.g. a duplicate of the target row
             i = int(blocking[0])
             return LPOutcome(INFEASIBLE, -np.inf, -np.inf, -np.inf, None, np.array([i]), np.array([1.0]),
-                             decided={thr: False for thr in thresholds},
                              message=f"row {i} is identically zero with offset {c[i]:.3g} >= 0")
         keep = np.flatnonzero(~zero)  # 0.x + c < 0 with c < 0 always holds: drop the row
     else:
@@ -184,11 +186,11 @@ def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, 
         return sub
     if m == 0:
         x = np.clip(np.zeros(d), *box)
-        return LPOutcome(FEASIBLE, np.inf, np.inf, np.inf, x, decided={thr: True for thr in thresholds},
-                         message="no constraints")
+        return LPOutcome(FEASIBLE, np.inf, np.inf, np.inf, x, message="no constraints")
 
     inv = 1.0 / norms  # rows are normalised only where the LP needs them: the full An would cost a copy of A
     cn = c * inv
+    cn_max = float(np.abs(cn).max())
     start = np.clip(np.zeros(d) if x0 is None else np.asarray(x0, dtype=np.float64), *box)
     k0 = min(m, initial_rows or WORKING_ROWS)
     k_add = rows_per_round or max(d + 1, WORKING_ROWS)
@@ -228,7 +230,10 @@ def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, 
             break
         x = np.clip(sol.x, *box)
         slack = (A @ x) * inv + cn  # (m,) signed normalised distances; < 0 inside
+        # Certified distance of x: the computed one less the rounding of a_i.x/||a_i|| + c_i/||a_i|| (|a_i|.|x| <=
+        # ||a_i|| ||x||, normalisation and offsets relative u each).
         point_margin = float(-slack.max())
+        point_margin -= gamma(d + 6) * (float(row_norms(x[None])[0]) + cn_max + abs(point_margin))
         if point_margin > lower:
             best_x, lower = x, point_margin
         violated = np.flatnonzero((slack + t > VIOLATION_TOLERANCE) & ~in_set)
@@ -242,7 +247,6 @@ def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, 
         working.extend(worst)
         lp.add_rows(A[worst] * inv[worst, None], cn[worst])
 
-    decided = {thr: (True if lower > thr else False if upper <= thr else None) for thr in thresholds}
     if lower > eps:
         status = FEASIBLE
     elif upper <= eps:
@@ -250,10 +254,10 @@ def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, 
     else:
         status = UNDECIDED
         message = message or (f"radius within solver tolerance of eps: certified bounds [{lower:.3g}, "
-                              f"{upper:.3g}] straddle eps={eps:g}")
+                              f"{upper:.3g}] straddle eps={eps:g} (rounding bounds included)")
     if converged and np.isfinite(t):
         radius = t
     else:
         radius = {FEASIBLE: lower, INFEASIBLE: upper}.get(status, np.nan)
     return LPOutcome(status, float(radius), lower, upper, best_x, np.asarray(dual_rows), dual_weights,
-                     rounds, int(in_set.sum()), decided, message, converged)
+                     rounds, message, converged)

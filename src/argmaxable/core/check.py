@@ -15,6 +15,7 @@ from threadpoolctl import threadpool_limits
 
 from argmaxable.core.box import make_box
 from argmaxable.core.chebyshev import FEASIBLE, INFEASIBLE, chebyshev
+from argmaxable.core.numerics import unit_scale
 from argmaxable.core.reflect import reflect
 from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE, UNDECIDED, CheckResult
 from argmaxable.core.solvers import SOLVERS
@@ -26,22 +27,33 @@ _VERDICT = {FEASIBLE: ARGMAXABLE, INFEASIBLE: UNARGMAXABLE}
 # certificate spares as many LPs as it can, and several, so that the workers run in parallel.
 WAVE = 8
 
+def _real_array(a, name: str, keep_float32: bool = False) -> np.ndarray:
+    """float64 array of real numbers (ints, floats, bools are not silently cast from complex/objects/strings);
+    with ``keep_float32`` a float32 array stays as given (every float32 is a float64)."""
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "iuf":
+        kind = {"c": "complex", "b": "boolean", "U": "string", "S": "bytes", "O": "object"}.get(arr.dtype.kind,
+                                                                                            str(arr.dtype))
+        raise ValueError(f"The {name!r} parameter must hold real numbers. Got {kind} values (dtype {arr.dtype}).")
+    return arr if keep_float32 and arr.dtype == np.float32 else arr.astype(np.float64, copy=False)
+
 
 def _as_matrix(W, name: str = "W", keep_float32: bool = False) -> np.ndarray:
     """Accept numpy/torch/array-like of any float dtype; return a finite float64 (n, d) array, or with
-    ``keep_float32`` a float32 one as given (a large layer without a float64 copy: every float32 is a float64)."""
+    ``keep_float32`` a float32 one as given (a large layer needs no float64 copy)."""
     if hasattr(W, "detach"):  # torch.Tensor
+        if W.is_complex():
+            raise ValueError(f"The {name!r} parameter must be real. Got a complex tensor ({W.dtype}).")
         W = W.detach().cpu()
-        W = W.numpy() if str(W.dtype) == "torch.float32" else W.double().numpy()
-    W = np.asarray(W)
-    W = W if keep_float32 and W.dtype == np.float32 else W.astype(np.float64, copy=False)
+        W = W.numpy() if keep_float32 and str(W.dtype) == "torch.float32" else W.double().numpy()
+    W = _real_array(W, name, keep_float32)
     if W.ndim != 2 or W.shape[0] == 0 or W.shape[1] == 0:
         raise ValueError(f"The {name!r} parameter must be a non-empty 2-D array (n, d). Got shape {W.shape}.")
     for lo in range(0, len(W), 8192):  # blocks of rows: no n×d temporary
         block = W[lo : lo + 8192]
         if not np.isfinite(block).all():
             bad = np.argwhere(~np.isfinite(block))[0]
-            raise ValueError(f"The {name!r} parameter must be finite. Got {block[tuple(bad)]} at index "
+            raise ValueError(f"The {name!r} parameter must be finite. Got {float(block[tuple(bad)])} at index "
                              f"{(lo + int(bad[0]), int(bad[1]))}.")
     return W
 
@@ -50,8 +62,10 @@ def _as_bias(b, n: int) -> np.ndarray | None:
     if b is None:
         return None
     if hasattr(b, "detach"):
+        if b.is_complex():
+            raise ValueError(f"The 'b' parameter must be real. Got a complex tensor ({b.dtype}).")
         b = b.detach().cpu().double().numpy()
-    b = np.asarray(b, dtype=np.float64)
+    b = _real_array(b, "b")
     if b.shape != (n,):
         raise ValueError(f"The 'b' parameter must have shape ({n},) to match W. Got shape {b.shape}.")
     if not np.isfinite(b).all():
@@ -60,17 +74,29 @@ def _as_bias(b, n: int) -> np.ndarray | None:
     return b
 
 
+def _show(value) -> str:
+    """repr of a setting without numpy's type wrapper (np.float64(1.0) -> 1.0)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
 def _check_settings(bound, eps, patience, solver, workers) -> None:
+    for name, value in (("bound", bound), ("eps", eps), ("patience", patience), ("workers", workers)):
+        if not _is_real(value):
+            raise ValueError(f"The {name!r} parameter must be a number. Got {_show(value)} ({type(value).__name__}).")
     if not (np.isfinite(bound) and bound > 0):
-        raise ValueError(f"The 'bound' parameter must be a positive number. Got {bound!r} instead.")
+        raise ValueError(f"The 'bound' parameter must be a positive number. Got {_show(bound)} instead.")
     if not (np.isfinite(eps) and eps >= 0):
-        raise ValueError(f"The 'eps' parameter must be a non-negative number. Got {eps!r} instead.")
+        raise ValueError(f"The 'eps' parameter must be a non-negative number. Got {_show(eps)} instead.")
     if int(patience) != patience or patience < 0:
-        raise ValueError(f"The 'patience' parameter must be a non-negative integer. Got {patience!r} instead.")
+        raise ValueError(f"The 'patience' parameter must be a non-negative integer. Got {_show(patience)} instead.")
     if solver not in SOLVERS:
-        raise ValueError(f"The 'solver' parameter must be one of {SOLVERS}. Got {solver!r} instead.")
+        raise ValueError(f"The 'solver' parameter must be one of {SOLVERS}. Got {_show(solver)} instead.")
     if int(workers) != workers or workers < 1:
-        raise ValueError(f"The 'workers' parameter must be a positive integer. Got {workers!r} instead.")
+        raise ValueError(f"The 'workers' parameter must be a positive integer. Got {_show(workers)} instead.")
 
 
 def _progress(total: int, desc: str, enabled: bool):
@@ -83,7 +109,9 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
          exact_lp, map_rows=None) -> CheckResult:
     k = len(items)
     status = np.full(k, ARGMAXABLE, dtype=object)
-    radius = np.full(k, np.nan)
+    radius = np.full(k, np.nan)  # certified lower bound where one was measured
+    lower = np.full(k, np.nan)  # certified lower / upper bounds on the radius (NaN: none)
+    upper = np.full(k, np.nan)
     radius_exact = np.zeros(k, dtype=bool)
     steps = np.full(k, -1, dtype=np.int64)
     lp_rounds = np.zeros(k, dtype=np.int64)
@@ -92,11 +120,11 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
 
     # Approximate dual stage (systems that have one): batched Gordan certificates prove items unargmaxable.
     rest = np.arange(k)
-    if hasattr(system, "gordan") and not exact_lp:  # its certificates bound the radius, they do not compute it
+    if system.has_dual_stage and not exact_lp:  # its certificates bound the radius, they do not compute it
         with _progress(k, f"{kind}: dual", progress) as bar:
             dual = system.gordan(items, box=box, eps=eps, progress=bar.update)
         for pos, weights in dual.weights.items():
-            status[pos], radius[pos] = UNARGMAXABLE, dual.upper[pos]
+            status[pos], upper[pos] = UNARGMAXABLE, dual.upper[pos]
             certificates[pos] = (dual.rows, weights)
             message[pos] = f"Gordan certificate over {len(dual.rows)} rows (dual stage)"
         rest = np.flatnonzero(~dual.proven)
@@ -120,13 +148,14 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
     # exact_lp, every proven item (its radius is computed, not bounded).
     proven = rest[approx.proven]
     todo = rest[~approx.proven]
+    lower[proven] = eps  # each witness's certified margin exceeds eps (its value is measured below if needed)
+    if radius_threshold is not None:
+        _, m = system.evaluate(items[proven], witness[proven], eps)
+        lower[proven] = radius[proven] = m  # certified margins of the witnesses
+        if not exact_lp:
+            todo = np.sort(np.concatenate([todo, proven[m <= radius_threshold]]))
     if exact_lp:
         todo = rest
-    elif radius_threshold is not None:
-        _, m = system.evaluate(items[proven], witness[proven], eps)
-        settled = m > radius_threshold
-        radius[proven[settled]] = m[settled]
-        todo = np.sort(np.concatenate([todo, proven[~settled]]))
     thresholds = [eps] if radius_threshold is None else [eps, radius_threshold]
     x0 = {int(pos): witness[pos].copy() for pos in todo}  # the LP starts from reflection's best iterate
     # ... with the rows reflection saw beat it in its last steps in the first working set.
@@ -142,25 +171,36 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
                          thresholds=thresholds, exact=exact_lp, seed_rows=seeds.get(int(pos)))
 
     def record(pos: int, out) -> None:
-        radius[pos] = out.radius
+        has_witness = bool(np.isfinite(witness[pos]).all())
+        lower[pos] = np.fmax(lower[pos], out.lower)  # every bound is certified: keep the best of each
+        upper[pos] = np.fmin(upper[pos], out.upper)
+        if np.isfinite(out.lower) and (np.isnan(radius[pos]) or out.lower > radius[pos]):
+            radius[pos] = out.lower
+        elif out.upper == -np.inf:  # a duplicate row: no point at all, radius -inf
+            radius[pos] = -np.inf
         radius_exact[pos] = out.converged
         lp_rounds[pos] = out.rounds
         message[pos] = out.message
-        if out.status == FEASIBLE:
+        if has_witness and out.upper <= eps:
+            status[pos] = UNDECIDED  # a proven witness and a dual bound that rule each other out
+            message[pos] = (f"stages disagree: a witness with margin > {eps:g} and an LP dual bound "
+                            f"{out.upper:.3g} <= eps (numerical trouble)")
+        elif out.status == FEASIBLE:
             witness[pos] = out.x
-        elif np.isfinite(witness[pos]).all():
-            return  # reflection's witness already proved it; the LP only failed to size its radius
-        status[pos] = _VERDICT.get(out.status, UNDECIDED)
-        if out.status == INFEASIBLE:
-            rows = out.dual_rows if map_rows is None else map_rows(int(items[pos]), out.dual_rows)
-            certificates[pos] = (np.asarray(rows, dtype=np.int64), out.dual_weights)
-            if shared is not None:
-                shared.add(np.asarray(rows)[out.dual_weights > 0])
+        elif has_witness:  # reflection's witness proved it; the LP only failed to size its radius
+            message[pos] = f"argmaxable by its witness; the LP did not size the radius: {out.message}"
+        else:
+            status[pos] = _VERDICT.get(out.status, UNDECIDED)
+            if out.status == INFEASIBLE:
+                rows = out.dual_rows if map_rows is None else map_rows(int(items[pos]), out.dual_rows)
+                certificates[pos] = (np.asarray(rows, dtype=np.int64), out.dual_weights)
+                if shared is not None:
+                    shared.add(np.asarray(rows)[out.dual_weights > 0])
 
     # Systems whose certificates carry over between items (categories: :mod:`supports`) solve their LPs in
     # waves of a fixed size; after each wave the new certificates' supports are tried on every item still
     # waiting, which needs no LP then. The fixed wave keeps results independent of the number of workers.
-    shared = system.certificate_pool(box, eps) if hasattr(system, "certificate_pool") and not exact_lp else None
+    shared = system.certificate_pool(box, eps) if system.has_shared_certificates and not exact_lp else None
     waves = [todo] if shared is None else [todo[:WAVE]]
     pending = todo[len(waves[0]):]
     # One BLAS thread per LP: the LPs run in parallel, and nested BLAS threads oversubscribe the cores
@@ -178,26 +218,81 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
                 record(int(pos), out)
             if shared is None or pending.size == 0:
                 continue
-            for k, (rows, weights, upper) in shared.prove(items[pending], start=tried).items():
-                pos = int(pending[k])
-                status[pos], radius[pos], certificates[pos] = UNARGMAXABLE, upper, (rows, weights)
+            for j, (rows, weights, bound_here) in shared.prove(items[pending], start=tried).items():
+                pos = int(pending[j])
+                status[pos], upper[pos], certificates[pos] = UNARGMAXABLE, bound_here, (rows, weights)
                 message[pos] = f"certificate over the {len(rows)} rows of another category's (dual stage)"
                 bar.update(1)
             pending = pending[status[pending] != UNARGMAXABLE]
             waves.append(pending[:WAVE])
             pending = pending[WAVE:]
+    answers = {name: _answers(status, lower, upper, thr, eps)
+               for name, thr in zip(("eps", "1"), thresholds, strict=False)}
+    with np.errstate(invalid="ignore"):
+        upper_shown = np.where(np.isfinite(upper) | (upper == -np.inf), upper, np.nan)
     return CheckResult(kind, np.asarray(items), status.astype(str), radius, radius_exact, steps,
                        lp_rounds, witness, message.astype(str), certificates,
                        {"bound": float(bound), "lower": box[0].tolist(), "upper": box[1].tolist(), "eps": float(eps),
-                        "patience": int(patience), "solver": solver, "exact_radius": bool(exact_lp)})
+                        "patience": int(patience), "solver": solver, "exact_radius": bool(exact_lp),
+                        **numeric_settings(system, whole)},
+                       radius_upper=upper_shown, answers=answers)
+
+
+def numeric_settings(system, whole: bool) -> dict:
+    """What the result's float arithmetic was: the approximate stage's number format, the BLAS that ran, and the
+    tolerances (recorded in the result's settings and so in every sidecar)."""
+    from threadpoolctl import threadpool_info
+
+    from argmaxable.core.chebyshev import VIOLATION_TOLERANCE
+    from argmaxable.core.gordan import FLOOR
+    from argmaxable.core.solvers import FEASIBILITY_TOLERANCE
+    from argmaxable.core.systems import bf16_gemm
+
+    if system.dtype == np.float32:
+        bf16 = whole and system.has_gram_start and bf16_gemm()  # the first step of a whole vocabulary
+        path = "bfloat16 products (float32 accumulation), float32, float64" if bf16 else "float32, float64"
+    else:
+        path = "float64"
+    blas = next((f"{i['internal_api']} {i['version']} ({i.get('architecture')} kernel)"
+                 for i in threadpool_info() if i["user_api"] == "blas"), "unknown")
+    return {"numeric_path": path, "blas": blas,
+            "tolerances": {"lp_feasibility": FEASIBILITY_TOLERANCE, "lp_violation": VIOLATION_TOLERANCE,
+                           "gordan_floor": FLOOR, "float64_rounding": "gamma_k bounds on every acceptance"}}
+
+
+def _answers(status, lower, upper, threshold, eps) -> np.ndarray:
+    """"yes" / "no" / "undecided" for radius > threshold, from the certified bounds (and, at eps, the status)."""
+    out = np.full(len(status), "undecided", dtype=object)
+    with np.errstate(invalid="ignore"):
+        out[lower > threshold] = "yes"
+        out[upper <= threshold] = "no"
+    if threshold == eps:  # the verdict itself answers eps: it is never contradicted by a bound (see above)
+        out[status == ARGMAXABLE], out[status == UNARGMAXABLE] = "yes", "no"
+        out[status == UNDECIDED] = "undecided"
+    else:
+        out[status == UNDECIDED] = "undecided"
+        out[(status == UNARGMAXABLE) & (threshold >= eps)] = "no"
+    return out.astype(str)
+
+
+# A layer whose largest entry lies outside [2^-500, 2^500] is scaled by a power of two first: squares of its
+# entries would overflow or underflow. Scaling every row and offset by one positive number changes no region,
+# witness, radius or certificate, and a power of two scales exactly; inside the range no copy is made.
+SAFE_RANGE = (2.0**-500, 2.0**500)
 
 
 def _prepare(W, b, bound, lower, upper, eps, patience, solver, workers, keep_float32=False):
-    """Validated float64 W (float32 kept with ``keep_float32``), b and the box, or a one-line ValueError."""
+    """Validated float64 W (float32 kept with ``keep_float32``), b (scaled into the safe range) and the box, or a
+    one-line ValueError."""
     W = _as_matrix(W, keep_float32=keep_float32)
     b = _as_bias(b, W.shape[0])
     _check_settings(bound, eps, patience, solver, workers)
-    return W, b, make_box(W.shape[1], bound, lower, upper)
+    box = make_box(W.shape[1], bound, lower, upper)
+    top = max(float(W.max()), -float(W.min()), 0.0 if b is None else float(np.abs(b).max()))  # no n×d temporary
+    if top > 0 and not SAFE_RANGE[0] <= top <= SAFE_RANGE[1]:
+        s = unit_scale(W, b)
+        W, b = W * s, None if b is None else b * s
+    return W, b, box
 
 
 def _as_indices(items, n: int) -> np.ndarray:
@@ -271,10 +366,12 @@ def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None,
     res = _run(system, items, bound=bound, box=box, eps=eps, patience=patience, solver=solver, workers=workers,
                progress=progress, kind="categories", radius_threshold=None, exact_lp=exact_radius,
                map_rows=system.row_index)
+    message = res.message.astype(object)  # a fixed-width str array would truncate the longer text
     for pos in np.flatnonzero(res.radius == -np.inf):  # a zero row in the LP: an identical category
         dup = int(res.certificates[pos][0][0])
-        res.message[pos] = (f"duplicate of category {dup} with a bias at least as high: category "
-                            f"{int(res.items[pos])} cannot win strictly")
+        message[pos] = (f"duplicate of category {dup} with a bias at least as high: category "
+                        f"{int(res.items[pos])} cannot win strictly")
+    res.message = message.astype(str)
     return res
 
 
@@ -310,7 +407,7 @@ def _as_signs(Y, n: int) -> np.ndarray:
         if not all(isinstance(v, (int, np.integer)) for v in values):
             bad = next(v for v in values if not isinstance(v, (int, np.integer)))
             raise ValueError(f"The 'items' parameter's assignment {r} must hold integer label indices. "
-                             f"Got {bad!r}.")
+                             f"Got {_show(bad)}.")
         idx = np.asarray(values, dtype=np.int64)
         bad = idx[(idx < 0) | (idx >= n)]
         if bad.size:
@@ -379,7 +476,8 @@ def check_top_m(W, items, b=None, *, bound: float = 100.0, lower=None, upper=Non
 
     A set S is the top-|S| iff some threshold tau separates it: w_i.x + b_i > tau exactly for i in S. That is
     the label assignment S of the sigmoid layer [W, -1] over (x, tau) (GUIDE §1; thesis Prop. 5.3; 004 §5-6),
-    so this is :func:`check_assignments` on the augmented layer; tau ranges over [-bound, bound]. ``items`` are
+    so this is :func:`check_assignments` on the augmented layer; tau ranges over [-bound, bound] (for a layer
+    outside the safe range, rescaled by a power of two first: tau's coefficient is then -1/s). ``items`` are
     token sets in either form of :func:`check_assignments`; the other parameters are as there.
 
     Examples
@@ -389,74 +487,11 @@ def check_top_m(W, items, b=None, *, bound: float = 100.0, lower=None, upper=Non
     >>> check_top_m(W, [[0, 1], [3]]).status.tolist()
     ['argmaxable', 'unargmaxable']
     """
-    W, _, (lo, hi) = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers)
+    W, b, (lo, hi) = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers)  # scaled as there
     augmented = np.hstack([W, -np.ones((W.shape[0], 1))])
     res = check_assignments(augmented, items, b, bound=bound, lower=np.append(lo, -bound), upper=np.append(hi, bound),
                             eps=eps, patience=patience, solver=solver, workers=workers, progress=progress,
                             exact_radius=exact_radius)
     res.kind = "top-m sets"
+    res.settings.update(lower=lo.tolist(), upper=hi.tolist())  # the box of x; tau's is [-bound, bound]
     return res
-
-
-def verify_certificate(result: CheckResult, W, b=None, *, items=None) -> np.ndarray:
-    """Re-check every verdict of ``result`` against ``W`` (and ``b``, ``Y``) in float64, without a solver.
-
-    "argmaxable" needs a witness inside the box at distance > eps from every decision boundary;
-    "unargmaxable" needs its dual weights to bound the Chebyshev radius by eps (or a duplicate row);
-    "undecided" claims nothing and always passes.
-
-    Returns
-    -------
-    ndarray of bool, shape (len(result),)
-        True where the evidence holds.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])
-    >>> verify_certificate(check_categories(W), W).all()
-    np.True_
-    """
-    W = _as_matrix(W)
-    b = _as_bias(b, W.shape[0])
-    bvec = np.zeros(W.shape[0]) if b is None else b
-    bound, eps = result.settings["bound"], result.settings["eps"]
-    lo, hi = make_box(W.shape[1], bound, result.settings.get("lower"), result.settings.get("upper"))
-    if result.kind == "assignments":
-        if items is None:
-            raise ValueError("verify_certificate needs the label assignments 'items' for an assignments result.")
-        system = AssignmentSystem(W, b, _as_signs(items, W.shape[0]))
-    else:
-        system = CategorySystem(W, b)
-    valid = np.ones(len(result), dtype=bool)
-    row_norms = np.sqrt(np.einsum("nd,nd->n", W, W))
-    for pos, item in enumerate(result.items):
-        if result.status[pos] == ARGMAXABLE:
-            A, c = system.dense(int(item))
-            x = result.witness[pos]
-            norms = np.linalg.norm(A, axis=1)
-            inside = np.isfinite(x).all() and (x >= lo).all() and (x <= hi).all()
-            valid[pos] = bool(inside and np.all(-(A @ x + c) > eps * norms))
-        elif result.status[pos] == UNARGMAXABLE:
-            rows, weights = result.certificates[pos]
-            if result.kind == "assignments":
-                s = -system.signs[item, rows].astype(np.float64)  # row i is s_i w_i, offset s_i b_i
-                norms = row_norms[rows]
-                c = s * bvec[rows]
-            else:
-                A = W[rows] - W[item]
-                norms = np.linalg.norm(A, axis=1)
-                c = bvec[rows] - bvec[item]
-            if rows.size and np.any((norms == 0) & (c >= 0)):
-                continue  # a duplicate row: 0 < 0 cannot hold
-            if rows.size == 0 or np.any(norms == 0) or np.any(weights < 0) or not weights.sum() > 0:
-                valid[pos] = False
-                continue
-            y = weights / weights.sum() / norms  # weights on the normalised rows
-            if result.kind == "assignments":  # Σ y_i s_i w_i without copying W[rows] (rows may be all n)
-                combo = np.bincount(rows, weights=y * s, minlength=W.shape[0]) @ W
-            else:
-                combo = y @ A
-            upper = np.maximum(-combo * lo, -combo * hi).sum() - y @ c
-            valid[pos] = bool(upper <= eps)
-    return valid

@@ -68,7 +68,7 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
     steps = np.full(T, -1, dtype=np.int64)
     X = np.empty((T, system.d)) if out is None else out
     todo = np.arange(T)
-    if hasattr(system, "start_margins") and system.n_rows == T and np.array_equal(items, todo):
+    if system.has_gram_start and system.n_rows == T and np.array_equal(items, todo):
         # Every category at once: the first step from the Gram matrix's upper triangle (half the work).
         X[:] = system.start(slice(None))  # all start points (a view: no temporary); rows not won are redone below
         scale, rounding = np.ones(T), np.zeros(T)

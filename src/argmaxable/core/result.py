@@ -22,11 +22,11 @@ class CheckResult:
     status : ndarray of str, shape (k,)
         "argmaxable", "unargmaxable" or "undecided" (numerical trouble; the message says why).
     radius : ndarray of float, shape (k,)
-        Chebyshev radius where the exact LP ran (NaN where the approximate stage settled the item). For
-        assignments it is always set: the LP optimum, or, where ``radius_exact`` is False, a witness margin > 1
-        that certifies both eps- and 1-argmaxability (a lower bound on the radius).
+        A certified lower bound on the Chebyshev radius (a witness's margin, or the LP's best point), the same
+        meaning for every kind; NaN where none was measured (e.g. a category proven at its start point, an item
+        proven unargmaxable by its dual certificate alone); -inf for a duplicate row.
     radius_exact : ndarray of bool
-        Whether ``radius`` is the LP optimum (rather than a certified bound).
+        Whether the LP ran to its optimum (then ``radius`` equals the Chebyshev radius up to rounding).
     steps : ndarray of int
         Argmax evaluations the approximate stage needed (1 = the start point already wins), -1 where it did
         not prove the item.
@@ -40,7 +40,12 @@ class CheckResult:
         For unargmaxable items: dual weights over constraint rows (category indices / label indices) whose
         bound certifies radius <= eps; empty arrays elsewhere. Re-checked by :func:`verify_certificate`.
     settings : dict
-        bound, eps, patience, solver used.
+        bound, lower, upper (the box), eps, patience, solver, exact_radius, numeric_path, blas, tolerances.
+    radius_upper : ndarray of float, shape (k,)
+        A certified upper bound on the radius (a dual certificate's), NaN where none.
+    answers : dict of str -> ndarray of str
+        For each threshold asked ("eps"; and "1" for label sets): "yes", "no" or "undecided" for radius >
+        threshold, from the certified bounds.
     """
 
     kind: str
@@ -54,6 +59,12 @@ class CheckResult:
     message: np.ndarray
     certificates: list = field(repr=False)
     settings: dict = field(default_factory=dict)
+    radius_upper: np.ndarray | None = None
+    answers: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.radius_upper is None:
+            self.radius_upper = np.full(len(self.items), np.nan)
 
     def __len__(self) -> int:
         return len(self.items)
@@ -68,11 +79,15 @@ class CheckResult:
         return self.items[self.status == UNARGMAXABLE]
 
     def one_argmaxable(self) -> np.ndarray:
-        """Items whose region holds a ball of radius > 1 (thesis §4.2's 1-argmaxable)."""
-        return (self.status == ARGMAXABLE) & (self.radius > 1.0)
+        """Items proven to hold a ball of radius > 1 (thesis §4.2's 1-argmaxable): ``answers["1"] == "yes"``."""
+        if "1" in self.answers:
+            return np.asarray(self.answers["1"]) == "yes"
+        with np.errstate(invalid="ignore"):
+            return (self.status == ARGMAXABLE) & (self.radius > 1.0)
 
     def to_frame(self):
-        """One row per item: item, status, radius, radius_exact, steps, lp_rounds, witness_norm, message."""
+        """One row per item: item, status, radius, radius_upper, radius_exact, steps, lp_rounds, witness_norm,
+        message, and one column per threshold answered (eps_argmaxable, one_argmaxable: yes/no/undecided)."""
         import pandas as pd
 
         with np.errstate(invalid="ignore"):
@@ -81,12 +96,50 @@ class CheckResult:
             "item": self.items,
             "status": self.status,
             "radius": self.radius,
+            "radius_upper": self.radius_upper,
             "radius_exact": self.radius_exact,
             "steps": self.steps,
             "lp_rounds": self.lp_rounds,
             "witness_norm": wnorm,
             "message": self.message,
+            **{("eps_argmaxable" if k == "eps" else "one_argmaxable"): v for k, v in self.answers.items()},
         })
+
+    def save(self, path) -> None:
+        """Write the whole result, evidence included, to one ``.npz`` (atomically; read back by :meth:`load`).
+
+        Arrays as they are; ``settings`` as JSON; certificates as ``cert_rows`` and ``cert_weights``
+        concatenated, with ``cert_offsets`` (k + 1) marking each item's slice.
+        """
+        import json
+
+        from argmaxable.provenance import atomic_path
+
+        sizes = [len(r) for r, _ in self.certificates]
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        rows = np.concatenate([np.asarray(r, dtype=np.int64) for r, _ in self.certificates]) if sizes else []
+        weights = np.concatenate([np.asarray(w, dtype=np.float64) for _, w in self.certificates]) if sizes else []
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            np.savez(fh, kind=self.kind, items=self.items, status=self.status.astype(str), radius=self.radius,
+                     radius_exact=self.radius_exact, steps=self.steps, lp_rounds=self.lp_rounds,
+                     witness=self.witness, message=self.message.astype(str), settings=json.dumps(self.settings),
+                     cert_rows=np.asarray(rows, dtype=np.int64), cert_weights=np.asarray(weights, dtype=np.float64),
+                     cert_offsets=offsets, radius_upper=self.radius_upper,
+                     **{f"answer_{k}": np.asarray(v).astype(str) for k, v in self.answers.items()})
+
+    @classmethod
+    def load(cls, path) -> CheckResult:
+        """Read a result written by :meth:`save` (no pickles)."""
+        import json
+
+        with np.load(path, allow_pickle=False) as z:
+            f = {k: z[k] for k in z.files}
+        o, rows, weights = f["cert_offsets"], f["cert_rows"], f["cert_weights"]
+        certs = [(rows[o[i] : o[i + 1]], weights[o[i] : o[i + 1]]) for i in range(len(o) - 1)]
+        answers = {k[len("answer_"):]: f[k] for k in f if k.startswith("answer_")}
+        return cls(str(f["kind"]), f["items"], f["status"], f["radius"], f["radius_exact"], f["steps"],
+                   f["lp_rounds"], f["witness"], f["message"], certs, json.loads(str(f["settings"])),
+                   radius_upper=f.get("radius_upper"), answers=answers)
 
     def summary(self) -> str:
         """A short human-readable account."""

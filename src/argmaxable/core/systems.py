@@ -13,6 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from argmaxable.core.gordan import gordan_certificates
+from argmaxable.core.numerics import gamma, row_norms
 from argmaxable.core.supports import SupportPool
 
 # Above this many weights the approximate stage runs in float32 (2x the GEMM rate); acceptance stays rigorous
@@ -55,6 +56,14 @@ def row_squares(X: np.ndarray, block: int = 8192) -> np.ndarray:
     for lo in range(0, len(X), block):
         Xb = np.asarray(X[lo : lo + block], dtype=np.float64)
         out[lo : lo + block] = np.einsum("nd,nd->n", Xb, Xb)
+    return out
+
+
+def blockwise_row_norms(X: np.ndarray, block: int = 8192) -> np.ndarray:
+    """:func:`argmaxable.core.numerics.row_norms` in float64, a block of rows at a time (float32 X stays float32)."""
+    out = np.empty(len(X))
+    for lo in range(0, len(X), block):
+        out[lo : lo + block] = row_norms(np.asarray(X[lo : lo + block], dtype=np.float64))
     return out
 
 
@@ -135,10 +144,14 @@ class exact_float32:
 
 
 class System(Protocol):
+    """What the stages read from an adapter. Optional stages are declared by flags, never probed for."""
+
     n_rows: int  # constraints per item
     d: int
     dtype: type
     homogeneous: bool  # all offsets are zero
+    has_gram_start: bool  # start_margins(eps): certified margins of every item at its start point at once
+    has_dual_stage: bool  # gordan(items, box=, eps=, progress=): Gordan certificates before reflection
 
     def start(self, items: np.ndarray) -> np.ndarray: ...
 
@@ -154,6 +167,10 @@ class System(Protocol):
 class CategorySystem:
     """Category t of softmax(Wx + b) wins iff (w_i - w_t).x + (b_i - b_t) < 0 for all i != t (002 §3.3)."""
 
+    has_gram_start = True
+    has_dual_stage = False
+    has_shared_certificates = True  # :meth:`certificate_pool`
+
     def __init__(self, W: np.ndarray, b: np.ndarray | None, device=None):
         self.device = device  # a torch.device for the torch path (Gram pass, reflection's products), or None
         self.Win = W  # the layer as given: float64, or float32 kept as is (no float64 copy of a large layer)
@@ -163,7 +180,8 @@ class CategorySystem:
         self.dtype = np.float32 if W.size > FLOAT32_ABOVE else np.float64
         self.b = self.b64.astype(self.dtype)
         self.sq = row_squares(W)  # ||w_i||^2 in float64
-        self.norms = np.sqrt(self.sq)
+        # ||w_i|| rounded up (float64 by blocks: no n×d temporary, no overflow/underflow of squares)
+        self.norms = blockwise_row_norms(W) * (1 + gamma(self.d + 4))
         self.max_norm = float(self.norms.max())
         self.max_bias = float(np.abs(self.b64).max())
         self.kappa = rounding_bound(self.dtype, self.d)
@@ -273,7 +291,11 @@ class CategorySystem:
         for k in np.flatnonzero((margin <= eps) & (own > top) & recheck):
             A, c = self.dense(int(items[k]))
             x = X[k].astype(np.float64)
-            margin[k] = np.min(-(A @ x + c) / np.linalg.norm(A, axis=1))  # the float64 check itself
+            # The float64 check itself, less its rounding: gamma_(d+3) (|a_i|.|x| + |c_i|), norms rounded up.
+            err = gamma(self.d + 3) * (np.abs(A) @ np.abs(x) + np.abs(c))
+            with np.errstate(divide="ignore", invalid="ignore"):  # a zero row (duplicate): +-inf by its offset
+                dist = (-(A @ x + c) - err) / (row_norms(A) * (1 + gamma(self.d + 4)))
+            margin[k] = np.min(np.where(np.isnan(dist), -np.inf, dist))
         return margin
 
     def rows(self, items, j):
@@ -304,6 +326,10 @@ class AssignmentSystem:
     """Assignment y of sigmoid(Wx + b) holds iff y_i (w_i.x + b_i) > 0 for all i (thesis eq. 4.2):
     rows a_i = -y_i w_i, offsets c_i = -y_i b_i."""
 
+    has_gram_start = False
+    has_dual_stage = True
+    has_shared_certificates = False
+
     def __init__(self, W: np.ndarray, b: np.ndarray | None, signs: np.ndarray):
         self.W64 = W
         self.b64 = np.zeros(W.shape[0]) if b is None else b
@@ -313,7 +339,7 @@ class AssignmentSystem:
         self.dtype = np.float64
         self.W = W
         self.b = self.b64
-        self.norms = np.linalg.norm(W, axis=1)
+        self.norms = row_norms(W) * (1 + gamma(self.d + 4))  # rounded up
         self.kappa = rounding_bound(self.dtype, self.d)
 
     def start(self, items):

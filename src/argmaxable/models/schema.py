@@ -7,6 +7,9 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from argmaxable.core.solvers import SOLVERS
+from argmaxable.rules import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, one_of
+
 
 @dataclass
 class DetectConfig:
@@ -17,6 +20,16 @@ class DetectConfig:
     eps: float = 1e-8  # Chebyshev radius that counts as a region, thesis §4.2
     solver: str = "highs"
     workers: int = 2
+
+
+# Allowed values, checked before any job (argmaxable.rules).
+RULES = {
+    "detect.bound": POSITIVE,
+    "detect.eps": NON_NEGATIVE,
+    "detect.patience": NON_NEGATIVE,
+    "detect.solver": one_of(SOLVERS),
+    "detect.workers": AT_LEAST_ONE,
+}
 
 
 @dataclass

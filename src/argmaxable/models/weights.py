@@ -119,9 +119,12 @@ def open_tensors(path: str | os.PathLike) -> Iterator[Mapping]:
 
                 tensors = _SafetensorsMapping(stack.enter_context(safe_open(str(path), framework="pt")))
             else:
+                import zipfile
+
                 import torch
 
-                obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+                # mmap needs the zip format (torch >= 1.6); a legacy torch.save file is read whole instead.
+                obj = torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
                 tensors = _flatten(obj) if isinstance(obj, Mapping) else {"W": obj}
         except Exception as err:  # each reader raises its own types; all of them mean "unreadable"
             hint = " (Marian's binary .bin models are not supported: use the .npz)" if fmt == "torch" else ""

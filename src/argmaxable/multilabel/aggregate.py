@@ -43,6 +43,7 @@ def summarise(verify_paths: Iterable[str | Path]) -> pd.DataFrame:
             rows.append({**run_key(path.parent), "split": split, "source": source, "space": space,
                          "total": len(g), "eps_argmaxable": int(g["eps_argmaxable"].sum()),
                          "one_argmaxable": int(g["one_argmaxable"].sum()),
+                         "one_undecided": int(g["one_undecided"].sum()) if "one_undecided" in g else 0,
                          "unargmaxable": int((g["status"] == "unargmaxable").sum()),
                          "undecided": int((g["status"] == "undecided").sum()),
                          "total_within_k": len(wk), "eps_argmaxable_within_k": int(wk["eps_argmaxable"].sum()),
@@ -107,10 +108,7 @@ def _band(ax, frame: pd.DataFrame, x: str, y: str, label: str, **kw) -> None:
 
 def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame, loss_curve_d: int | None):
     """The thesis figures as matplotlib figures, keyed by name."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # the backend is the caller's (Agg where there is no display)
 
     test = summary[(summary["source"] == "gold") & (summary["space"] == "head") & (summary["split"] == "test")]
     test = test.assign(pct=100 * test["eps_argmaxable"] / test["total"])

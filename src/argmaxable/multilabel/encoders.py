@@ -19,9 +19,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from argmaxable.multilabel.schema import EncoderConfig
+from argmaxable.multilabel.schema import ENCODERS, EncoderConfig
 
-ENCODERS = ("cnn", "hf", "timm")
 _WORD = re.compile(r"[a-z0-9]+(?:[-_.+][a-z0-9]+)*")  # words, keeping package-style names like lib-foo2.0
 
 

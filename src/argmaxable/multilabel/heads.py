@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from argmaxable.multilabel.schema import HEADS
+
 
 def _check_dft_size(n: int, k: int) -> None:
     if k < 0 or 2 * k + 1 > n:
@@ -142,7 +144,6 @@ class DFTHead(Head):
         return np.hstack([dft_matrix(self.n, self.k), self.slack.detach().cpu().double().numpy()])
 
 
-HEADS = ("bsl", "dft")
 
 
 def make_head(kind: str, e: int, n: int, d: int, k: int) -> Head:

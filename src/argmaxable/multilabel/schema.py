@@ -10,6 +10,12 @@ from dataclasses import dataclass, field
 
 from omegaconf import MISSING
 
+from argmaxable.core.solvers import SOLVERS
+from argmaxable.rules import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, one_of
+
+ENCODERS = ("cnn", "hf", "timm")  # the feature encoders of argmaxable.multilabel.encoders
+HEADS = ("bsl", "dft")  # the output heads of argmaxable.multilabel.heads
+
 
 @dataclass
 class EncoderConfig:
@@ -69,6 +75,26 @@ class VerifyConfig:
     splits: list[str] = field(default_factory=lambda: ["dev", "test"])  # gold and predicted assignments
     # Splits also verified over the encoder's features (the composite map e -> W (P e + b)); [] = none.
     encoder_splits: list[str] = field(default_factory=lambda: ["dev", "test"])
+
+
+# Allowed values, checked before any job (argmaxable.rules).
+RULES = {
+    "multilabel.runs.*.encoder.kind": one_of(ENCODERS),
+    "multilabel.runs.*.encoder.feature_bound": POSITIVE,
+    "multilabel.runs.*.d.*": AT_LEAST_ONE,
+    "multilabel.runs.*.seeds.*": NON_NEGATIVE,
+    "multilabel.runs.*.batch_size": AT_LEAST_ONE,
+    "multilabel.runs.*.metric_k": AT_LEAST_ONE,
+    "multilabel.runs.*.max_epochs": AT_LEAST_ONE,
+    "multilabel.runs.*.threads": AT_LEAST_ONE,
+    "multilabel.runs.*.lr_encoder": POSITIVE,
+    "multilabel.runs.*.lr_classifier": POSITIVE,
+    "multilabel.runs.*.heads.*": one_of(HEADS),
+    "multilabel.verify.bound": POSITIVE,
+    "multilabel.verify.eps": NON_NEGATIVE,
+    "multilabel.verify.solver": one_of(SOLVERS),
+    "multilabel.verify.workers": AT_LEAST_ONE,
+}
 
 
 @dataclass

@@ -21,12 +21,13 @@ from argmaxable.multilabel.schema import VerifyConfig
 from argmaxable.provenance import write_table
 
 COLUMNS = ["split", "source", "space", "example", "n_active", "within_k", "status", "radius",
-           "eps_argmaxable", "one_argmaxable"]
+           "eps_argmaxable", "one_argmaxable", "one_undecided"]
 
 
 def check_distinct(W: np.ndarray, b: np.ndarray | None, bound: float, assignments: list[tuple[int, ...]],
-                   cfg: VerifyConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Status and radius of each assignment, solving each distinct assignment once.
+                   cfg: VerifyConfig) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Status, radius (certified lower bound or NaN) and the per-threshold answers ("eps", "1": yes / no /
+    undecided) of each assignment, solving each distinct assignment once.
 
     Numerical trouble in the LP comes back as ``undecided`` from the core (GUIDE §1); a :class:`SolverError`
     (e.g. Gurobi's licence limit) is a failure of the run and propagates.
@@ -38,7 +39,7 @@ def check_distinct(W: np.ndarray, b: np.ndarray | None, bound: float, assignment
     res = am.check_assignments(W, [list(a) for a in index], b, bound=bound, eps=cfg.eps, solver=cfg.solver,
                                workers=cfg.workers)
     status, radius = np.asarray(res.status, dtype=object), np.asarray(res.radius, dtype=np.float64)
-    return status[inverse], radius[inverse]
+    return status[inverse], radius[inverse], {k: np.asarray(v)[inverse] for k, v in res.answers.items()}
 
 
 def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: VerifyConfig) -> pd.DataFrame:
@@ -56,7 +57,8 @@ def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: Verify
     -------
     pandas.DataFrame
         Columns ``split, source, space, example, n_active, within_k, status, radius, eps_argmaxable,
-        one_argmaxable``; ``within_k`` marks assignments with at most k active labels (the DFT guarantee).
+        one_argmaxable, one_undecided``; ``within_k`` marks assignments with at most k active labels (the DFT
+        guarantee); an item whose eps answer is undecided has status "undecided".
     """
     items = []  # (split, source, example, assignment)
     for split in cfg.splits:
@@ -71,17 +73,18 @@ def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: Verify
         chosen = [it for it in items if it[0] in splits]
         if not chosen:
             continue
-        status, radius = check_distinct(W, b, bound, [it[3] for it in chosen], cfg)
+        status, radius, answers = check_distinct(W, b, bound, [it[3] for it in chosen], cfg)
         frames.append(pd.DataFrame({
             "split": [it[0] for it in chosen], "source": [it[1] for it in chosen], "space": space,
             "example": [it[2] for it in chosen], "n_active": [len(it[3]) for it in chosen],
             "status": status.astype(str), "radius": radius,
+            # eps-argmaxable: proved radius > eps; 1-argmaxable: proved radius > 1 (thesis §4.1.2); each answer
+            # is yes / no / undecided from certified bounds, and an undecided one is counted as such.
+            "eps_argmaxable": answers["eps"] == "yes", "one_argmaxable": answers["1"] == "yes",
+            "one_undecided": answers["1"] == "undecided",
         }))
     out = pd.concat(frames, ignore_index=True)
     out["within_k"] = out["n_active"] <= int(npz["k"])
-    # eps-argmaxable: proved at LP precision (radius > eps); 1-argmaxable: radius > 1 (thesis §4.1.2).
-    out["eps_argmaxable"] = (out["status"] == "argmaxable") & (out["radius"] > cfg.eps)
-    out["one_argmaxable"] = out["eps_argmaxable"] & (out["radius"] > 1.0)
     return out[COLUMNS]
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from argmaxable.rules import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE
+
 
 @dataclass
 class RegionsConfig:
@@ -76,6 +78,15 @@ class BasriJacobsConfig:
     mc_m_max: int = 40  # simulate m = 1..mc_m_max (0.99 is crossed near m = 28)
     mc_trials: int = 200  # random token sets per m
     mc_matrices: int = 1  # independent random matrices the trials are spread over
+
+
+# Allowed values, checked before any job (argmaxable.rules).
+RULES = {
+    "theory.*.bound": POSITIVE,
+    "theory.*.eps": NON_NEGATIVE,
+    "theory.*.workers": AT_LEAST_ONE,
+    "theory.*.patience": NON_NEGATIVE,
+}
 
 
 @dataclass

@@ -1,0 +1,45 @@
+"""Floating-point helpers every stage uses to stay rigorous at any magnitude (issue 12).
+
+- :func:`unit_scale`: one power of two that brings a layer's largest entry into [0.5, 1). Scaling every row and
+  offset of a halfspace system by the same positive number changes no region, no witness, no radius and no
+  certificate, and a power of two scales exactly: a layer at 1e154 (whose squares overflow) or 1e-170 (whose
+  squares underflow) is checked as the same layer at 1.
+- :func:`row_norms`: norms computed on rows scaled by their own largest entry, so a row whose entries are tiny
+  next to the others' (a near-duplicate's difference, 1e-170) keeps a positive norm; only an exactly zero row
+  has norm 0 (duplicates are found by exact equality, never by a norm that underflowed).
+- :func:`gamma`: Higham's bound on the relative error of a k-term float64 sum or dot product, which every
+  float64 acceptance subtracts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+U64 = 2.0**-53  # unit roundoff of float64
+
+
+def gamma(k: int, u: float = U64) -> float:
+    """gamma_k = k u / (1 - k u): |fl(sum of k terms) - sum| <= gamma_k * sum of their absolute values."""
+    return k * u / (1.0 - k * u)
+
+
+def unit_scale(*arrays: np.ndarray | None) -> float:
+    """A power of two s with max |entries| * s in [0.5, 1) (1.0 for all-zero input)."""
+    top = max((float(np.abs(a).max()) for a in arrays if a is not None and a.size), default=0.0)
+    if top == 0.0:
+        return 1.0
+    return float(np.ldexp(1.0, -int(np.frexp(top)[1])))
+
+
+def row_norms(A: np.ndarray) -> np.ndarray:
+    """Euclidean norm of each row, without overflow or underflow of the squares: rows whose plain norm is
+    infinite or below 1e-150 (where squares may have been lost) are recomputed divided by their largest
+    |entry|. Exactly zero rows, and only they, get 0."""
+    out = np.sqrt(np.einsum("nd,nd->n", A, A))
+    redo = np.flatnonzero(~(out >= 1e-150) | ~np.isfinite(out))
+    if redo.size:
+        Ab = A[redo]
+        top = np.abs(Ab).max(axis=1)
+        scaled = Ab / np.where(top > 0, top, 1.0)[:, None]
+        out[redo] = np.sqrt(np.einsum("nd,nd->n", scaled, scaled)) * top
+    return out

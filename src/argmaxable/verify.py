@@ -1,0 +1,483 @@
+"""The independent verifier: re-check every verdict of a result from (W, b), the item definitions and the evidence.
+
+It shares no code with the stages that produced the result (no :mod:`argmaxable.core` import): it parses the
+items, builds the box and does every product itself, so a bug in a stage cannot vouch for itself. Every
+acceptance is rigorous in floating point:
+
+- every row is scaled by a power of two (exact) so that its largest entry is in [0.5, 1): norms neither overflow
+  nor underflow, whatever the magnitude of W (1e-300..1e300);
+- every computed quantity carries an explicit rounding bound (Higham's ``gamma_k = k u / (1 - k u)`` times the
+  sum of the absolute terms), and a verdict is accepted only when it holds with that bound subtracted.
+
+Evidence checked, per kind of result (``result.kind``):
+
+- "argmaxable": the witness x is finite, inside the box, and every constraint ``a_i.x + c_i < 0`` of the item
+  holds with distance > eps, i.e. ``a_i.x + c_i + eps ||a_i|| < 0`` (a zero row needs ``c_i < 0``).
+- "unargmaxable": non-negative weights ``y`` on rows that are constraints of the item (never the item's own
+  row) with ``sup_{x in box} (-sum z_i a_i) - sum z_i c_i <= eps sum z_i ||a_i||`` where ``z_i = y_i / ||a_i||``
+  (LP duality: the Chebyshev radius is at most eps), or one zero row with ``c_i >= 0`` (a duplicate).
+- "undecided" claims nothing and passes; any other status fails.
+
+Categories (softmax): ``a_i = w_i - w_t``, ``c_i = b_i - b_t``. Label assignments (sigmoid, signs s_i = +1 for an
+active label): ``a_i = -s_i w_i``, ``c_i = -s_i b_i``. Top-m sets: the assignments of the layer ``[W, -1]`` over
+``(x, tau)`` with tau in ``[-bound, bound]``; a layer whose largest |entry| lies outside [2^-500, 2^500] is
+rescaled by the check by a power of two s (max in [0.5, 1)), which makes tau's column -1/s.
+
+A whole vocabulary's witnesses are checked in blocks of rows against blocks of W with bfloat16 products where the
+CPU has them (float32 otherwise) and a rigorous bound on their error; items the bound cannot settle are re-checked
+one by one in float64. Memory stays within one block of logits and a low-precision copy of W.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+STATUSES = ("argmaxable", "unargmaxable", "undecided")
+KINDS = ("categories", "assignments", "top-m sets")
+U64 = 2.0**-53  # unit roundoff of float64
+# Rows of W per block of the float64 re-checks and of the low-precision products.
+BLOCK = 4096
+# Rows per chunk of a certificate's weighted sum; chunks are added pairwise, so a sum over k rows has a
+# rounding bound of gamma_(CHUNK + log2(k / CHUNK)) rather than gamma_k.
+CHUNK = 64
+
+
+def gamma(k: int, u: float = U64) -> float:
+    """Higham's gamma_k: relative error bound of a k-term dot product or sum in any order."""
+    return k * u / (1.0 - k * u)
+
+
+def _pow2_scale(A: np.ndarray) -> np.ndarray:
+    """Per-row power of two m with max|A_i| / m in [0.5, 1) (1 for a zero row): dividing by it is exact."""
+    top = np.abs(A).max(axis=-1)
+    _, e = np.frexp(top)
+    return np.where(top > 0, np.ldexp(1.0, e), 1.0)
+
+
+def _norm_up(A: np.ndarray) -> np.ndarray:
+    """Upper bound on the row norms of A, whose entries are at most 1 in magnitude (squares cannot overflow;
+    the 1e-150 covers squares lost to underflow)."""
+    d = A.shape[-1]
+    return np.sqrt(np.einsum("...d,...d->...", A, A)) * (1 + gamma(d + 2)) + 1e-150
+
+
+def _as_real(a, name: str, ndim: int) -> np.ndarray:
+    if hasattr(a, "detach"):
+        a = a.detach().cpu().double().numpy()
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "iuf" or arr.ndim != ndim:
+        raise ValueError(f"verify_certificate: {name} must be a real {ndim}-D array. Got dtype {arr.dtype}, "
+                         f"shape {arr.shape}.")
+    arr = arr.astype(np.float64, copy=False)  # no copy of a float64 layer
+    if not np.isfinite(arr).all():
+        raise ValueError(f"verify_certificate: {name} must be finite.")
+    return arr
+
+
+def _signs(items, n: int) -> np.ndarray:
+    """Label sets as an (m, n) bool matrix: a 2-D bool/0-1 array, or a list of distinct label-index lists."""
+    if hasattr(items, "detach"):
+        items = items.detach().cpu().numpy()
+    if isinstance(items, np.ndarray):
+        if items.ndim != 2 or items.shape[1] != n or not np.isin(items, (0, 1)).all():
+            raise ValueError(f"verify_certificate: label sets as an array must be (m, {n}) with 0/1 entries.")
+        return items.astype(bool)
+    out = np.zeros((len(items), n), dtype=bool)
+    for r, row in enumerate(items):
+        vals = list(row)
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in vals):
+            raise ValueError(f"verify_certificate: label set {r} must hold integer label indices.")
+        idx = np.asarray(vals, dtype=np.int64)
+        if ((idx < 0) | (idx >= n)).any() or len(np.unique(idx)) != len(idx):
+            raise ValueError(f"verify_certificate: label set {r} must hold distinct indices in [0, {n}).")
+        out[r, idx] = True
+    return out
+
+
+def _settings(result, d: int, bound, lower, upper, eps):
+    """The box (lo, hi) and eps: the caller's, checked against the result's record (a mismatch is refused)."""
+    rec = getattr(result, "settings", {}) or {}
+    given = {"bound": bound, "lower": lower, "upper": upper, "eps": eps}
+    vals = {}
+    for key, val in given.items():
+        r = rec.get(key)
+        if val is None:
+            val = r
+        elif r is not None and not np.array_equal(np.broadcast_to(np.asarray(val, dtype=np.float64), np.shape(r)),
+                                                  np.asarray(r, dtype=np.float64)):
+            raise ValueError(f"verify_certificate: the result records {key}={r!r} but {key}={val!r} was given: "
+                             "verify against the settings the check ran with.")
+        vals[key] = val
+    bound, eps = vals["bound"], vals["eps"]
+    if bound is None or eps is None:
+        raise ValueError("verify_certificate: give bound and eps (the result does not record them).")
+    if not (isinstance(bound, (int, float, np.floating, np.integer)) and np.isfinite(bound) and bound > 0):
+        raise ValueError(f"verify_certificate: bound must be a positive number. Got {bound!r}.")
+    if not (isinstance(eps, (int, float, np.floating, np.integer)) and np.isfinite(eps) and eps >= 0):
+        raise ValueError(f"verify_certificate: eps must be a non-negative number. Got {eps!r}.")
+    lo = np.full(d, -float(bound)) if vals["lower"] is None else np.maximum(
+        np.broadcast_to(np.asarray(vals["lower"], dtype=np.float64), (d,)), -bound)
+    hi = np.full(d, float(bound)) if vals["upper"] is None else np.minimum(
+        np.broadcast_to(np.asarray(vals["upper"], dtype=np.float64), (d,)), bound)
+    if not (lo < hi).all():
+        raise ValueError("verify_certificate: the box is empty or flat (lower must be below upper).")
+    return float(bound), lo, hi, float(eps)
+
+
+def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None, upper=None,
+                       eps=None) -> np.ndarray:
+    """Re-check every verdict of ``result`` against ``W`` and ``b``, without a solver and without the stages' code.
+
+    Parameters
+    ----------
+    result : CheckResult
+        From :func:`argmaxable.check_categories`, :func:`~argmaxable.check_assignments` or
+        :func:`~argmaxable.check_top_m` (or :func:`load_result`).
+    W : array_like, shape (n, d)
+    b : array_like, shape (n,), optional
+    items : label sets, optional
+        The assignments / token sets the result's rows refer to (2-D 0/1 array or list of index lists); required
+        for assignments and top-m sets. Categories name their rows in ``result.items``.
+    bound, lower, upper, eps : optional
+        The box and eps to verify at. Default: the result's record; a value that disagrees with the record is
+        refused (ValueError), as is a record that is not a valid setting (e.g. a negative eps).
+
+    Returns
+    -------
+    ndarray of bool, shape (len(result),)
+        True where the evidence holds (always for "undecided"; never for an unknown status).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import argmaxable as am
+    >>> W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])
+    >>> verify_certificate(am.check_categories(W), W).tolist()
+    [True, True, True, True]
+    """
+    W = _as_real(W, "W", 2)
+    n, d = W.shape
+    b = np.zeros(n) if b is None else _as_real(b, "b", 1)
+    if b.shape != (n,):
+        raise ValueError(f"verify_certificate: b must have shape ({n},). Got {b.shape}.")
+    kind = getattr(result, "kind", None)
+    if kind not in KINDS:
+        raise ValueError(f"verify_certificate: unknown result kind {kind!r} (expected one of {', '.join(KINDS)}).")
+    k = len(result.status)
+    if kind == "top-m sets":  # tau's coefficient: -1, or -1/s for a layer the check rescaled by s (power of 2)
+        top = max(_abs_max(W), float(np.abs(b).max()))
+        m = 1.0 if top == 0 or 2.0**-500 <= top <= 2.0**500 else float(np.ldexp(1.0, int(np.frexp(top)[1])))
+        W = np.hstack([W, np.full((n, 1), -m)])
+    dim = W.shape[1]
+    bound, lo, hi, eps = _settings(result, d, bound, lower, upper, eps)
+    if kind == "top-m sets":
+        lo, hi = np.append(lo, -bound), np.append(hi, bound)
+    witness = np.asarray(result.witness, dtype=np.float64)
+    if witness.shape != (k, dim) or len(result.items) != k or len(result.certificates) != k:
+        raise ValueError(f"verify_certificate: the result's arrays do not match: {k} statuses, witnesses of shape "
+                         f"{witness.shape} (expected ({k}, {dim})), {len(result.items)} items.")
+    status = np.asarray(result.status).astype(str)
+    valid = status == "undecided"
+    if kind == "categories":
+        rows = np.asarray(result.items)
+        if rows.dtype.kind not in "iu" or ((rows < 0) | (rows >= n)).any():
+            raise ValueError(f"verify_certificate: a categories result's items must be indices in [0, {n}).")
+        rows = rows.astype(np.int64)
+        pos = np.flatnonzero(status == "argmaxable")
+        valid[pos] = _witnesses_categories(W, b, rows, witness, pos, lo, hi, eps)
+        for p in np.flatnonzero(status == "unargmaxable"):
+            valid[p] = _certificate_categories(W, b, int(rows[p]), result.certificates[p], lo, hi, eps)
+    else:
+        if items is None:
+            raise ValueError(f"verify_certificate: a {kind} result needs its label sets: items=...")
+        S = _signs(items, n)
+        which = np.asarray(result.items)
+        if which.dtype.kind not in "iu" or ((which < 0) | (which >= len(S))).any():
+            raise ValueError(f"verify_certificate: the result's items must be row numbers of the {len(S)} label "
+                             "sets given.")
+        S = S[which.astype(np.int64)]
+        pos = np.flatnonzero(status == "argmaxable")
+        valid[pos] = _witnesses_assignments(W, b, S[pos], witness[pos], lo, hi, eps)
+        pos = np.flatnonzero(status == "unargmaxable")
+        valid[pos] = _certificates_assignments(W, b, S[pos], [result.certificates[p] for p in pos], lo, hi, eps)
+    return valid
+
+
+def _in_box(X: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Rows of X that are finite and inside the box (blocks of rows: no temporary of X's size)."""
+    out = np.empty(len(X), dtype=bool)
+    for s in range(0, len(X), BLOCK):
+        Xb = X[s : s + BLOCK]
+        out[s : s + BLOCK] = np.isfinite(Xb).all(axis=1) & (lo <= Xb).all(axis=1) & (hi >= Xb).all(axis=1)
+    return out
+
+
+def _abs_max(A: np.ndarray) -> float:
+    """max |A| over blocks of rows (no temporary of A's size)."""
+    return max((float(np.abs(A[s : s + BLOCK]).max()) for s in range(0, len(A), BLOCK)), default=0.0)
+
+
+def _row_check(A: np.ndarray, c: np.ndarray, x: np.ndarray, eps: float) -> bool:
+    """Whether ``a_i.x + c_i + eps ||a_i|| < 0`` for every row, rigorously in float64 (rows scaled exactly)."""
+    m = _pow2_scale(np.hstack([A, c[:, None]]))
+    A, c = A / m[:, None], c / m
+    zero = ~(A != 0).any(axis=1)
+    if (c[zero] >= 0).any():
+        return False
+    A, c = A[~zero], c[~zero]
+    if not len(A):
+        return True
+    xm = float(_pow2_scale(x[None])[0])
+    xs = x / xm  # s_i = xm (a_i . xs) + c_i, evaluated without overflow
+    d = A.shape[1]
+    s = (A @ xs) * xm + c
+    err = gamma(d + 4) * ((np.abs(A) @ np.abs(xs)) * xm + np.abs(c)) + 1e-300
+    return bool(np.all(s + err + eps * _norm_up(A) < 0))
+
+
+def _witnesses_categories(W, b, rows, X, pos, lo, hi, eps) -> np.ndarray:
+    """Argmaxable categories ``rows[pos]`` with witnesses ``X[pos]`` (indexed block by block: a whole
+    vocabulary's witnesses are never copied): a fast certified pass in low precision, float64 re-checks for the
+    rest."""
+    ok = np.zeros(len(pos), dtype=bool)
+    for s in range(0, len(pos), BLOCK):
+        ok[s : s + BLOCK] = _in_box(X[pos[s : s + BLOCK]], lo, hi)
+    fast = np.zeros(len(pos), dtype=bool)
+    if len(pos) >= 256 and ok.any():  # a whole vocabulary: blocked products
+        idx = np.flatnonzero(ok)
+        fast[idx] = _fast_categories(W, b, rows, X, pos[idx], eps)
+    out = ok & fast
+    for p in np.flatnonzero(ok & ~fast):
+        t, x = int(rows[pos[p]]), X[pos[p]]
+        out[p] = all(
+            _row_check(np.delete(W[s], t - s.start, axis=0) - W[t] if s.start <= t < s.stop else W[s] - W[t],
+                       np.delete(b[s], t - s.start) - b[t] if s.start <= t < s.stop else b[s] - b[t], x, eps)
+            for s in (slice(lo_, min(lo_ + BLOCK, len(W))) for lo_ in range(0, len(W), BLOCK)))
+    return out
+
+
+def _lowp():
+    """(torch dtype, unit roundoff of inputs and output, unit roundoff of the accumulation, subnormal half-spacing)."""
+    import torch
+
+    try:
+        native = torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+    except AttributeError:
+        native = False
+    if native:
+        return torch.bfloat16, 2.0**-8, 2.0**-24, 2.0**-134
+    return torch.float32, 2.0**-24, 2.0**-24, 2.0**-150
+
+
+def _fast_categories(W, b, rows_all, X_all, pos, eps) -> np.ndarray:
+    """Sufficient test for many witnesses at once, in scaled units (W, b and X scaled by exact powers of two):
+    own_t - max_{i != t} (x.w_i + b_i) > eps (||w_t|| + max ||w_i||) + the product's rounding bound, since
+    ||w_t - w_i|| <= ||w_t|| + ||w_i||. Witnesses that fail it are not rejected, only re-checked exactly.
+    Scaled copies are made one block of rows at a time: the only whole copy is the low-precision layer."""
+    import torch
+
+    n, d = W.shape
+    rows = rows_all[pos]
+    kw = float(_pow2_scale(np.array([[_abs_max(W)]]))[0])
+    xmax = max(_abs_max(X_all[pos[s : s + BLOCK]]) for s in range(0, len(pos), BLOCK))
+    kx = float(_pow2_scale(np.array([[xmax]]))[0])
+    bs = b / (kw * kx)
+    if not np.isfinite(bs).all():
+        return np.zeros(len(rows), dtype=bool)
+    dtype, u, v, tiny = _lowp()
+    kappa = (2 * u + u * u) * (1 + gamma(d + 2, v)) + gamma(d + 2, v) + u  # inputs, accumulation, output
+    R = torch.empty((n, d + 1), dtype=dtype)
+    wn = np.empty(n)
+    for s in range(0, n, BLOCK):
+        Wb = W[s : s + BLOCK] / kw
+        wn[s : s + BLOCK] = _norm_up(Wb)
+        R[s : s + BLOCK, :d] = torch.from_numpy(Wb)
+    R[:, d] = torch.from_numpy(bs)
+    N, B = float(wn.max()), float(np.abs(bs).max())
+    need = np.empty(len(rows))
+    gram = kx == kw and len(np.unique(rows)) == len(rows) and 2 * len(rows) >= n
+    for lo_ in range(0, len(rows), BLOCK):
+        sl = slice(lo_, min(lo_ + BLOCK, len(rows)))
+        Xs, r = X_all[pos[sl]] / kx, rows[sl]
+        gram = gram and np.array_equal(Xs, W[r] / kw)  # witnesses x_t = w_t: the logits are the Gram matrix
+        xn = _norm_up(Xs)
+        own = np.einsum("kd,kd->k", Xs, W[r] / kw) + bs[r]
+        own_err = gamma(d + 3) * (xn * wn[r] + np.abs(bs[r]))
+        err = kappa * (xn * N + 2 * B) + tiny * 4 * (d + 3) * max(1.0, B) + gamma(2) * (np.abs(own) + 2 * B)
+        need[sl] = own - own_err - err - (eps / kx) * (wn[r] + N)  # the largest other logit must stay below
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        top = _gram_top(R, bs, rows, dtype) if gram else _general_top(R, X_all, pos, rows, kx, dtype)
+    finally:
+        torch.set_num_threads(threads)
+    return top < need
+
+
+def _general_top(R, X_all, pos, rows, kx, dtype) -> np.ndarray:
+    """max_{i != t} x_t.w_i + b_i (scaled) per witness, in blocks of witnesses against blocks of R = [W, b]."""
+    import torch
+
+    n, d = R.shape[0], R.shape[1] - 1
+    top = np.full(len(rows), -np.inf)
+    for lo_ in range(0, len(rows), BLOCK):
+        sl = slice(lo_, min(lo_ + BLOCK, len(rows)))
+        L = torch.empty((sl.stop - sl.start, d + 1), dtype=dtype)
+        L[:, :d] = torch.from_numpy(X_all[pos[sl]] / kx)
+        L[:, d] = 1.0
+        own_rows = torch.from_numpy(rows[sl])
+        for lo2 in range(0, n, BLOCK):
+            cols = slice(lo2, min(lo2 + BLOCK, n))
+            G = L @ R[cols].T
+            mine = torch.nonzero((own_rows >= cols.start) & (own_rows < cols.stop)).flatten()
+            if len(mine):
+                G[mine, own_rows[mine] - cols.start] = -torch.inf  # the target's own (zero) row
+            top[sl] = np.maximum(top[sl], G.amax(dim=1).double().numpy())
+    return top
+
+
+def _gram_top(R, bs, rows, dtype) -> np.ndarray:
+    """The same maxima when every witness is its own row (x_t = w_t): the logits w_t.w_i + b_i come from the
+    symmetric matrix P_ti = w_t.w_i + b_t + b_i (products of [w, b, 1] with [w, 1, b]), whose upper triangle of
+    blocks serves both its rows and its columns: half the products. Returns max_{i != t} P_ti - b_t."""
+    import torch
+
+    n, d = R.shape[0], R.shape[1] - 1
+    Lm = torch.empty((n, d + 2), dtype=dtype)
+    Rm = torch.empty((n, d + 2), dtype=dtype)
+    Lm[:, : d + 1], Lm[:, d + 1] = R, 1.0  # [w, b, 1]
+    Rm[:, :d], Rm[:, d], Rm[:, d + 1] = R[:, :d], 1.0, R[:, d]  # [w, 1, b]
+    best = torch.full((n,), -torch.inf, dtype=torch.float64)
+    for lo_ in range(0, n, BLOCK):
+        ri = slice(lo_, min(lo_ + BLOCK, n))
+        for lo2 in range(lo_, n, BLOCK):
+            cj = slice(lo2, min(lo2 + BLOCK, n))
+            P = Lm[ri] @ Rm[cj].T
+            if lo2 == lo_:
+                P.fill_diagonal_(-torch.inf)
+            else:
+                best[cj] = torch.maximum(best[cj], P.amax(dim=0).double())
+            best[ri] = torch.maximum(best[ri], P.amax(dim=1).double())
+    return best.numpy()[rows] - bs[rows]
+
+
+def _certificate_categories(W, b, t, cert, lo, hi, eps) -> bool:
+    """Dual weights over categories (never t itself) bounding the radius of category t by eps."""
+    rows, weights = _as_certificate(cert, len(W))
+    if rows is None or (rows == t).any():
+        return False
+    keep = weights > 0
+    rows, y = rows[keep], weights[keep]
+    Ac = np.hstack([W[rows] - W[t], (b[rows] - b[t])[:, None]])
+    Ac /= _pow2_scale(Ac)[:, None]
+    A, c = Ac[:, :-1], Ac[:, -1]
+    zero = ~(A != 0).any(axis=1)
+    if zero.any():  # a zero row: 0.x + c < 0 fails outright when c >= 0 (a duplicate); else it proves nothing
+        return bool((c[zero] >= 0).any())
+    z = y / np.sqrt(np.einsum("kd,kd->k", A, A))
+    scale = np.maximum(np.abs(lo), np.abs(hi))
+    V, depth = _chunked(z[None], Ac)
+    zr = z @ (np.abs(A) @ scale)
+    return bool(_dual_accept(V[:, :-1], V[:, -1], zr[None], (z @ np.abs(c))[None], y.sum()[None], depth,
+                             lo, hi, eps)[0])
+
+
+def _as_certificate(cert, n: int):
+    try:
+        rows, weights = cert
+        rows, weights = np.asarray(rows), np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None, None
+    if (rows.ndim != 1 or rows.shape != weights.shape or not rows.size or rows.dtype.kind not in "iu"
+            or ((rows < 0) | (rows >= n)).any() or len(np.unique(rows)) != len(rows)
+            or not np.isfinite(weights).all() or (weights < 0).any() or not (weights > 0).any()):
+        return None, None
+    return rows.astype(np.int64), weights
+
+
+def _chunked(Q: np.ndarray, A: np.ndarray) -> tuple[np.ndarray, int]:
+    """Q @ A over chunks of CHUNK rows of A, the chunks' products added pairwise; and the depth of that tree.
+    Each entry's rounding is at most gamma_(CHUNK + depth + 1) times the same product of absolute values."""
+    parts = [Q[:, s : s + CHUNK] @ A[s : s + CHUNK] for s in range(0, A.shape[0], CHUNK)]
+    depth = 0
+    while len(parts) > 1:
+        parts = [parts[i] + parts[i + 1] if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
+        depth += 1
+    return parts[0], depth
+
+
+def _dual_accept(V, cz, zr, zc, ysum, depth, lo, hi, eps) -> np.ndarray:
+    """LP duality with its rounding bound, for m certificates at once.
+
+    With z_i = y_i / sigma_i for any sigma_i > 0, summing z_i (a_i.x + c_i + t ||a_i||) <= 0 over the rows gives
+    t sum z_i ||a_i|| <= sup_box(-v) - sum z_i c_i with v = sum z_i a_i. ``V`` (m, d) and ``cz`` (m,) are the
+    computed v and sum z_i c_i over rows scaled by exact powers of two (entries at most 1), ``zr`` and ``zc``
+    bound sum z_i |a_i| . max(|lo|, |hi|) and sum z_i |c_i|, ``ysum`` is sum y_i; sigma_i is the computed norm,
+    so sum z_i ||a_i|| >= ysum (1 - gamma_(d+4)).
+    """
+    d = V.shape[1]
+    g = gamma(CHUNK + depth + 3)
+    sup = np.maximum(-V * lo, -V * hi)
+    num = sup.sum(axis=1) - cz
+    err = g * (zr + zc) + gamma(d + 2) * (np.abs(sup).sum(axis=1) + np.abs(cz)) + 1e-300
+    return num + err <= eps * ysum * (1 - gamma(d + 4))
+
+
+def _witnesses_assignments(W, b, S, X, lo, hi, eps) -> np.ndarray:
+    """Argmaxable label sets: s_i (w_i.x + b_i) > eps ||w_i|| for every label, blocked over the rows of W."""
+    ok = _in_box(X, lo, hi)
+    out = ok.copy()
+    idx = np.flatnonzero(ok)
+    if not idx.size:
+        return out
+    d = W.shape[1]
+    xm = _pow2_scale(X[idx])
+    Xs = X[idx] / xm[:, None]
+    xabs = np.abs(Xs)
+    for s in range(0, len(W), BLOCK):
+        Wb, bb = W[s : s + BLOCK], b[s : s + BLOCK]
+        m = _pow2_scale(np.hstack([Wb, bb[:, None]]))
+        Wb, bb = Wb / m[:, None], bb / m
+        sign = np.where(S[idx, s : s + BLOCK], 1.0, -1.0)
+        val = sign * ((Xs @ Wb.T) * xm[:, None] + bb)  # (items, rows)
+        err = gamma(d + 4) * ((xabs @ np.abs(Wb).T) * xm[:, None] + np.abs(bb)) + 1e-300
+        zero = ~(Wb != 0).any(axis=1)
+        good = val - err - eps * _norm_up(Wb) > 0
+        good[:, zero] = (sign * bb)[:, zero] > 0
+        out[idx] &= good.all(axis=1)
+    return out
+
+
+def _certificates_assignments(W, b, S, certs, lo, hi, eps) -> np.ndarray:
+    """Dual weights over labels, rows a_i = -s_i w_i and c_i = -s_i b_i; batched: the rows' exact scaling and
+    norms do not depend on the label set, so each batch of certificates is one chunked product with W."""
+    n, d = W.shape
+    Wc = np.hstack([W, b[:, None]])
+    Wc /= _pow2_scale(Wc)[:, None]
+    sigma = np.sqrt(np.einsum("nd,nd->n", Wc[:, :d], Wc[:, :d]))
+    r = np.abs(Wc[:, :d]) @ np.maximum(np.abs(lo), np.abs(hi))
+    out = np.zeros(len(certs), dtype=bool)
+    step = max(1, min(256, (1 << 27) // (8 * n)))
+    for s0 in range(0, len(certs), step):
+        batch = np.arange(s0, min(s0 + step, len(certs)))
+        Q = np.zeros((len(batch), n))  # signed z per row
+        Z = np.zeros((len(batch), n))
+        ysum = np.ones(len(batch))
+        todo = np.zeros(len(batch), dtype=bool)
+        for k, p in enumerate(batch):
+            rows, y = _as_certificate(certs[p], n)
+            if rows is None:
+                continue
+            rows, y = rows[y > 0], y[y > 0]
+            sgn = np.where(S[p, rows], 1.0, -1.0)
+            zero = sigma[rows] == 0
+            if zero.any():  # 0.x - s_i b_i < 0 fails outright when -s_i b_i >= 0; else the row proves nothing
+                out[p] = bool((-sgn[zero] * Wc[rows[zero], d] >= 0).any())
+                continue
+            Z[k, rows] = y / sigma[rows]
+            Q[k, rows] = -sgn * Z[k, rows]
+            ysum[k], todo[k] = y.sum(), True
+        V, depth = _chunked(Q, Wc)
+        acc = _dual_accept(V[:, :d], V[:, d], Z @ r, Z @ np.abs(Wc[:, d]), ysum, depth, lo, hi, eps)
+        out[batch[todo]] = acc[todo]
+    return out

@@ -1,0 +1,159 @@
+"""Issue 12's reproducers, each with the right verdict or a one-line error."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import argmaxable as am
+
+TRI = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])  # every class argmaxable (a triangle's vertices)
+TOY = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])  # 002 Fig. 1: c4 lies inside the triangle
+
+
+@pytest.mark.parametrize("scale", [1e154, 1e-170, 1e300, 1e-300])
+def test_extreme_magnitudes_keep_their_verdicts(scale):
+    W = TRI * scale
+    res = am.check_categories(W, workers=1)
+    assert res.status.tolist() == ["argmaxable"] * 3
+    assert am.verify_certificate(res, W).all()
+    sets = [[0], [0, 1], [0, 1, 2], []]
+    res = am.check_assignments(W, sets, workers=1)  # all on / all off: sum of the rows is 0, not separable
+    assert res.status.tolist() == ["argmaxable", "argmaxable", "unargmaxable", "unargmaxable"]
+    assert am.verify_certificate(res, W, items=sets).all()
+    res = am.check_top_m(W, [[0], [0, 1]], workers=1)
+    assert res.status.tolist() == ["argmaxable", "argmaxable"]
+    assert am.verify_certificate(res, W, items=[[0], [0, 1]]).all()
+
+
+def test_near_duplicate_is_not_a_duplicate():
+    """Row 4 = row 0 + (0, 1e-170): the two split category 0's region along x2 = 0, both keep a wide region."""
+    W = np.vstack([TOY, TOY[0] + [0.0, 1e-170]])
+    res = am.check_categories(W, workers=1)
+    assert res.status.tolist() == ["argmaxable", "argmaxable", "argmaxable", "unargmaxable", "argmaxable"]
+    assert not any("duplicate" in m for m in res.message)
+    assert am.verify_certificate(res, W).all()
+
+
+def test_exact_duplicate_names_the_copy_that_wins():
+    W = np.vstack([TOY, TOY[0]])
+    b = np.array([0.0, 0.0, 0.0, 0.0, 1.0])  # copy 4 has the higher bias and wins where category 0 did
+    res = am.check_categories(W, b=b, workers=1)
+    assert res.status.tolist() == ["unargmaxable", "argmaxable", "argmaxable", "unargmaxable", "argmaxable"]
+    assert res.message[0] == "duplicate of category 4 with a bias at least as high: category 0 cannot win strictly"
+    assert "duplicate" not in res.message[4]
+    assert am.verify_certificate(res, W, b).all()
+
+
+@pytest.mark.parametrize(("call", "match"), [
+    (lambda: am.check_assignments(TOY, [[True, False, False, True]]), "holds booleans"),
+    (lambda: am.check_assignments(TOY, [[1, 0, 0, 1]]), "repeats a label index"),
+    (lambda: am.check_assignments(TOY, [[1.5]]), "integer label indices. Got 1.5"),
+    (lambda: am.check_assignments(TOY, np.ones((2, 4, 1), dtype=bool)), "must be 2-D"),
+    (lambda: am.check_assignments(TOY, np.full((1, 4), 0.5)), "booleans or 0/1"),
+    (lambda: am.check_categories(TOY, bound="100"), "'bound' parameter must be a number. Got '100' \\(str\\)"),
+    (lambda: am.check_categories(TOY * 1j), "must hold real numbers. Got complex"),
+    (lambda: am.check_categories(TOY, np.ones(4)), "1-D list of integer category indices"),
+    (lambda: am.check_categories(TOY, eps=np.float64(-1)), "Got -1.0 instead"),
+])
+def test_bad_input_one_line_no_warning(call, match):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=match) as err:
+            call()
+    assert "\n" not in str(err.value) and not re.search(r"np\.\w+\(\d", str(err.value))  # no np.int64(1) reprs
+
+
+def test_bool_matrix_and_index_lists_agree():
+    Y = np.array([[True, False, False, True], [False, True, True, False]])
+    as_matrix = am.check_assignments(TOY, Y, workers=1)
+    as_lists = am.check_assignments(TOY, [[0, 3], [1, 2]], workers=1)
+    assert as_matrix.status.tolist() == as_lists.status.tolist() == ["argmaxable", "argmaxable"]
+    assert am.check_assignments(TOY, Y.astype(np.int8), workers=1).status.tolist() == as_matrix.status.tolist()
+
+
+def _failing_lp(status, lower, upper):
+    from argmaxable.core.chebyshev import LPOutcome
+
+    def fake(A, c, **kw):
+        return LPOutcome(status, np.nan, lower, upper, None, message="HiGHS model status 13: fake failure")
+
+    return fake
+
+
+def test_witness_margin_survives_a_failing_lp(monkeypatch):
+    """In the box |x_j| <= 0.5 the assignment {0} has radius < 1, so reflection's witness goes on to the LP to
+    decide 1-argmaxability. When that LP fails, the status, the witness's certified margin and the eps answer
+    stay, and the answer at 1 is undecided (not "no")."""
+    import argmaxable.core.check as check
+
+    W = np.array([[1.0, 0.0], [0.0, 1.0]])
+    honest = am.check_assignments(W, [[0]], bound=0.5, workers=1)
+    assert honest.answers["1"].tolist() == ["no"] and honest.radius[0] > 1e-8
+    monkeypatch.setattr(check, "chebyshev", _failing_lp("undecided", -np.inf, np.inf))
+    res = am.check_assignments(W, [[0]], bound=0.5, workers=1)
+    assert res.status.tolist() == ["argmaxable"] and res.radius[0] > 1e-8  # the witness's certified margin
+    assert res.answers["eps"].tolist() == ["yes"] and res.answers["1"].tolist() == ["undecided"]
+    assert not res.one_argmaxable()[0] and "fake failure" in res.message[0]
+    assert am.verify_certificate(res, W, items=[[0]]).all()
+
+
+def test_stage_contradiction_is_undecided(monkeypatch):
+    import argmaxable.core.check as check
+
+    W = np.array([[1.0, 0.0], [0.0, 1.0]])
+    monkeypatch.setattr(check, "chebyshev", _failing_lp("infeasible", -np.inf, 0.0))
+    res = am.check_assignments(W, [[0]], bound=0.5, workers=1)
+    assert res.status.tolist() == ["undecided"] and res.message[0].startswith("stages disagree")
+    assert res.answers["eps"].tolist() == ["undecided"]
+
+
+def _strict_hull_vertices(points) -> set:
+    """Indices of the strict vertices of the convex hull, in exact rational arithmetic (Andrew's monotone chain
+    over Fractions of the float values; collinear and repeated points are not vertices)."""
+    from fractions import Fraction
+
+    P = sorted({(Fraction(x), Fraction(y)) for x, y in points})
+    if len(P) < 3:
+        return set()
+
+    def cross(o, a, b):
+        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+    def half(seq):
+        out = []
+        for p in seq:
+            while len(out) >= 2 and cross(out[-2], out[-1], p) <= 0:
+                out.pop()
+            out.append(p)
+        return out
+
+    hull = set(half(P)[:-1] + half(P[::-1])[:-1])
+    if len(hull) < 3:
+        return set()
+    return {i for i, (x, y) in enumerate(points) if (Fraction(x), Fraction(y)) in hull}
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(-5, 5), st.integers(-5, 5)), min_size=3, max_size=9),
+       st.integers(-990, 990), st.integers(60, 600), st.booleans(), st.randoms(use_true_random=False))
+def test_magnitudes_permutations_near_duplicates_against_exact_hull(points, exponent, gap, near, rnd):
+    """Integer points scaled by 2^exponent (1e-298..1e298), shuffled, optionally with a near-duplicate of the
+    first point 2^-gap away: argmaxable exactly when a strict hull vertex without an exact duplicate (oracle:
+    rational arithmetic on the float values), and every verdict's evidence verifies."""
+    W = np.ldexp(np.array(points, dtype=np.float64), exponent)
+    if near:
+        W = np.vstack([W, W[0] + [0.0, np.ldexp(1.0, exponent - gap)]])
+    W = W[rnd.sample(range(len(W)), len(W))]
+    vertices = _strict_hull_vertices([tuple(w) for w in W])
+    assume(vertices)
+    unique = [(w == W).all(axis=1).sum() == 1 for w in W]
+    expected = [i in vertices and unique[i] for i in range(len(W))]
+    res = am.check_categories(W, workers=1, patience=50)
+    assert (res.status == "argmaxable").tolist() == expected
+    assert am.verify_certificate(res, W).all()

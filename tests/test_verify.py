@@ -1,0 +1,117 @@
+"""The independent verifier (issue 12): genuine evidence passes, every forged case of the issue fails, settings
+come from the caller, and it shares no code with the stages."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+
+import numpy as np
+import pytest
+
+import argmaxable as am
+from argmaxable import verify as verify_module
+from argmaxable.cli import main
+from argmaxable.core import CheckResult
+
+TOY = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])  # 002 Fig. 1: c4 lies inside the triangle
+
+
+@pytest.fixture(scope="module")
+def toy_result():
+    return am.check_categories(TOY, workers=1)
+
+
+def test_shares_no_code_with_the_stages():
+    imports = [line for line in inspect.getsource(verify_module).splitlines()
+               if line.lstrip().startswith(("import ", "from "))]
+    assert imports and not [line for line in imports if "argmaxable" in line]
+
+
+def test_forged_certificates_fail(toy_result):
+    r = copy.deepcopy(toy_result)
+    r.status[0] = "unargmaxable"
+    r.certificates[0] = (np.array([0]), np.array([1.0]))  # the item's own row: 0.x + 0 < 0 "cannot hold"
+    assert am.verify_certificate(r, TOY).tolist() == [False, True, True, True]
+    r.certificates[0] = (np.array([1, 2]), np.array([1.0, -0.5]))  # a negative weight
+    assert not am.verify_certificate(r, TOY)[0]
+    r.certificates[0] = (np.array([1, 2]), np.array([0.5, 0.5]))  # honest form, but category 0 is argmaxable
+    assert not am.verify_certificate(r, TOY)[0]
+    r = copy.deepcopy(toy_result)
+    r.status[1], r.status[2] = "yes", "ARGMAXABLE"  # unknown statuses
+    assert am.verify_certificate(r, TOY).tolist() == [True, False, False, True]
+    r = copy.deepcopy(toy_result)
+    r.status[3] = "argmaxable"  # an unargmaxable class with some other class's witness
+    r.witness[3] = r.witness[0]
+    assert not am.verify_certificate(r, TOY)[3]
+
+
+def test_settings_come_from_the_caller(toy_result):
+    r = copy.deepcopy(toy_result)
+    r.settings["eps"] = -1.0  # would let any witness pass
+    with pytest.raises(ValueError, match="eps must be a non-negative number"):
+        am.verify_certificate(r, TOY)
+    with pytest.raises(ValueError, match=r"records eps=-1\.0 but eps=1e-08 was given"):
+        am.verify_certificate(r, TOY, eps=1e-8)
+    with pytest.raises(ValueError, match=r"records bound=100\.0 but bound=50\.0"):
+        am.verify_certificate(toy_result, TOY, bound=50.0)
+    r = copy.deepcopy(toy_result)
+    r.settings["lower"] = [0.0, 0.0]  # the ReLU box: category 2's witness (x1 + x2 < 0) leaves it
+    assert am.verify_certificate(r, TOY).tolist() == [True, True, False, True]
+
+
+def test_witness_outside_the_box_fails(toy_result):
+    r = copy.deepcopy(toy_result)
+    r.witness[0] = r.witness[0] / np.abs(r.witness[0]).max() * 100.5  # past |x_j| <= 100, still winning
+    assert not am.verify_certificate(r, TOY)[0]
+
+
+def test_assignments_and_top_m():
+    W = np.random.default_rng(0).normal(size=(12, 3))
+    Y = np.random.default_rng(1).random((40, 12)) < 0.5
+    res = am.check_assignments(W, Y, workers=1)
+    assert res.counts()["unargmaxable"] > 0 and res.counts()["argmaxable"] > 0
+    assert am.verify_certificate(res, W, items=Y).all()
+    flipped = Y.copy()
+    flipped[:, 0] = ~flipped[:, 0]  # the same evidence against other label sets
+    assert not am.verify_certificate(res, W, items=flipped).all()
+    with pytest.raises(ValueError, match="needs its label sets"):
+        am.verify_certificate(res, W)
+    sets = [[0, 1], [3], [2, 3], [0, 1, 2]]
+    top = am.check_top_m(TOY, sets, workers=1)
+    assert top.status.tolist() == ["argmaxable", "unargmaxable", "argmaxable", "unargmaxable"]  # 3 is inside
+    assert am.verify_certificate(top, TOY, items=sets).all()
+    assert not am.verify_certificate(top, TOY, items=[[3], [0, 1], [2, 3], [0, 1, 2]])[:2].any()
+
+
+def test_many_witnesses_through_the_blocked_products():
+    """Above 256 items the witnesses go through low-precision products with a rounding bound; moving witnesses
+    between items must still be caught."""
+    rng = np.random.default_rng(5)
+    W, b = rng.uniform(-1, 1, (600, 6)), rng.uniform(-1, 1, 600)
+    res = am.check_categories(W, b=b, workers=1, patience=20)
+    ok = am.verify_certificate(res, W, b)
+    assert ok.all() and res.counts()["unargmaxable"] > 0
+    arg = np.flatnonzero(res.status == "argmaxable")
+    r = copy.deepcopy(res)
+    r.witness[arg] = r.witness[np.roll(arg, 1)]
+    assert not am.verify_certificate(r, W, b)[arg].any()
+
+
+def test_save_load_and_cli_verify(tmp_path, toy_result, capsys):
+    path = tmp_path / "r.npz"
+    toy_result.save(path)
+    back = CheckResult.load(path)
+    assert back.status.tolist() == toy_result.status.tolist() and back.settings == toy_result.settings
+    assert am.verify_certificate(back, TOY).all()
+    np.savez(tmp_path / "toy.npz", W=TOY)
+    assert main(["verify", str(path), str(tmp_path / "toy.npz")]) == 0
+    assert "4 of 4 verdicts verified" in capsys.readouterr().out
+    back.status[0] = "unargmaxable"
+    back.certificates[0] = (np.array([0]), np.array([1.0]))
+    back.save(path)
+    assert main(["verify", str(path), str(tmp_path / "toy.npz")]) == 1
+    assert "evidence fails for 1 items: 0" in capsys.readouterr().out
+    out = tmp_path / "t.parquet"
+    assert main(["check", "softmax", str(tmp_path / "toy.npz"), "--workers", "1", "--out", str(out)]) == 0
+    assert main(["verify", str(out), str(tmp_path / "toy.npz")]) == 0
