@@ -33,7 +33,10 @@ def test_check_model_matches_qhull_and_writes_outputs(tmp_path):
     assert summary["potentially_unargmaxable"] >= summary["unargmaxable"]
     assert (summary["n"], summary["d"], summary["bias"]) == (40, 3, False)
     assert json.loads((tmp_path / "summary.json").read_text()) == summary
-    assert (tmp_path / "categories.parquet.meta.json").is_file()
+    meta = json.loads((tmp_path / "categories.parquet.meta.json").read_text())
+    check = meta["check"]  # the check's own settings in the sidecar
+    assert (check["bound"], check["eps"], check["lower"]) == (100.0, 1e-8, [-100.0] * 3)
+    assert check["numeric_path"] == "float64" and check["blas"] and "lp_feasibility" in check["tolerances"]
 
 
 def test_make_detect_table(tmp_path):

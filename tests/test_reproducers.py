@@ -157,3 +157,38 @@ def test_magnitudes_permutations_near_duplicates_against_exact_hull(points, expo
     res = am.check_categories(W, workers=1, patience=50)
     assert (res.status == "argmaxable").tolist() == expected
     assert am.verify_certificate(res, W).all()
+
+
+def test_cli_refuses_bad_out_before_computing_and_stops_cleanly_on_ctrl_c(tmp_path, monkeypatch, capsys):
+    from argmaxable.cli import main
+
+    path = tmp_path / "toy.npz"
+    np.savez(path, W=TOY)
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the check ran before --out was validated")
+
+    monkeypatch.setattr(am, "check_categories", must_not_run)
+    assert main(["check", "softmax", str(path), "--out", str(tmp_path / "t.txt")]) == 2
+    assert "--out must end in .parquet or .csv" in capsys.readouterr().err
+    assert main(["check", "softmax", str(path), "--out", "/proc/argmaxable-t.csv"]) == 2  # unwritable, even as root
+    assert "cannot write in directory '/proc'" in capsys.readouterr().err
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(am, "check_categories", interrupted)
+    assert main(["check", "softmax", str(path), "--out", str(tmp_path / "t.csv")]) == 130
+    assert capsys.readouterr().err.strip() == "argmaxable: interrupted"
+    assert list(tmp_path.glob("t.csv*")) == []  # no partial file
+
+
+def test_cli_reads_legacy_torch_files(tmp_path, capsys):
+    import torch
+
+    from argmaxable.cli import main
+
+    path = tmp_path / "legacy.pt"
+    torch.save({"weight": torch.tensor(TOY)}, path, _use_new_zipfile_serialization=False)
+    assert main(["check", "softmax", str(path), "--workers", "1"]) == 0
+    assert "3 argmaxable, 1 unargmaxable" in capsys.readouterr().out

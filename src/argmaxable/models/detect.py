@@ -74,7 +74,8 @@ def check_model(model: Mapping, detect: Mapping, table_path: str | os.PathLike, 
                               progress=progress)
     seconds = time.perf_counter() - start
     frame = res.to_frame().rename(columns={"item": "category"})
-    write_table(frame, table_path, config=config, inputs=layer.files, model=model["name"], origin=layer.origin)
+    write_table(frame, table_path, config=config, inputs=layer.files, model=model["name"], origin=layer.origin,
+                check=res.settings)  # box, eps, tolerances, numeric path and BLAS of this check
     summary = summarise(model["name"], layer, res, seconds, model.get("paper"))
     write_json(summary, summary_path)
     return summary
