@@ -24,6 +24,7 @@ test: $(VENV)/.installed
 	$(BIN)/pytest
 
 bench: $(VENV)/.installed
+	$(BIN)/pip install -q -e ".[bench]"
 	$(BIN)/python -m benchmarks
 
 lint: $(VENV)/.installed
