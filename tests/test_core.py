@@ -362,7 +362,7 @@ def test_polish_makes_loose_dual_weights_exact():
     rows = np.arange(9)
     assert dual_bound(A, np.zeros(9), norms, rows, loose, BOX4) > 1e-8
     rows_p, weights_p = polish(A, norms, rows, loose)
-    assert dual_bound(A, np.zeros(9), norms, rows_p, weights_p, BOX4) <= 1e-10
+    assert dual_bound(A, np.zeros(9), norms, rows_p, weights_p, BOX4) <= 1e-9  # its rounding bound included
     np.testing.assert_allclose(weights_p, exact, rtol=1e-7)
 
 

@@ -38,7 +38,7 @@ U64 = 2.0**-53  # unit roundoff of float64
 # Rows of W per block of the float64 re-checks and of the low-precision products.
 BLOCK = 4096
 # Rows per chunk of a certificate's weighted sum; chunks are added pairwise, so a sum over k rows has a
-# rounding bound of gamma_(CHUNK + log2(k / CHUNK)) rather than gamma_k.
+# rounding bound of gamma_(CHUNK + 2 log2(k / CHUNK)) rather than gamma_k.
 CHUNK = 64
 
 
@@ -396,14 +396,20 @@ def _as_certificate(cert, n: int):
 
 
 def _chunked(Q: np.ndarray, A: np.ndarray) -> tuple[np.ndarray, int]:
-    """Q @ A over chunks of CHUNK rows of A, the chunks' products added pairwise; and the depth of that tree.
-    Each entry's rounding is at most gamma_(CHUNK + depth + 1) times the same product of absolute values."""
-    parts = [Q[:, s : s + CHUNK] @ A[s : s + CHUNK] for s in range(0, A.shape[0], CHUNK)]
-    depth = 0
-    while len(parts) > 1:
-        parts = [parts[i] + parts[i + 1] if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
-        depth += 1
-    return parts[0], depth
+    """Q @ A over chunks of CHUNK rows of A, the chunks' products added pairwise through a binary counter (at
+    most log2 partial sums held); and the depth bound: each entry's rounding is at most gamma_(CHUNK + depth + 1)
+    times the same product of absolute values."""
+    stack, count = [], 0
+    for s in range(0, A.shape[0], CHUNK):
+        part, level = Q[:, s : s + CHUNK] @ A[s : s + CHUNK], 0
+        while stack and stack[-1][0] == level:
+            part, level = stack.pop()[1] + part, level + 1
+        stack.append((level, part))
+        count += 1
+    total = stack.pop()[1]
+    while stack:
+        total = stack.pop()[1] + total
+    return total, 2 * int(np.ceil(np.log2(max(count, 1))))
 
 
 def _dual_accept(V, cz, zr, zc, ysum, depth, lo, hi, eps) -> np.ndarray:

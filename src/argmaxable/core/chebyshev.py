@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from argmaxable.core.box import make_box
-from argmaxable.core.numerics import gamma, row_norms
+from argmaxable.core.numerics import chunked_product, gamma, row_norms
 from argmaxable.core.solvers import make_lp
 
 # A row whose solver residual exceeds this after a solve is added to the working set. Well above the LP's
@@ -92,11 +92,13 @@ def dual_bound(A: np.ndarray, c: np.ndarray, norms: np.ndarray, rows: np.ndarray
     An = A[rows] / norms[rows, None]
     cn = c[rows] / norms[rows]
     lo, hi = box
-    terms = np.maximum(-(y @ An) * lo, -(y @ An) * hi)
-    value = float(terms.sum() - y @ cn)
-    k, d = An.shape
-    err = gamma(k + d + 8) * float(y @ (np.abs(An) @ np.maximum(np.abs(lo), np.abs(hi))) + y @ np.abs(cn)
-                                   + np.abs(terms).sum())
+    vc, k_sum = chunked_product(y[None], np.hstack([An, cn[:, None]]))  # sums with a log-depth rounding bound
+    v, ycn = vc[0, :-1], float(vc[0, -1])
+    terms = np.maximum(-v * lo, -v * hi)
+    value = float(terms.sum() - ycn)
+    d = An.shape[1]
+    err = (gamma(k_sum + 3) * float(y @ (np.abs(An) @ np.maximum(np.abs(lo), np.abs(hi))) + y @ np.abs(cn))
+           + gamma(d + 2) * float(np.abs(terms).sum() + abs(ycn)))
     top = value + err  # numerator bound; the denominator sum y_i ||a_i|| / norm_i lies in [1 - g, 1 + g]
     g = gamma(d + 4)
     return top / (1 - g) if top > 0 else top / (1 + g)

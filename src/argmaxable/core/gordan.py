@@ -24,15 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from argmaxable.core.box import support
-from argmaxable.core.numerics import gamma, row_norms
+from argmaxable.core.numerics import chunked_product, gamma, row_norms
 
 # Entries of mu must exceed this fraction of their weight omega to count as safely positive.
 FLOOR = 1e-3
 # Re-weighting rounds before giving up on an item (an argmaxable item can never succeed).
 MAX_ROUNDS = 4
-# Rows per chunk of the certificate's check sum; chunks are added pairwise, so the rounding bound of a sum over
-# n rows is gamma_(CHUNK + log2(n / CHUNK)) instead of gamma_n (1e-12 at n = 9k: about eps once times B = 1e4).
-CHUNK = 64
 
 
 @dataclass
@@ -52,16 +49,6 @@ def _pseudo_inverse_gram(H: np.ndarray) -> tuple[np.ndarray, int]:
     keep = vals > vals.max(initial=0.0) * G.shape[0] * np.finfo(np.float64).eps
     inv = (vecs[:, keep] / vals[keep]) @ vecs[:, keep].T
     return inv, int(keep.sum())
-
-
-def _chunked_sum(M: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, int]:
-    """M @ H over chunks of CHUNK rows of H, added pairwise; and the depth of the pairwise tree."""
-    parts = [M[:, s : s + CHUNK] @ H[s : s + CHUNK] for s in range(0, H.shape[0], CHUNK)]
-    depth = 0
-    while len(parts) > 1:
-        parts = [parts[i] + parts[i + 1] if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
-        depth += 1
-    return parts[0], depth
 
 
 def batch_size(n: int, budget_bytes: int = 1 << 27) -> int:
@@ -117,13 +104,13 @@ def gordan_certificates(W: np.ndarray, b: np.ndarray | None, signs: np.ndarray, 
             positive = ~low.any(axis=1)
             cand = np.flatnonzero(positive)
             if cand.size:
-                R, depth = _chunked_sum(S[cand] * mu[cand], H)  # Σ mu_i s_i h_i: ~0, recomputed as the check
+                R, k_sum = chunked_product(S[cand] * mu[cand], H)  # Σ mu_i s_i h_i: ~0, recomputed as the check
                 total = mu[cand].sum(axis=1)
                 bias_term = R[:, d] if b is not None else 0.0
                 terms = support(-R[:, :d], *box)
                 # Rounding: the chunked sums, h_i = w_i / ||w_i|| (relative u per entry), the support's d terms;
                 # the rows' true norms are within gamma_(d+4) of 1.
-                err = (gamma(CHUNK + depth + 4) * (mu[cand] @ habs)
+                err = (gamma(k_sum + 3) * (mu[cand] @ habs)
                        + gamma(d + 2) * (np.abs(R[:, :d]) @ np.maximum(np.abs(lo), np.abs(hi)) + np.abs(bias_term)))
                 num = terms - bias_term + err
                 bnd = num / np.where(num > 0, 1 - gamma(d + 4), 1 + gamma(d + 4)) / total
