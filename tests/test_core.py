@@ -396,3 +396,74 @@ def test_bf16_gram_margins_are_certified_lower_bounds(monkeypatch):
     monkeypatch.setattr(systems, "bf16_gemm", lambda: False)
     np.testing.assert_array_equal(res.status, am.check_categories(W, b=b).status)
     assert am.verify_certificate(res, W, b).all()
+
+
+def test_shared_supports_prove_clustered_categories_without_lp():
+    # Categories clustered deep inside the hull (as on a real OCR head) share certificate supports: one LP's
+    # support proves its neighbours. Verdicts still match Qhull and every certificate passes the independent check.
+    rng = np.random.default_rng(21)
+    outer = rng.normal(size=(300, 4))
+    inner = 0.05 * rng.normal(size=(60, 4))
+    W = np.vstack([outer, inner])
+    res = am.check_categories(W, workers=1)
+    vertices = np.zeros(len(W), dtype=bool)
+    vertices[ConvexHull(W).vertices] = True
+    np.testing.assert_array_equal(res.status == "argmaxable", vertices)
+    shared = np.char.find(res.message.astype(str), "another category") >= 0
+    assert shared.sum() > 30 and (res.lp_rounds[shared] == 0).all()
+    assert (res.radius_upper[shared] <= 1e-8).all()
+    assert am.verify_certificate(res, W).all()
+    two = am.check_categories(W, workers=2)  # the waves keep results independent of the workers
+    np.testing.assert_array_equal(res.radius_upper, two.radius_upper)
+
+
+def test_reflection_gives_up_on_a_stalled_item_before_the_patience():
+    from argmaxable.core.reflect import reflect
+    from argmaxable.core.systems import CategorySystem
+
+    W = np.vstack([TOY[:3], [[0.1, 0.1]]])  # row 3 lies inside the triangle: reflection can never succeed
+    system = CategorySystem(W, None)
+    box = (np.full(2, -100.0), np.full(2, 100.0))
+    calls = []
+    evaluate = system.evaluate
+    system.evaluate = lambda *a: calls.append(1) or evaluate(*a)
+    out = reflect(system, np.array([3]), patience=2500, box=box, eps=1e-8, stall=20)
+    assert not out.proven[0] and 20 < len(calls) < 200
+    assert set(out.rows[0].tolist()) <= {0, 1, 2} and out.rows[0].size > 0  # the rows that beat it, for the LP
+
+
+def test_float32_layer_is_checked_without_a_float64_copy():
+    # A large float32 layer stays float32 (and so do its witnesses): same verdicts and witnesses as its float64 copy.
+    rng = np.random.default_rng(22)
+    W = rng.normal(0, 0.02, size=(4000, 260)).astype(np.float32)
+    W[0] = W[1]  # duplicates: they go on to reflection and the LP
+    whole = am.check_categories(W)
+    ref = am.check_categories(W.astype(np.float64))
+    np.testing.assert_array_equal(whole.status, ref.status)
+    assert (whole.status[:2] == "unargmaxable").all() and (whole.status[2:] == "argmaxable").all()
+    won = whole.steps == 1
+    assert won.sum() > 3900 and np.array_equal(whole.witness[won], W[won])
+    part = am.check_categories(W, np.arange(200, 300))  # a subset: the batched float32 path
+    assert part.witness.dtype == np.float32 and (part.status == "argmaxable").all()
+    assert am.verify_certificate(part, W).all() and am.verify_certificate(am.check_categories(W, [0, 1]), W).all()
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_torch_device_path_matches_the_cpu_path(bias):
+    # device="cpu" runs the torch code path a CUDA GPU would run (Gram pass and reflection): same verdicts, and its
+    # witnesses pass the independent check.
+    rng = np.random.default_rng(23)
+    W = rng.normal(size=(3600, 300)).astype(np.float32)  # above FLOAT32_ABOVE: float32 products
+    W[1] = W[0]  # duplicates: 0 is unargmaxable (with a bias, it is the lower copy)
+    b = rng.normal(0, 0.1, size=3600) if bias else None
+    if bias:
+        b[0] = b[1] - 1.0
+    cpu = am.check_categories(W, np.arange(0, 3600, 60), b)
+    torch_path = am.check_categories(W, np.arange(0, 3600, 60), b, device="cpu")
+    np.testing.assert_array_equal(cpu.status, torch_path.status)
+    assert (torch_path.status[:1] == "unargmaxable").all() and am.verify_certificate(torch_path, W, b).all()
+    whole = am.check_categories(W[:1200, :100], None, None if b is None else b[:1200], device="cpu")
+    ref = am.check_categories(W[:1200, :100], None, None if b is None else b[:1200], device=None)
+    np.testing.assert_array_equal(whole.status, ref.status)
+    with pytest.raises(ValueError, match="device"):
+        am.check_categories(W[:10, :3], device="tpu")

@@ -122,7 +122,7 @@ def polish(A: np.ndarray, norms: np.ndarray, rows: np.ndarray, weights: np.ndarr
 
 def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, solver: str = "highs", x0=None,
               thresholds: Sequence[float] | None = None, exact: bool = True,
-              initial_rows: int | None = None, rows_per_round: int | None = None) -> LPOutcome:
+              initial_rows: int | None = None, rows_per_round: int | None = None, seed_rows=None) -> LPOutcome:
     """Decide whether ``{x : A x + c < 0, x in box}`` holds a ball (centred in the box) of radius > ``eps``.
 
     Parameters
@@ -148,6 +148,8 @@ def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, 
     initial_rows, rows_per_round : int, optional
         Working-set sizes: the first defaults to 48 (a point of a wide region rarely needs more; a proof of
         infeasibility grows the set), the second to max(d+1, 48) (a vertex optimum has d+1 active rows).
+    seed_rows : array_like of int, optional
+        Rows to put in the first working set as well, e.g. those the approximate stages saw beat the point.
 
     Returns
     -------
@@ -178,8 +180,10 @@ def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, 
     else:
         keep = None
     if keep is not None:
+        seeds = None if seed_rows is None else np.flatnonzero(np.isin(keep, seed_rows))
         sub = chebyshev(A[keep], c[keep], bound=bound, lower=box[0], upper=box[1], eps=eps, solver=solver, x0=x0,
-                        thresholds=thresholds, exact=exact, initial_rows=initial_rows, rows_per_round=rows_per_round)
+                        thresholds=thresholds, exact=exact, initial_rows=initial_rows, rows_per_round=rows_per_round,
+                        seed_rows=seeds)
         sub.dual_rows = keep[sub.dual_rows]
         return sub
     if m == 0:
@@ -196,6 +200,8 @@ def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, 
     in_set = np.zeros(m, dtype=bool)
     at_start = (A @ start) * inv + cn  # signed distances at the start point
     first = np.argpartition(-at_start, k0 - 1)[:k0] if k0 < m else np.arange(m)
+    if seed_rows is not None:
+        first = np.union1d(first, np.asarray(seed_rows, dtype=np.int64))
     in_set[first] = True
     working = list(first)
     lp = make_lp(solver, *box)

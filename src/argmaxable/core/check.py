@@ -19,33 +19,42 @@ from argmaxable.core.numerics import unit_scale
 from argmaxable.core.reflect import reflect
 from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE, UNDECIDED, CheckResult
 from argmaxable.core.solvers import SOLVERS
-from argmaxable.core.systems import AssignmentSystem, CategorySystem
+from argmaxable.core.systems import AssignmentSystem, CategorySystem, resolve_device
 
 _VERDICT = {FEASIBLE: ARGMAXABLE, INFEASIBLE: UNARGMAXABLE}
 
+# Items per wave of LPs between two tries of the shared certificates (:mod:`supports`): small, so that each
+# certificate spares as many LPs as it can, and several, so that the workers run in parallel.
+WAVE = 8
 
-def _real_array(a, name: str) -> np.ndarray:
-    """float64 array of real numbers (ints, floats, bools are not silently cast from complex/objects/strings)."""
+def _real_array(a, name: str, keep_float32: bool = False) -> np.ndarray:
+    """float64 array of real numbers (ints, floats, bools are not silently cast from complex/objects/strings);
+    with ``keep_float32`` a float32 array stays as given (every float32 is a float64)."""
     arr = np.asarray(a)
     if arr.dtype.kind not in "iuf":
         kind = {"c": "complex", "b": "boolean", "U": "string", "S": "bytes", "O": "object"}.get(arr.dtype.kind,
                                                                                             str(arr.dtype))
         raise ValueError(f"The {name!r} parameter must hold real numbers. Got {kind} values (dtype {arr.dtype}).")
-    return arr.astype(np.float64, copy=False)
+    return arr if keep_float32 and arr.dtype == np.float32 else arr.astype(np.float64, copy=False)
 
 
-def _as_matrix(W, name: str = "W") -> np.ndarray:
-    """Accept numpy/torch/array-like of any float dtype; return a finite float64 (n, d) array."""
+def _as_matrix(W, name: str = "W", keep_float32: bool = False) -> np.ndarray:
+    """Accept numpy/torch/array-like of any float dtype; return a finite float64 (n, d) array, or with
+    ``keep_float32`` a float32 one as given (a large layer needs no float64 copy)."""
     if hasattr(W, "detach"):  # torch.Tensor
         if W.is_complex():
             raise ValueError(f"The {name!r} parameter must be real. Got a complex tensor ({W.dtype}).")
-        W = W.detach().cpu().double().numpy()
-    W = _real_array(W, name)
+        W = W.detach().cpu()
+        W = W.numpy() if keep_float32 and str(W.dtype) == "torch.float32" else W.double().numpy()
+    W = _real_array(W, name, keep_float32)
     if W.ndim != 2 or W.shape[0] == 0 or W.shape[1] == 0:
         raise ValueError(f"The {name!r} parameter must be a non-empty 2-D array (n, d). Got shape {W.shape}.")
-    if not np.isfinite(W).all():
-        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(W))[0])
-        raise ValueError(f"The {name!r} parameter must be finite. Got {float(W[bad])} at index {bad}.")
+    for lo in range(0, len(W), 8192):  # blocks of rows: no n×d temporary
+        block = W[lo : lo + 8192]
+        if not np.isfinite(block).all():
+            bad = np.argwhere(~np.isfinite(block))[0]
+            raise ValueError(f"The {name!r} parameter must be finite. Got {float(block[tuple(bad)])} at index "
+                             f"{(lo + int(bad[0]), int(bad[1]))}.")
     return W
 
 
@@ -123,7 +132,10 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
     # Approximate primal stage: batched braid reflection proves items argmaxable. With every item here (a whole
     # vocabulary) it writes its iterates straight into the witness array: no n×d temporaries of 300 MB each.
     whole = len(rest) == k
-    witness = np.empty((k, system.d)) if whole else np.full((k, system.d), np.nan)
+    # A float32 layer checked in float32 keeps float32 witnesses: its start points w_t and reflected iterates are
+    # float32 values, certified as stored (a layer of 2 GB needs no 4 GB float64 witness array).
+    wdtype = np.float32 if system.dtype == np.float32 and system.Win.dtype == np.float32 else np.float64
+    witness = np.empty((k, system.d), wdtype) if whole else np.full((k, system.d), np.nan, wdtype)
     with _progress(len(rest), f"{kind}: reflect", progress) as bar:
         approx = reflect(system, items[rest], patience=patience, box=box, eps=eps, progress=bar.update,
                          out=witness if whole else None)
@@ -145,14 +157,52 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
     if exact_lp:
         todo = rest
     thresholds = [eps] if radius_threshold is None else [eps, radius_threshold]
-    x0 = {int(pos): witness[pos].copy() for pos in todo}  # the LP starts from the last iterate
+    x0 = {int(pos): witness[pos].copy() for pos in todo}  # the LP starts from reflection's best iterate
+    # ... with the rows reflection saw beat it in its last steps in the first working set.
+    seeds = {int(rest[k]): system.dense_rows(int(items[rest[k]]), r) for k, r in approx.rows.items()}
     witness[rest[~approx.proven]] = np.nan
+
+    if witness.dtype != np.float64 and len(todo):
+        witness = witness.astype(np.float64)  # LP witnesses are float64 points: rounding them could lose the margin
 
     def solve(pos: int):
         A, c = system.dense(int(items[pos]))
         return chebyshev(A, c, bound=bound, lower=box[0], upper=box[1], eps=eps, solver=solver, x0=x0[int(pos)],
-                         thresholds=thresholds, exact=exact_lp)
+                         thresholds=thresholds, exact=exact_lp, seed_rows=seeds.get(int(pos)))
 
+    def record(pos: int, out) -> None:
+        has_witness = bool(np.isfinite(witness[pos]).all())
+        lower[pos] = np.fmax(lower[pos], out.lower)  # every bound is certified: keep the best of each
+        upper[pos] = np.fmin(upper[pos], out.upper)
+        if np.isfinite(out.lower) and (np.isnan(radius[pos]) or out.lower > radius[pos]):
+            radius[pos] = out.lower
+        elif out.upper == -np.inf:  # a duplicate row: no point at all, radius -inf
+            radius[pos] = -np.inf
+        radius_exact[pos] = out.converged
+        lp_rounds[pos] = out.rounds
+        message[pos] = out.message
+        if has_witness and out.upper <= eps:
+            status[pos] = UNDECIDED  # a proven witness and a dual bound that rule each other out
+            message[pos] = (f"stages disagree: a witness with margin > {eps:g} and an LP dual bound "
+                            f"{out.upper:.3g} <= eps (numerical trouble)")
+        elif out.status == FEASIBLE:
+            witness[pos] = out.x
+        elif has_witness:  # reflection's witness proved it; the LP only failed to size its radius
+            message[pos] = f"argmaxable by its witness; the LP did not size the radius: {out.message}"
+        else:
+            status[pos] = _VERDICT.get(out.status, UNDECIDED)
+            if out.status == INFEASIBLE:
+                rows = out.dual_rows if map_rows is None else map_rows(int(items[pos]), out.dual_rows)
+                certificates[pos] = (np.asarray(rows, dtype=np.int64), out.dual_weights)
+                if shared is not None:
+                    shared.add(np.asarray(rows)[out.dual_weights > 0])
+
+    # Systems whose certificates carry over between items (categories: :mod:`supports`) solve their LPs in
+    # waves of a fixed size; after each wave the new certificates' supports are tried on every item still
+    # waiting, which needs no LP then. The fixed wave keeps results independent of the number of workers.
+    shared = system.certificate_pool(box, eps) if system.has_shared_certificates and not exact_lp else None
+    waves = [todo] if shared is None else [todo[:WAVE]]
+    pending = todo[len(waves[0]):]
     # One BLAS thread per LP: the LPs run in parallel, and nested BLAS threads oversubscribe the cores
     # (measured: a 50257x16 mat-vec went from 0.3 ms to 16 ms on a busy 2-core machine).
     with (
@@ -160,31 +210,22 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
         threadpool_limits(limits=1, user_api="blas"),
         ThreadPoolExecutor(workers) as pool,
     ):
-        for pos, out in zip(todo, pool.map(solve, todo), strict=True):
-            bar.update(1)
-            has_witness = bool(np.isfinite(witness[pos]).all())
-            lower[pos] = np.fmax(lower[pos], out.lower)  # every bound is certified: keep the best of each
-            upper[pos] = np.fmin(upper[pos], out.upper)
-            if np.isfinite(out.lower) and (np.isnan(radius[pos]) or out.lower > radius[pos]):
-                radius[pos] = out.lower
-            elif out.upper == -np.inf:  # a duplicate row: no point at all, radius -inf
-                radius[pos] = -np.inf
-            radius_exact[pos] = out.converged
-            lp_rounds[pos] = out.rounds
-            message[pos] = out.message
-            if has_witness and out.upper <= eps:
-                status[pos] = UNDECIDED  # a proven witness and a dual bound that rule each other out
-                message[pos] = (f"stages disagree: a witness with margin > {eps:g} and an LP dual bound "
-                                f"{out.upper:.3g} <= eps (numerical trouble)")
-            elif out.status == FEASIBLE:
-                witness[pos] = out.x
-            elif has_witness:  # reflection's witness proved it; the LP only failed to size its radius
-                message[pos] = f"argmaxable by its witness; the LP did not size the radius: {out.message}"
-            else:
-                status[pos] = _VERDICT.get(out.status, UNDECIDED)
-                if out.status == INFEASIBLE:
-                    rows = out.dual_rows if map_rows is None else map_rows(int(items[pos]), out.dual_rows)
-                    certificates[pos] = (np.asarray(rows, dtype=np.int64), out.dual_weights)
+        while waves:
+            wave = waves.pop()
+            tried = 0 if shared is None else len(shared.supports)
+            for pos, out in zip(wave, pool.map(solve, wave), strict=True):
+                bar.update(1)
+                record(int(pos), out)
+            if shared is None or pending.size == 0:
+                continue
+            for j, (rows, weights, bound_here) in shared.prove(items[pending], start=tried).items():
+                pos = int(pending[j])
+                status[pos], upper[pos], certificates[pos] = UNARGMAXABLE, bound_here, (rows, weights)
+                message[pos] = f"certificate over the {len(rows)} rows of another category's (dual stage)"
+                bar.update(1)
+            pending = pending[status[pending] != UNARGMAXABLE]
+            waves.append(pending[:WAVE])
+            pending = pending[WAVE:]
     answers = {name: _answers(status, lower, upper, thr, eps)
                for name, thr in zip(("eps", "1"), thresholds, strict=False)}
     with np.errstate(invalid="ignore"):
@@ -240,13 +281,14 @@ def _answers(status, lower, upper, threshold, eps) -> np.ndarray:
 SAFE_RANGE = (2.0**-500, 2.0**500)
 
 
-def _prepare(W, b, bound, lower, upper, eps, patience, solver, workers):
-    """Validated float64 W, b (scaled into the safe range) and the box, or a one-line ValueError."""
-    W = _as_matrix(W)
+def _prepare(W, b, bound, lower, upper, eps, patience, solver, workers, keep_float32=False):
+    """Validated float64 W (float32 kept with ``keep_float32``), b (scaled into the safe range) and the box, or a
+    one-line ValueError."""
+    W = _as_matrix(W, keep_float32=keep_float32)
     b = _as_bias(b, W.shape[0])
     _check_settings(bound, eps, patience, solver, workers)
     box = make_box(W.shape[1], bound, lower, upper)
-    top = max(float(np.abs(W).max()), 0.0 if b is None else float(np.abs(b).max()))
+    top = max(float(W.max()), -float(W.min()), 0.0 if b is None else float(np.abs(b).max()))  # no n×d temporary
     if top > 0 and not SAFE_RANGE[0] <= top <= SAFE_RANGE[1]:
         s = unit_scale(W, b)
         W, b = W * s, None if b is None else b * s
@@ -269,7 +311,7 @@ def _as_indices(items, n: int) -> np.ndarray:
 
 def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None, upper=None, eps: float = 1e-8,
                      patience: int = 2500, solver: str = "highs", workers: int = 2, progress: bool = False,
-                     exact_radius: bool = False) -> CheckResult:
+                     exact_radius: bool = False, device: str | None = "auto") -> CheckResult:
     """Which categories of softmax(W x + b) can be the argmax for some x in the box?
 
     Parameters
@@ -297,6 +339,10 @@ def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None,
     exact_radius : bool, default False
         Run an LP to its optimum for every item, so that ``radius`` is the Chebyshev radius itself; by default
         items proven by their witness have no radius (NaN) and the LP stops once it decides ``radius > eps``.
+    device : {"auto", "cpu", "cuda", "cuda:k"} or None, default "auto"
+        Where the Gram pass and reflection's products run: "auto" takes a CUDA GPU where torch sees one and
+        otherwise the CPU path (numpy's BLAS; bfloat16 torch products where the CPU has them); a device name
+        runs the torch path there, in true float32/float64 (no TF32) under the same rounding bounds.
 
     Returns
     -------
@@ -313,10 +359,10 @@ def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None,
     >>> check_categories(W, lower=0.0).status.tolist()  # after a ReLU: x >= 0, where c2 = (-1, -1) cannot win
     ['argmaxable', 'argmaxable', 'unargmaxable', 'unargmaxable']
     """
-    W, b, box = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers)
+    W, b, box = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers, keep_float32=True)
     n = W.shape[0]
     items = np.arange(n) if items is None else _as_indices(items, n)
-    system = CategorySystem(W, b)
+    system = CategorySystem(W, b, resolve_device(device))
     res = _run(system, items, bound=bound, box=box, eps=eps, patience=patience, solver=solver, workers=workers,
                progress=progress, kind="categories", radius_threshold=None, exact_lp=exact_radius,
                map_rows=system.row_index)

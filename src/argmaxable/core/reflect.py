@@ -9,7 +9,7 @@ rigorous (float32 rounding is bounded, or the point is re-checked in float64).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -23,7 +23,15 @@ class ReflectOutcome:
 
     proven: np.ndarray  # (T,) bool: witness found in the box with margin > eps
     steps: np.ndarray  # (T,) int: argmax evaluations until proven (1 = the start point already wins), -1 if not
-    x: np.ndarray  # (T, d) float64: the witness if proven, else the last iterate (seeds the exact LP)
+    x: np.ndarray  # (T, d) float64: the witness if proven, else the iterate of best margin (seeds the exact LP)
+    rows: dict = field(default_factory=dict)  # position -> rows that beat an unproven item in its last steps
+
+
+# An item whose best margin has not improved in this many reflections leaves for the exact stages. Measured on
+# the PP-OCRv4 head (benchmarks/RESULTS.md): its 202 unargmaxable characters stop improving after 160-220
+# steps (median, 90th percentile) and then reflect in vain until the patience (2500) runs out; the patience
+# stays the cap.
+STALL = 64
 
 
 def batch_size(n: int, budget_bytes: int = 1 << 28) -> int:
@@ -32,7 +40,7 @@ def batch_size(n: int, budget_bytes: int = 1 << 28) -> int:
 
 
 def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.ndarray, np.ndarray], eps: float,
-            progress=None, out: np.ndarray | None = None) -> ReflectOutcome:
+            progress=None, out: np.ndarray | None = None, stall: int = STALL) -> ReflectOutcome:
     """Run braid reflection for ``items`` of ``system`` for at most ``patience`` reflections each.
 
     Parameters
@@ -51,6 +59,8 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
         Called with the number of items finished after each batch.
     out : ndarray, shape (len(items), d), optional
         Float64 array to hold the iterates (returned as ``x``), saving an n×d allocation for a whole vocabulary.
+    stall : int, default STALL
+        Give up on an item once its best certified margin has not improved for this many reflections.
     """
     T = len(items)
     progress = progress or (lambda k: None)
@@ -61,29 +71,38 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
     if system.has_gram_start and system.n_rows == T and np.array_equal(items, todo):
         # Every category at once: the first step from the Gram matrix's upper triangle (half the work).
         X[:] = system.start(slice(None))  # all start points (a view: no temporary); rows not won are redone below
-        scale = np.ones(T)
+        scale, rounding = np.ones(T), np.zeros(T)
         if system.homogeneous:  # a cone: scaling into the box divides every distance by the same factor
             scale = shrink_factors(X, *box)
-            fits = np.isfinite(scale)
-            X[fits] /= scale[fits, None]
+            moved = np.flatnonzero(np.isfinite(scale) & (scale > 1))  # usually none: no n×d temporary
+            X[moved] /= scale[moved, None]
+            # The stored point is w_t / s rounded: within sqrt(d) u max|x_j| of it, and distances are 1-Lipschitz.
+            rounding[moved] = np.sqrt(system.d) * np.finfo(X.dtype).eps * np.abs(X[moved]).max(axis=1)
         with np.errstate(invalid="ignore"):
-            won = (system.start_margins(eps) / scale > eps) & inside(X, *box)
+            won = (system.start_margins(eps) / scale - rounding > eps) & inside(X, *box)
         proven[won], steps[won] = True, 1
         progress(int(won.sum()))
         todo = np.flatnonzero(~won)
     step = batch_size(system.n_rows)
+    rows = {}
     for lo in range(0, len(todo), step):
         sl = todo[lo : lo + step]
-        proven[sl], steps[sl], X[sl] = _reflect_batch(system, items[sl], patience, box, eps)
+        proven[sl], steps[sl], X[sl], seen = _reflect_batch(system, items[sl], patience, box, eps, stall)
+        rows.update((int(sl[k]), r) for k, r in seen.items())
         progress(len(sl))
-    return ReflectOutcome(proven, steps, X)
+    return ReflectOutcome(proven, steps, X, rows)
 
 
-def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: float):
+def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: float, stall: int):
     B = len(items)
     X = system.start(items).astype(system.dtype)  # (B, d)
     proven = np.zeros(B, dtype=bool)
     steps = np.full(B, -1, dtype=np.int64)
+    best = np.full(B, -np.inf)  # best certified margin so far
+    best_x = np.full((B, system.d), np.nan)  # (B, d) float64: the iterate that reached it
+    since = np.zeros(B, dtype=np.int64)  # reflections since the best margin last improved
+    recent = np.full((B, max(stall, 1)), -1, dtype=np.int64)  # ring buffer of the rows reflected across
+    seen = {}
     active = np.arange(B)
     for it in range(patience + 1):
         if active.size == 0:
@@ -97,8 +116,16 @@ def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: f
         done = active[wins & inside(X[active].astype(np.float64), *box)]
         proven[done] = True
         steps[done] = it + 1
-        keep = ~wins  # a winning point outside the box goes to the exact LP, as in 002 §4
-        active, worst = active[keep], worst[keep]
+        better = margin > best[active]
+        best[active[better]] = margin[better]
+        best_x[active[better]] = X[active[better]]
+        since[active] = np.where(better, 0, since[active] + 1)
+        recent[active, it % recent.shape[1]] = worst
+        # A winning point outside the box goes to the exact LP, as in 002 §4; so does an item that has stalled.
+        leave = wins | (since[active] >= stall)
+        for k in active[leave & ~wins]:
+            seen[int(k)] = np.unique(recent[k][recent[k] >= 0])
+        active, worst = active[~leave], worst[~leave]
         if active.size == 0 or it == patience:
             break
         a, c = system.rows(items[active], worst)  # (b, d), (b,)
@@ -107,5 +134,12 @@ def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: f
         val = np.einsum("bd,bd->b", a, X[active]) + c
         coef = np.where(movable, 2.0 * val / np.where(movable, sq, 1.0), 0.0)
         X[active] -= coef[:, None] * a
+        for k in active[~movable]:
+            seen[int(k)] = np.unique(recent[k][recent[k] >= 0])
         active = active[movable]
-    return proven, steps, X.astype(np.float64)
+    for k in active:  # the patience ran out
+        seen[int(k)] = np.unique(recent[k][recent[k] >= 0])
+    X = X.astype(np.float64)
+    tried = ~proven & np.isfinite(best_x[:, 0])
+    X[tried] = best_x[tried]  # the exact LP starts from the best iterate, not the last
+    return proven, steps, X, seen

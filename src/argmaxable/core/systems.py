@@ -14,6 +14,7 @@ import numpy as np
 
 from argmaxable.core.gordan import gordan_certificates
 from argmaxable.core.numerics import gamma, row_norms
+from argmaxable.core.supports import SupportPool
 
 # Above this many weights the approximate stage runs in float32 (2x the GEMM rate); acceptance stays rigorous
 # through the rounding bound below.
@@ -49,9 +50,26 @@ def bf16_gemm() -> bool:
         return False
 
 
+def row_squares(X: np.ndarray, block: int = 8192) -> np.ndarray:
+    """``||x_k||^2`` per row in float64, a block of rows at a time (no float64 copy of a float32 X)."""
+    out = np.empty(len(X))
+    for lo in range(0, len(X), block):
+        Xb = np.asarray(X[lo : lo + block], dtype=np.float64)
+        out[lo : lo + block] = np.einsum("nd,nd->n", Xb, Xb)
+    return out
+
+
+def blockwise_row_norms(X: np.ndarray, block: int = 8192) -> np.ndarray:
+    """:func:`argmaxable.core.numerics.row_norms` in float64, a block of rows at a time (float32 X stays float32)."""
+    out = np.empty(len(X))
+    for lo in range(0, len(X), block):
+        out[lo : lo + block] = row_norms(np.asarray(X[lo : lo + block], dtype=np.float64))
+    return out
+
+
 def _bf16_augmented(W: np.ndarray, b: np.ndarray | None):
     """``[W, b, 1]`` and ``[W, 1, b]`` (or W twice without a bias) as bfloat16 torch tensors, rounded once on the
-    copy from float64."""
+    copy from float64 or float32."""
     import torch
 
     n, d = W.shape
@@ -66,13 +84,13 @@ def _bf16_augmented(W: np.ndarray, b: np.ndarray | None):
     return L, R
 
 
-def _gram_maxima(n: int, block: int, product) -> np.ndarray:
+def _gram_maxima(n: int, block: int, product, device=None) -> np.ndarray:
     """Row maxima, without the diagonal, of the symmetric n×n matrix whose block ``product(rows, cols)`` returns
-    (a torch tensor), visiting the upper triangle of blocks only: each block serves the targets of its rows and
-    of its columns. Only the running maxima are kept, never the matrix."""
+    (a torch tensor on ``device``), visiting the upper triangle of blocks only: each block serves the targets of its
+    rows and of its columns. Only the running maxima are kept, never the matrix."""
     import torch
 
-    top = torch.full((n,), -torch.inf, dtype=torch.float64)
+    top = torch.full((n,), -torch.inf, dtype=torch.float64, device=device)
     for lo in range(0, n, block):
         rows = slice(lo, min(lo + block, n))
         for lo2 in range(lo, n, block):
@@ -83,7 +101,46 @@ def _gram_maxima(n: int, block: int, product) -> np.ndarray:
             else:
                 top[cols] = torch.maximum(top[cols], G.amax(dim=0).double())
             top[rows] = torch.maximum(top[rows], G.amax(dim=1).double())
-    return top.numpy()
+    return top.cpu().numpy()
+
+
+def resolve_device(device: str | None):
+    """``"auto"``: a CUDA GPU where torch sees one, else None (the CPU path: numpy's BLAS, bfloat16 torch products
+    where the CPU has them); ``"cpu"``/``"cuda"``/``"cuda:1"``...: the torch path on that device."""
+    if device is None:
+        return None
+    import torch
+
+    if device == "auto":
+        return torch.device("cuda") if torch.cuda.is_available() else None
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"The 'device' parameter must be 'auto', 'cpu' or 'cuda[:k]'. Got {device!r}.") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"The 'device' parameter asks for {device!r} but torch sees no CUDA GPU: use 'auto' or 'cpu'.")
+    return dev
+
+
+class exact_float32:
+    """Context in which torch's float32 products on CUDA are true float32 (no TF32 inputs, no reduced-precision
+    reductions), so that :func:`rounding_bound` holds for them as for numpy's."""
+
+    def __enter__(self):
+        import torch
+
+        m = torch.backends.cuda.matmul
+        self._saved = (m.allow_tf32, torch.backends.cudnn.allow_tf32, m.allow_fp16_reduced_precision_reduction,
+                       m.allow_bf16_reduced_precision_reduction)
+        m.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+        m.allow_fp16_reduced_precision_reduction = m.allow_bf16_reduced_precision_reduction = False
+
+    def __exit__(self, *exc):
+        import torch
+
+        m = torch.backends.cuda.matmul
+        (m.allow_tf32, torch.backends.cudnn.allow_tf32, m.allow_fp16_reduced_precision_reduction,
+         m.allow_bf16_reduced_precision_reduction) = self._saved
 
 
 class System(Protocol):
@@ -112,16 +169,19 @@ class CategorySystem:
 
     has_gram_start = True
     has_dual_stage = False
+    has_shared_certificates = True  # :meth:`certificate_pool`
 
-    def __init__(self, W: np.ndarray, b: np.ndarray | None):
-        self.W64 = W
+    def __init__(self, W: np.ndarray, b: np.ndarray | None, device=None):
+        self.device = device  # a torch.device for the torch path (Gram pass, reflection's products), or None
+        self.Win = W  # the layer as given: float64, or float32 kept as is (no float64 copy of a large layer)
         self.b64 = np.zeros(W.shape[0]) if b is None else b
         self.homogeneous = b is None or not np.any(b)
         self.n_rows, self.d = W.shape
         self.dtype = np.float32 if W.size > FLOAT32_ABOVE else np.float64
         self.b = self.b64.astype(self.dtype)
-        # ||w_i|| rounded up (float64, no n×d temporary, no overflow/underflow of squares)
-        self.norms = row_norms(W) * (1 + gamma(self.d + 4))
+        self.sq = row_squares(W)  # ||w_i||^2 in float64
+        # ||w_i|| rounded up (float64 by blocks: no n×d temporary, no overflow/underflow of squares)
+        self.norms = blockwise_row_norms(W) * (1 + gamma(self.d + 4))
         self.max_norm = float(self.norms.max())
         self.max_bias = float(np.abs(self.b64).max())
         self.kappa = rounding_bound(self.dtype, self.d)
@@ -130,20 +190,49 @@ class CategorySystem:
     def W(self) -> np.ndarray:
         """The layer in the approximate stage's dtype (made on first use: a whole vocabulary proved by the
         bfloat16 first step never needs it)."""
-        return self.W64.astype(self.dtype)
+        return self.Win if self.Win.dtype == self.dtype else self.Win.astype(self.dtype)
 
     def start(self, items):
-        return self.W64[items]  # x = w_t: "the dot product is largest when the vectors align" (002 §3.4.1)
+        return self.Win[items]  # x = w_t: "the dot product is largest when the vectors align" (002 §3.4.1)
+
+    @cached_property
+    def _torch_layer(self):
+        """``[W, b, 1]``, ``[W, 1, b]`` and ``b`` as torch tensors of this system's dtype on its device."""
+        import torch
+
+        W = torch.from_numpy(self.W).to(self.device)
+        b = torch.from_numpy(self.b).to(self.device)
+        ones = torch.ones((self.n_rows, 1), dtype=W.dtype, device=self.device)
+        if self.homogeneous:
+            return W, W, b
+        return torch.hstack([W, b[:, None], ones]), torch.hstack([W, ones, b[:, None]]), b
 
     def evaluate(self, items, X, eps):
+        rows = np.arange(len(items))
+        if self.device is not None:
+            return self._evaluate_torch(items, X, eps, rows)
         logits = X @ self.W.T  # (b, n) in self.dtype
         logits += self.b
-        rows = np.arange(len(items))
         own = logits[rows, items].astype(np.float64)
         logits[rows, items] = -np.inf  # the target's own (zero) row
         worst = np.argmax(logits, axis=1)  # the current argmax among the others (002 Fig. 5 line 1)
         top = logits[rows, worst].astype(np.float64)
         return worst, self._certified_margin(items, X, own, top, eps)
+
+    def _evaluate_torch(self, items, X, eps, rows):
+        """:meth:`evaluate` on the torch device, in this system's dtype (true float32: no TF32)."""
+        import torch
+
+        left, _, b = self._torch_layer
+        with exact_float32():
+            Xt = torch.from_numpy(np.ascontiguousarray(X, dtype=self.dtype)).to(self.device)
+            logits = Xt @ left[:, : self.d].T + b  # (b, n)
+        it, rt = torch.from_numpy(items).to(self.device), torch.from_numpy(rows).to(self.device)
+        own = logits[rt, it].double().cpu().numpy()
+        logits[rt, it] = -torch.inf  # the target's own (zero) row
+        worst = logits.argmax(dim=1)
+        top = logits[rt, worst].double().cpu().numpy()
+        return worst.cpu().numpy(), self._certified_margin(items, X, own, top, eps)
 
     def start_margins(self, eps: float, block: int = 2048) -> np.ndarray:
         """Certified margin of every category at its own start point x = w_t, for all n categories at once.
@@ -159,11 +248,16 @@ class CategorySystem:
 
         n = self.n_rows
         items = np.arange(n)
-        own = np.einsum("nd,nd->n", self.W64, self.W64) + self.b64
-        if self.dtype == np.float32 and bf16_gemm():
+        own = self.sq + self.b64
+        if self.device is not None:  # the torch path: products in this system's dtype on the device
+            left, right, _ = self._torch_layer
+            with exact_float32():
+                top = _gram_maxima(n, block, lambda rows, cols: left[rows] @ right[cols].T, self.device)
+            kappa, recheck = None, True
+        elif self.dtype == np.float32 and bf16_gemm():
             # bfloat16 products on a CPU that has them: twice the float32 rate, with a bound 2^16 times looser.
             # What that bound cannot certify is not re-checked here but goes through the float32 batches.
-            L, R = _bf16_augmented(self.W64, None if self.homogeneous else self.b64)
+            L, R = _bf16_augmented(self.Win, None if self.homogeneous else self.b64)
             top = _gram_maxima(n, block, lambda rows, cols: L[rows] @ R[cols].T)
             kappa, recheck = bf16_rounding_bound(self.d + 2), False
         else:
@@ -180,7 +274,7 @@ class CategorySystem:
                 torch.set_num_threads(threads)
             kappa, recheck = None, True
         top -= self.b64  # each maximum holds the target's own bias once
-        return self._certified_margin(items, self.W64, own, top, eps, kappa, recheck)
+        return self._certified_margin(items, self.Win, own, top, eps, kappa, recheck)
 
     def _certified_margin(self, items, X, own, top, eps, kappa=None, recheck=True):
         """Lower bound on each point's distance to its item's nearest hyperplane, from computed logits whose
@@ -190,8 +284,7 @@ class CategorySystem:
         # Each computed logit is within kappa (||w_i|| ||x|| + 2 max|b|) of the exact one (twice the bias: the
         # Gram blocks of start_margins add two), and ||w_i - w_t|| <= ||w_t|| + max_i ||w_i||: a certified
         # distance bound from two numbers per point.
-        X64 = np.asarray(X, dtype=np.float64)  # no copy when X is already float64 (a whole vocabulary's W)
-        xn = np.sqrt(np.einsum("nd,nd->n", X64, X64))
+        xn = np.sqrt(row_squares(X))
         err = kappa * (xn * self.max_norm + 2 * self.max_bias)
         margin = (own - top - 2 * err) / (self.norms[items] + self.max_norm)
         # Points that win in floating point but not by the bound's margin: measure them exactly.
@@ -209,7 +302,7 @@ class CategorySystem:
         return self.W[j] - self.W[items], self.b[j] - self.b[items]
 
     def dense(self, item):
-        A = np.delete(self.W64, item, axis=0) - self.W64[item]
+        A = np.delete(self.Win, item, axis=0).astype(np.float64) - self.Win[item].astype(np.float64)
         c = np.delete(self.b64, item) - self.b64[item]
         return A, c
 
@@ -218,6 +311,16 @@ class CategorySystem:
         rows = np.asarray(rows)
         return rows + (rows >= item)
 
+    def certificate_pool(self, box, eps):
+        """The dual stage (:mod:`supports`): certificates' supports serve every category."""
+        return SupportPool(self.Win, self.b64, box, eps)
+
+    def dense_rows(self, item, categories):
+        """Map category indices to row positions of ``dense(item)`` (the item's own row has none)."""
+        categories = np.asarray(categories, dtype=np.int64)
+        categories = categories[categories != item]
+        return categories - (categories > item)
+
 
 class AssignmentSystem:
     """Assignment y of sigmoid(Wx + b) holds iff y_i (w_i.x + b_i) > 0 for all i (thesis eq. 4.2):
@@ -225,6 +328,7 @@ class AssignmentSystem:
 
     has_gram_start = False
     has_dual_stage = True
+    has_shared_certificates = False
 
     def __init__(self, W: np.ndarray, b: np.ndarray | None, signs: np.ndarray):
         self.W64 = W
@@ -267,3 +371,7 @@ class AssignmentSystem:
     def dense(self, item):
         s = self.signs[item].astype(np.float64)
         return -s[:, None] * self.W64, -s * self.b64
+
+    def dense_rows(self, item, labels):
+        """Row positions of ``dense(item)`` are label indices."""
+        return np.asarray(labels, dtype=np.int64)
