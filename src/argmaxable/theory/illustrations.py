@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 import argmaxable as am
+from argmaxable.core.box import make_box
 from argmaxable.core.reflect import reflect
 from argmaxable.core.systems import CategorySystem
 from argmaxable.theory.common import write_figure, write_tables
@@ -186,9 +187,10 @@ def plot_fig8():
 def reflect_trace(W: np.ndarray, b: np.ndarray | None, target: int, *, steps: int, bound: float, eps: float):
     """Iterates x_0 = w_t, x_1, ... of braid reflection for one class (the core's own step, 002 Fig. 5)."""
     system = CategorySystem(W, b)
+    box = make_box(W.shape[1], bound)
     xs = []
     for k in range(steps + 1):
-        out = reflect(system, np.array([target]), patience=k, bound=bound, eps=eps)
+        out = reflect(system, np.array([target]), patience=k, box=box, eps=eps)
         xs.append(out.x[0].copy())
         if out.proven[0]:
             break
