@@ -19,9 +19,18 @@ def test_cnn_features_are_max_pooled_tanh_in_the_unit_box():
     ids = enc.collate([{"text": t} for t in [*TEXTS, "unseen words only", ""]])
     assert ids.shape[0] == 5 and ids.shape[1] >= 4  # at least one filter width, even for empty text
     assert ids[3, 0] == enc.UNK and ids[4].eq(enc.PAD).all()
-    feats = enc(ids)
+    feats = enc.eval()(ids)  # eval: no dropout
     assert feats.shape == (5, 12) and enc.dim == 12
     assert feats.abs().max() <= 1.0 == enc.feature_bound
+    # Value oracle in numpy: zero-pad the embedded words by width // 2, slide the filters, tanh, max over positions.
+    with torch.no_grad():
+        E, K, c = enc.embed.weight.numpy(), enc.conv.weight.numpy(), enc.conv.bias.numpy()  # K: (filters, embed, w)
+        got = feats.numpy()
+    for row, text_ids in enumerate(ids.numpy()):
+        x = np.pad(E[text_ids].T, ((0, 0), (2, 2)))  # (embed, L + 4)
+        windows = np.stack([x[:, t:t + 4] for t in range(x.shape[1] - 3)])  # (positions, embed, w)
+        expected = np.tanh(np.einsum("pew,few->pf", windows, K) + c).max(axis=0)
+        np.testing.assert_allclose(got[row], expected, rtol=1e-5, atol=1e-6)
 
 
 def test_hf_encoder_uses_the_cls_state_of_a_local_model(tmp_path):

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+from scipy.spatial import ConvexHull
 
 from argmaxable.models.detect import check_model, make_detect_table
+from argmaxable.models.loaders import load_model
 from argmaxable.theory.toy import run_toy
 from argmaxable.topm.experiments import (
     run_fraction,
@@ -19,6 +22,7 @@ from argmaxable.topm.experiments import (
 from argmaxable.topm.ranking import run_rankings
 
 TOPM_CHECK = {"bound": 100.0, "eps": 1e-8, "patience": 0, "solver": "highs", "workers": 1, "exact_radius": True}
+TINY_DETECT = {"name": "tiny", "source": "random", "params": {"n": 50, "d": 2, "dist": "gaussian", "bias": False}}
 TINY_LM = {"name": "tiny", "source": "random", "params": {"n": 120, "d": 12, "dist": "gaussian", "bias": True}}
 
 
@@ -53,7 +57,7 @@ def build_topm(root: Path) -> None:
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     root = tmp_path_factory.mktemp("results")
-    layer = {"name": "tiny", "source": "random", "params": {"n": 50, "d": 2, "dist": "gaussian", "bias": False}}
+    layer = TINY_DETECT
     detect = {"bound": 100.0, "patience": 50, "eps": 1e-8, "solver": "highs", "workers": 1}
     tiny = root / "detect" / "tiny"
     check_model(layer, detect, tiny / "categories.parquet", tiny / "summary.json")
@@ -65,8 +69,15 @@ def results(tmp_path_factory):
 
 
 def test_detect_notebook_shows_each_model(results, run_notebook):
+    # Without a bias, class i is argmaxable exactly when w_i is a vertex of conv(W): Qhull's count must be
+    # the one the notebook prints for the tiny layer, and its first unargmaxable class the smallest non-vertex.
+    W = load_model(TINY_DETECT).W.astype(np.float64)
+    vertices = set(ConvexHull(W).vertices.tolist())
+    inside = [i for i in range(len(W)) if i not in vertices]
     text = run_notebook("detect", results)
-    assert "tiny" in text and "unargmaxable" in text and "No detection results" not in text
+    assert "No detection results" not in text
+    assert f"'argmaxable': {len(vertices)}" in text and f"'unargmaxable': {len(inside)}" in text
+    assert f"first unargmaxable: [{inside[0]}, " in text
 
 
 def test_detect_notebook_stands_in_without_results(tmp_path, run_notebook):

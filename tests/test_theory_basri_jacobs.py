@@ -40,8 +40,15 @@ def test_simulation_sits_above_the_bound():
     # Appendix B: the bound slightly undershoots the simulation.
     m = np.array([2, 5, 8])
     sim = simulate(2000, 100, m, trials=200, matrices=2, seed=0)
-    assert ((sim >= 0) & (sim <= 1)).all()
     assert (sim >= bound(2000, 100, m) - 0.05).all()
+
+
+def test_simulation_in_one_dimension_is_the_chance_of_an_extreme_row():
+    # d = 1, m = 1: x = 1 / a_s, and a_j x < 1 for every other j exactly when a_s is the largest row (a_s > 0)
+    # or the smallest (a_s < 0). Of N exchangeable rows that happens with probability 2 / N.
+    N, trials = 10, 4000
+    sim = simulate(N, 1, np.array([1]), trials=trials, matrices=40, seed=0)[0]
+    assert abs(sim - 2 / N) < 5 * np.sqrt(2 / N * (1 - 2 / N) / trials)
 
 
 def test_reference_table_is_complete():

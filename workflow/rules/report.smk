@@ -10,8 +10,9 @@ try:  # a malformed declaration stops the run before any job, in one line
 except DeclarationError as err:
     sys.exit(f"argmaxable: {err}")
 # Each family's targets (empty when disabled); the report marks the items of families that did not run.
-REPORT_FAMILIES = {"detect": detect_targets(), "datasets": datasets_targets(), "theory": theory_targets(),
-                   "multilabel": multilabel_targets()}
+REPORT_FAMILIES = {"detect": detect_targets() + paper_figure_targets(), "datasets": datasets_targets(),
+                   "theory": theory_targets(), "multilabel": multilabel_targets(), "lm": lm_targets(),
+                   "topm": topm_targets()}
 
 
 rule make_report:
