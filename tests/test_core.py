@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,7 +17,7 @@ from scipy.spatial import ConvexHull, QhullError
 
 import argmaxable as am
 from argmaxable.core import chebyshev
-from argmaxable.core.systems import bf16_gemm
+from argmaxable.core.systems import GPU_DRIVER_FILES, bf16_gemm
 
 TOY = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])  # 002 Fig. 1: c4 inside the triangle
 
@@ -467,3 +470,13 @@ def test_torch_device_path_matches_the_cpu_path(bias):
     np.testing.assert_array_equal(whole.status, ref.status)
     with pytest.raises(ValueError, match="device"):
         am.check_categories(W[:10, :3], device="tpu")
+
+
+@pytest.mark.skipif(any(map(os.path.exists, GPU_DRIVER_FILES)), reason="a GPU driver is present: 'auto' asks torch")
+def test_small_float64_layer_is_checked_without_importing_torch():
+    # Importing torch costs about a second per process, more than checking a 6625 x 120 head: the CPU path of a
+    # float64 layer (numpy's BLAS) must not import it when no GPU driver is present.
+    code = ("import sys, numpy as np, argmaxable as am; W = np.random.default_rng(0).normal(size=(300, 3)); "
+            "r = am.check_categories(W, b=np.zeros(300)); print(r.counts()['undecided'], 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1].split() == ["0", "False"]  # after the HiGHS banner

@@ -7,6 +7,8 @@ Rows are never materialised for all items at once: an n×n matrix would not fit 
 
 from __future__ import annotations
 
+import os
+import sys
 from functools import cached_property
 from typing import Protocol
 
@@ -15,6 +17,9 @@ import numpy as np
 from argmaxable.core.gordan import gordan_certificates
 from argmaxable.core.numerics import gamma, row_norms
 from argmaxable.core.supports import SupportPool
+
+# What a machine with a CUDA (NVIDIA) or ROCm (AMD) GPU that torch could use exposes: without them, "auto" is the CPU.
+GPU_DRIVER_FILES = ("/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/kfd")
 
 # Above this many weights the approximate stage runs in float32 (2x the GEMM rate); acceptance stays rigorous
 # through the rounding bound below.
@@ -86,22 +91,31 @@ def _bf16_augmented(W: np.ndarray, b: np.ndarray | None):
 
 def _gram_maxima(n: int, block: int, product, device=None) -> np.ndarray:
     """Row maxima, without the diagonal, of the symmetric n×n matrix whose block ``product(rows, cols)`` returns
-    (a torch tensor on ``device``), visiting the upper triangle of blocks only: each block serves the targets of its
-    rows and of its columns. Only the running maxima are kept, never the matrix."""
-    import torch
-
-    top = torch.full((n,), -torch.inf, dtype=torch.float64, device=device)
+    (a numpy array, or a torch tensor on ``device``), visiting the upper triangle of blocks only: each block
+    serves the targets of its rows and of its columns. Only the running maxima are kept, never the matrix."""
+    top = None
     for lo in range(0, n, block):
         rows = slice(lo, min(lo + block, n))
         for lo2 in range(lo, n, block):
             cols = slice(lo2, min(lo2 + block, n))
             G = product(rows, cols)
+            if isinstance(G, np.ndarray):  # numpy's BLAS: no torch import on this path (a second per process)
+                top = np.full(n, -np.inf) if top is None else top
+                if lo2 == lo:
+                    np.fill_diagonal(G, -np.inf)  # the target's own (zero) row
+                else:
+                    np.maximum(top[cols], G.max(axis=0), out=top[cols])
+                np.maximum(top[rows], G.max(axis=1), out=top[rows])
+                continue
+            import torch
+
+            top = torch.full((n,), -torch.inf, dtype=torch.float64, device=device) if top is None else top
             if lo2 == lo:
-                G.fill_diagonal_(-torch.inf)  # the target's own (zero) row
+                G.fill_diagonal_(-torch.inf)
             else:
                 top[cols] = torch.maximum(top[cols], G.amax(dim=0).double())
             top[rows] = torch.maximum(top[rows], G.amax(dim=1).double())
-    return top.cpu().numpy()
+    return top if isinstance(top, np.ndarray) else top.cpu().numpy()
 
 
 def resolve_device(device: str | None):
@@ -109,6 +123,8 @@ def resolve_device(device: str | None):
     where the CPU has them); ``"cpu"``/``"cuda"``/``"cuda:1"``...: the torch path on that device."""
     if device is None:
         return None
+    if device == "auto" and "torch" not in sys.modules and not any(map(os.path.exists, GPU_DRIVER_FILES)):
+        return None  # no GPU driver: the CPU path, without the second it takes to import torch
     import torch
 
     if device == "auto":
@@ -244,8 +260,6 @@ class CategorySystem:
         logits are its row and column maxima less one bias, with no extra pass over the block. Only running
         maxima are kept (never an n×n matrix); items that do not win here go through :meth:`evaluate`.
         """
-        import torch
-
         n = self.n_rows
         items = np.arange(n)
         own = self.sq + self.b64
@@ -266,12 +280,7 @@ class CategorySystem:
             else:
                 ones, b = np.ones((n, 1), dtype=self.dtype), self.b[:, None]
                 left, right = np.hstack([self.W, b, ones]), np.hstack([self.W, ones, b])
-            threads = torch.get_num_threads()
-            torch.set_num_threads(1)  # numpy's BLAS multiplies; torch's idle OpenMP threads would slow it (1.4x)
-            try:
-                top = _gram_maxima(n, block, lambda rows, cols: torch.from_numpy(left[rows] @ right[cols].T))
-            finally:
-                torch.set_num_threads(threads)
+            top = _gram_maxima(n, block, lambda rows, cols: left[rows] @ right[cols].T)
             kappa, recheck = None, True
         top -= self.b64  # each maximum holds the target's own bias once
         return self._certified_margin(items, self.Win, own, top, eps, kappa, recheck)
