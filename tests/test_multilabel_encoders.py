@@ -26,9 +26,10 @@ def test_cnn_features_are_max_pooled_tanh_in_the_unit_box():
     with torch.no_grad():
         E, K, c = enc.embed.weight.numpy(), enc.conv.weight.numpy(), enc.conv.bias.numpy()  # K: (filters, embed, w)
         got = feats.numpy()
+    w = enc.width
     for row, text_ids in enumerate(ids.numpy()):
-        x = np.pad(E[text_ids].T, ((0, 0), (2, 2)))  # (embed, L + 4)
-        windows = np.stack([x[:, t:t + 4] for t in range(x.shape[1] - 3)])  # (positions, embed, w)
+        x = np.pad(E[text_ids].T, ((0, 0), (w // 2, w // 2)))  # (embed, L + 2 (w // 2))
+        windows = np.stack([x[:, t:t + w] for t in range(x.shape[1] - w + 1)])  # (positions, embed, w)
         expected = np.tanh(np.einsum("pew,few->pf", windows, K) + c).max(axis=0)
         np.testing.assert_allclose(got[row], expected, rtol=1e-5, atol=1e-6)
 

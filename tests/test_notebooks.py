@@ -57,10 +57,9 @@ def build_topm(root: Path) -> None:
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     root = tmp_path_factory.mktemp("results")
-    layer = TINY_DETECT
     detect = {"bound": 100.0, "patience": 50, "eps": 1e-8, "solver": "highs", "workers": 1}
     tiny = root / "detect" / "tiny"
-    check_model(layer, detect, tiny / "categories.parquet", tiny / "summary.json")
+    check_model(TINY_DETECT, detect, tiny / "categories.parquet", tiny / "summary.json")
     make_detect_table([tiny / "summary.json"], [root / "detect" / "tables" / "detect.parquet"])
     figures, tables = root / "theory" / "figures", root / "theory" / "tables"
     run_toy({"table": tables / "toy.parquet", "figure": figures / "toy.png"})

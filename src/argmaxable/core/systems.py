@@ -89,33 +89,33 @@ def _bf16_augmented(W: np.ndarray, b: np.ndarray | None):
     return L, R
 
 
-def _gram_maxima(n: int, block: int, product, device=None) -> np.ndarray:
-    """Row maxima, without the diagonal, of the symmetric n×n matrix whose block ``product(rows, cols)`` returns
-    (a numpy array, or a torch tensor on ``device``), visiting the upper triangle of blocks only: each block
-    serves the targets of its rows and of its columns. Only the running maxima are kept, never the matrix."""
-    top = None
+def _block_maxima(G, diagonal: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Column and row maxima, as float64 numpy arrays, of one Gram block: a numpy array (numpy's BLAS: no torch
+    import on that path, a second per process) or a torch tensor on any device. A diagonal block first drops
+    each target's own (zero) entry."""
+    if isinstance(G, np.ndarray):
+        if diagonal:
+            np.fill_diagonal(G, -np.inf)
+        return G.max(axis=0), G.max(axis=1)
+    if diagonal:
+        G.fill_diagonal_(-np.inf)
+    return G.amax(dim=0).double().cpu().numpy(), G.amax(dim=1).double().cpu().numpy()
+
+
+def _gram_maxima(n: int, block: int, product) -> np.ndarray:
+    """Row maxima, without the diagonal, of the symmetric n×n matrix whose block ``product(rows, cols)`` returns,
+    visiting the upper triangle of blocks only: each block serves the targets of its rows and of its columns.
+    Only the running maxima are kept, never the matrix."""
+    top = np.full(n, -np.inf)
     for lo in range(0, n, block):
         rows = slice(lo, min(lo + block, n))
         for lo2 in range(lo, n, block):
             cols = slice(lo2, min(lo2 + block, n))
-            G = product(rows, cols)
-            if isinstance(G, np.ndarray):  # numpy's BLAS: no torch import on this path (a second per process)
-                top = np.full(n, -np.inf) if top is None else top
-                if lo2 == lo:
-                    np.fill_diagonal(G, -np.inf)  # the target's own (zero) row
-                else:
-                    np.maximum(top[cols], G.max(axis=0), out=top[cols])
-                np.maximum(top[rows], G.max(axis=1), out=top[rows])
-                continue
-            import torch
-
-            top = torch.full((n,), -torch.inf, dtype=torch.float64, device=device) if top is None else top
-            if lo2 == lo:
-                G.fill_diagonal_(-torch.inf)
-            else:
-                top[cols] = torch.maximum(top[cols], G.amax(dim=0).double())
-            top[rows] = torch.maximum(top[rows], G.amax(dim=1).double())
-    return top if isinstance(top, np.ndarray) else top.cpu().numpy()
+            col_max, row_max = _block_maxima(product(rows, cols), diagonal=lo2 == lo)
+            if lo2 != lo:  # a diagonal block's columns are its rows
+                np.maximum(top[cols], col_max, out=top[cols])
+            np.maximum(top[rows], row_max, out=top[rows])
+    return top
 
 
 def resolve_device(device: str | None):
@@ -266,7 +266,7 @@ class CategorySystem:
         if self.device is not None:  # the torch path: products in this system's dtype on the device
             left, right, _ = self._torch_layer
             with exact_float32():
-                top = _gram_maxima(n, block, lambda rows, cols: left[rows] @ right[cols].T, self.device)
+                top = _gram_maxima(n, block, lambda rows, cols: left[rows] @ right[cols].T)
             kappa, recheck = None, True
         elif self.dtype == np.float32 and bf16_gemm():
             # bfloat16 products on a CPU that has them: twice the float32 rate, with a bound 2^16 times looser.
