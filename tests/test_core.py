@@ -154,7 +154,7 @@ def test_results_do_not_depend_on_worker_count():
 
 
 def test_float32_stage_agrees_with_float64_stage(monkeypatch):
-    # Above 1e6 weights the approximate stage runs in float32 with a rounding bound: the same layer checked in
+    # Above FLOAT32_ABOVE weights the approximate stage runs in float32 with a rounding bound: the same layer checked in
     # float64 (threshold raised) must give the same verdicts, and both must verify.
     from argmaxable.core import systems
 
@@ -473,10 +473,17 @@ def test_torch_device_path_matches_the_cpu_path(bias):
 
 
 @pytest.mark.skipif(any(map(os.path.exists, GPU_DRIVER_FILES)), reason="a GPU driver is present: 'auto' asks torch")
-def test_small_float64_layer_is_checked_without_importing_torch():
-    # Importing torch costs about a second per process, more than checking a 6625 x 120 head: the CPU path of a
-    # float64 layer (numpy's BLAS) must not import it when no GPU driver is present.
-    code = ("import sys, numpy as np, argmaxable as am; W = np.random.default_rng(0).normal(size=(300, 3)); "
-            "r = am.check_categories(W, b=np.zeros(300)); print(r.counts()['undecided'], 'torch' in sys.modules)")
+@pytest.mark.parametrize(("shape", "dtype", "path"), [((300, 3), "float64", "float64"),
+                                                     ((3000, 100), "float32", "float32, float64")])
+def test_small_layer_is_checked_without_importing_torch(shape, dtype, path):
+    # Importing torch costs about a second per process, more than checking a 6625 x 120 head: below BF16_ABOVE
+    # weights the CPU path (numpy's BLAS; float32 products above FLOAT32_ABOVE) must not import it when no GPU
+    # driver is present.
+    from argmaxable.core import systems
+
+    assert systems.FLOAT32_ABOVE < shape[0] * shape[1] <= systems.BF16_ABOVE or dtype == "float64"
+    code = (f"import sys, numpy as np, argmaxable as am; W = np.random.default_rng(0).normal(size={shape})"
+            f".astype('{dtype}'); r = am.check_categories(W, b=np.zeros({shape[0]})); "
+            "print(r.counts()['undecided'], 'torch' in sys.modules, r.settings['numeric_path'])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.splitlines()[-1].split() == ["0", "False"]  # after the HiGHS banner
+    assert out.splitlines()[-1] == f"0 False {path}"  # after the HiGHS banner

@@ -169,7 +169,12 @@ def test_npz_release_by_url_then_sharded_check(tmp_path, key):
     assert [len(pd.read_parquet(t)) for t in tables] == [10, 10, 10]
     merged = merge_model_shards(cfg, tables, facts, tmp_path / "merged.parquet", tmp_path / "merged.json")
     one, both = pd.read_parquet(tmp_path / "one.parquet"), pd.read_parquet(tmp_path / "merged.parquet")
-    pd.testing.assert_frame_equal(both, one)
+    # An unargmaxable class's certificate may come from another class's LP (shared supports, core/supports.py),
+    # and which classes share a job differs between the runs: only its bound, rounds and message may differ.
+    provenance = ["radius_upper", "lp_rounds", "message"]
+    pd.testing.assert_frame_equal(both.drop(columns=provenance), one.drop(columns=provenance))
+    moved = ~np.logical_and.reduce([one[c].eq(both[c]) | (one[c].isna() & both[c].isna()) for c in provenance])
+    assert (one.loc[moved, "status"] == "unargmaxable").all() and (both.loc[moved, "radius_upper"] <= 1e-8).all()
     drop = ("seconds",)
     assert {k: v for k, v in merged.items() if k not in drop} == {k: v for k, v in single.items() if k not in drop}
     with pytest.raises(ValueError, match="do not cover"):

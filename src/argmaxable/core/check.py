@@ -246,10 +246,9 @@ def numeric_settings(system, whole: bool) -> dict:
     from argmaxable.core.chebyshev import VIOLATION_TOLERANCE
     from argmaxable.core.gordan import FLOOR
     from argmaxable.core.solvers import FEASIBILITY_TOLERANCE
-    from argmaxable.core.systems import bf16_gemm
 
     if system.dtype == np.float32:
-        bf16 = whole and system.has_gram_start and bf16_gemm()  # the first step of a whole vocabulary
+        bf16 = whole and system.has_gram_start and system.bf16_start  # the first step of a whole vocabulary
         path = "bfloat16 products (float32 accumulation), float32, float64" if bf16 else "float32, float64"
     else:
         path = "float64"

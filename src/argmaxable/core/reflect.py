@@ -27,11 +27,17 @@ class ReflectOutcome:
     rows: dict = field(default_factory=dict)  # position -> rows that beat an unproven item in its last steps
 
 
-# An item whose best margin has not improved in this many reflections leaves for the exact stages. Measured on
-# the PP-OCRv4 head (benchmarks/RESULTS.md): its 202 unargmaxable characters stop improving after 160-220
-# steps (median, 90th percentile) and then reflect in vain until the patience (2500) runs out; the patience
-# stays the cap.
-STALL = 64
+def stall_window(d: int) -> int:
+    """Reflections without progress after which an item leaves for the exact stages: d/2, within [16, 64].
+
+    Unargmaxable items stop improving long before the patience (2500) runs out; on the PP-OCRv4 head its 202
+    unargmaxable characters stop after 160-220 steps (median, 90th percentile) and would reflect in vain to the
+    cap, which stays the cap. Leaving early costs an LP for each argmaxable item that would have won later, and
+    an LP's cost grows with d (about 3d simplex pivots over rows of length d) while a step's does not, so the
+    window that balances the two grows with d. Measured (benchmarks/RESULTS.md): 16 is best at d = 32 (the hard
+    head 32000 x 32: 13.4 s with 64, 10.2 s with 16), 16 to 64 are even at d = 64, and 64 is best at d = 120.
+    """
+    return int(np.clip(d // 2, 16, 64))
 
 
 def batch_size(n: int, budget_bytes: int = 1 << 28) -> int:
@@ -40,7 +46,7 @@ def batch_size(n: int, budget_bytes: int = 1 << 28) -> int:
 
 
 def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.ndarray, np.ndarray], eps: float,
-            progress=None, out: np.ndarray | None = None, stall: int = STALL) -> ReflectOutcome:
+            progress=None, out: np.ndarray | None = None, stall: int | None = None) -> ReflectOutcome:
     """Run braid reflection for ``items`` of ``system`` for at most ``patience`` reflections each.
 
     Parameters
@@ -59,10 +65,12 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
         Called with the number of items finished after each batch.
     out : ndarray, shape (len(items), d), optional
         Float64 array to hold the iterates (returned as ``x``), saving an n×d allocation for a whole vocabulary.
-    stall : int, default STALL
-        Give up on an item once its best certified margin has not improved for this many reflections.
+    stall : int, optional
+        Give up on an item once its best certified margin has not improved for this many reflections (default:
+        :func:`stall_window` of the system's width).
     """
     T = len(items)
+    stall = stall_window(system.d) if stall is None else stall
     progress = progress or (lambda k: None)
     proven = np.zeros(T, dtype=bool)
     steps = np.full(T, -1, dtype=np.int64)

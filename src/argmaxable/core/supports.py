@@ -43,12 +43,14 @@ class SupportPool:
     def __init__(self, W: np.ndarray, b: np.ndarray, box: tuple[np.ndarray, np.ndarray], eps: float):
         self.W, self.b, self.box, self.eps = W, b, box, eps
         self.supports: list[tuple[np.ndarray, np.ndarray]] = []  # (rows, pinv of [W_S, 1]ᵀ: (k, d+1))
+        self._seen: set[bytes] = set()  # the row sets kept so far, for a constant-time duplicate test
 
     def add(self, rows: np.ndarray) -> None:
         """Keep the category indices ``rows`` of a certificate's positive weights (a new set only)."""
         rows = np.unique(np.asarray(rows, dtype=np.int64))
-        if rows.size == 0 or any(np.array_equal(rows, s) for s, _ in self.supports):
+        if rows.size == 0 or rows.tobytes() in self._seen:
             return
+        self._seen.add(rows.tobytes())
         M = np.vstack([self.W[rows].T.astype(np.float64), np.ones(rows.size)])  # (d+1, k)
         self.supports.append((rows, np.linalg.pinv(M)))
 
