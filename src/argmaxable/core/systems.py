@@ -58,8 +58,9 @@ def bf16_gemm() -> bool:
         return False
 
 
-def row_squares(X: np.ndarray, block: int = 8192) -> np.ndarray:
-    """``||x_k||^2`` per row in float64, a block of rows at a time (no float64 copy of a float32 X)."""
+def row_squares(X: np.ndarray, block: int = 1024) -> np.ndarray:
+    """``||x_k||^2`` per row in float64, a block of rows at a time (no float64 copy of a float32 X; blocks of a few
+    MB stay in cache, where a 50 MB block costs page faults on every pass)."""
     out = np.empty(len(X))
     for lo in range(0, len(X), block):
         Xb = np.asarray(X[lo : lo + block], dtype=np.float64)
@@ -67,11 +68,13 @@ def row_squares(X: np.ndarray, block: int = 8192) -> np.ndarray:
     return out
 
 
-def blockwise_row_norms(X: np.ndarray, block: int = 8192) -> np.ndarray:
-    """:func:`argmaxable.core.numerics.row_norms` in float64, a block of rows at a time (float32 X stays float32)."""
-    out = np.empty(len(X))
-    for lo in range(0, len(X), block):
-        out[lo : lo + block] = row_norms(np.asarray(X[lo : lo + block], dtype=np.float64))
+def norms_from_squares(X: np.ndarray, sq: np.ndarray) -> np.ndarray:
+    """:func:`argmaxable.core.numerics.row_norms` of X given its squared norms ``sq``: their square roots, with the
+    rows whose squares may have overflowed or underflowed recomputed the careful way."""
+    out = np.sqrt(sq)
+    redo = np.flatnonzero(~(out >= 1e-150) | ~np.isfinite(out))
+    if redo.size:
+        out[redo] = row_norms(np.asarray(X[redo], dtype=np.float64))
     return out
 
 
@@ -200,7 +203,7 @@ class CategorySystem:
         self.b = self.b64.astype(self.dtype)
         self.sq = row_squares(W)  # ||w_i||^2 in float64
         # ||w_i|| rounded up (float64 by blocks: no n×d temporary, no overflow/underflow of squares)
-        self.norms = blockwise_row_norms(W) * (1 + gamma(self.d + 4))
+        self.norms = norms_from_squares(W, self.sq) * (1 + gamma(self.d + 4))
         self.max_norm = float(self.norms.max())
         self.max_bias = float(np.abs(self.b64).max())
         self.kappa = rounding_bound(self.dtype, self.d)
