@@ -87,3 +87,23 @@ def test_cli_activation_box(tmp_path, capsys):
     assert "2 argmaxable, 2 unargmaxable" in capsys.readouterr().out
     assert main(["check", "softmax", str(path), "--activation", "relu", "--lower", "0"]) == 2
     assert "either --activation or --lower" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_shrink_factors_put_points_in_the_box_with_the_smallest_factor(dtype):
+    # A cone's start point is scaled into the box by the smallest s >= 1: the fast path of a box around the origin
+    # (two products per row in X's dtype, rounded up) agrees with the exact ratios max_j x_j / hi_j, x_j / lo_j
+    # to a few units, and X / s lies in the box; a box with an end at 0 takes the general path.
+    from argmaxable.core.box import inside, shrink_factors
+
+    rng = np.random.default_rng(5)
+    X = (rng.normal(size=(500, 7)) * rng.uniform(0.01, 300, size=(500, 1))).astype(dtype)
+    X[0] = 0.0
+    lo, hi = np.array([-100.0, -5, -100, -1, -100, -100, -0.5]), np.array([100.0, 3, 100, 1, 100, 50, 0.5])
+    s = shrink_factors(X, lo, hi)
+    X64 = X.astype(np.float64)
+    exact = np.maximum(np.maximum(X64 / hi, X64 / lo).max(axis=1), 1.0)
+    assert (s >= exact).all() and np.allclose(s, exact, rtol=1e-5 if dtype == np.float32 else 1e-13)
+    assert s[0] == 1.0 and inside(X64 / s[:, None], lo, hi).all()
+    relu = shrink_factors(X, np.zeros(7), hi)  # x_j < 0 cannot be scaled into x_j >= 0
+    assert np.array_equal(np.isinf(relu), (X < 0).any(axis=1))

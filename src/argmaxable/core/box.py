@@ -126,6 +126,16 @@ def shrink_factors(X: np.ndarray, lo: np.ndarray, hi: np.ndarray, block: int = 4
     with np.errstate(divide="ignore", invalid="ignore"):
         up = np.where(hi > 0, 1.0 / hi, np.inf)  # x_j / hi_j for x_j > 0
         down = np.where(lo < 0, 1.0 / lo, -np.inf)  # x_j / lo_j for x_j < 0
+        if np.all(hi > 0) and np.all(lo < 0):
+            # x_j up_j and x_j down_j have opposite signs, and the positive one is the ratio that counts: two
+            # products and two maxima in X's own dtype, rounded up by a few units so that X / s stays in the box.
+            up, down = up.astype(X.dtype), down.astype(X.dtype)
+            grow = 1 + 8 * np.finfo(X.dtype).eps
+            for s in range(0, len(X), block):
+                Xb = X[s : s + block]
+                r = np.maximum((Xb * up).max(axis=1), (Xb * down).max(axis=1)).astype(np.float64)
+                out[s : s + block] = np.maximum(r * grow, 1.0)
+            return out
         for s in range(0, len(X), block):
             Xb = X[s : s + block]
             r = np.maximum(np.where(Xb > 0, Xb * up, 0.0), np.where(Xb < 0, Xb * down, 0.0))

@@ -27,17 +27,19 @@ class ReflectOutcome:
     rows: dict = field(default_factory=dict)  # position -> rows that beat an unproven item in its last steps
 
 
-def stall_window(d: int) -> int:
-    """Reflections without progress after which an item leaves for the exact stages: d/2, within [16, 64].
+def stall_window(n: int, d: int) -> int:
+    """Reflections without progress after which an item leaves for the exact stages: 12000 d / n, within [16, 64].
 
-    Unargmaxable items stop improving long before the patience (2500) runs out; on the PP-OCRv4 head its 202
+    Unargmaxable items stop improving long before the patience (2500) runs out; the PP-OCRv4 head's 202
     unargmaxable characters stop after 160-220 steps (median, 90th percentile) and would reflect in vain to the
-    cap, which stays the cap. Leaving early costs an LP for each argmaxable item that would have won later, and
-    an LP's cost grows with d (about 3d simplex pivots over rows of length d) while a step's does not, so the
-    window that balances the two grows with d. Measured (benchmarks/RESULTS.md): 16 is best at d = 32 (the hard
-    head 32000 x 32: 13.4 s with 64, 10.2 s with 16), 16 to 64 are even at d = 64, and 64 is best at d = 120.
+    cap, which stays the cap. Leaving early costs an LP for each argmaxable item that would have won later. A
+    reflection step costs about n d per item and an LP about d^2 (some 3d simplex pivots over rows of length d)
+    plus a few passes over the n rows, so the window that balances the two grows like d / n. Measured
+    (benchmarks/RESULTS.md), best windows: 16 for the hard head 32000 x 32 (10.2 s against 13.4 s with 64) and
+    the debtags LM's 4000 x 4 and 4000 x 8 heads, 16-64 even for 50257 x 64, 48-64 for the LM's 4000 x 16 head
+    and 64 for PP-OCRv4 (6625 x 120).
     """
-    return int(np.clip(d // 2, 16, 64))
+    return int(np.clip(12000 * d / n, 16, 64))
 
 
 def batch_size(n: int, budget_bytes: int = 1 << 28) -> int:
@@ -70,7 +72,7 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
         :func:`stall_window` of the system's width).
     """
     T = len(items)
-    stall = stall_window(system.d) if stall is None else stall
+    stall = stall_window(system.n_rows, system.d) if stall is None else stall
     progress = progress or (lambda k: None)
     proven = np.zeros(T, dtype=bool)
     steps = np.full(T, -1, dtype=np.int64)
