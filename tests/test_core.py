@@ -435,6 +435,16 @@ def test_reflection_gives_up_on_a_stalled_item_before_the_patience():
     assert set(out.rows[0].tolist()) <= {0, 1, 2} and out.rows[0].size > 0  # the rows that beat it, for the LP
 
 
+def test_stall_window_follows_the_costs_it_balances():
+    # The windows measured best (benchmarks/RESULTS.md): short where a step is dear next to an LP (large n, small
+    # d), the cap of 64 on the PP-OCRv4 head, in between on the debtags LM's 4000 x 16 head.
+    from argmaxable.core.reflect import stall_window
+
+    assert stall_window(32000, 32) == stall_window(50257, 64) == stall_window(4000, 4) == 16
+    assert stall_window(4000, 8) == 24 and stall_window(4000, 16) == 48
+    assert stall_window(6625, 120) == stall_window(100, 2) == 64
+
+
 def test_float32_layer_is_checked_without_a_float64_copy():
     # A large float32 layer stays float32 (and so do its witnesses): same verdicts and witnesses as its float64 copy.
     rng = np.random.default_rng(22)
