@@ -31,14 +31,15 @@ def unit_scale(*arrays: np.ndarray | None) -> float:
     return float(np.ldexp(1.0, -int(np.frexp(top)[1])))
 
 
-def row_norms(A: np.ndarray) -> np.ndarray:
+def row_norms(A: np.ndarray, squares: np.ndarray | None = None) -> np.ndarray:
     """Euclidean norm of each row, without overflow or underflow of the squares: rows whose plain norm is
     infinite or below 1e-150 (where squares may have been lost) are recomputed divided by their largest
-    |entry|. Exactly zero rows, and only they, get 0."""
-    out = np.sqrt(np.einsum("nd,nd->n", A, A))
+    |entry|. Exactly zero rows, and only they, get 0. ``squares``: the rows' squared norms if already computed
+    (in float64), so that only the rows to redo are read again."""
+    out = np.sqrt(np.einsum("nd,nd->n", A, A) if squares is None else squares)
     redo = np.flatnonzero(~(out >= 1e-150) | ~np.isfinite(out))
     if redo.size:
-        Ab = A[redo]
+        Ab = np.asarray(A[redo], dtype=np.float64)
         top = np.abs(Ab).max(axis=1)
         scaled = Ab / np.where(top > 0, top, 1.0)[:, None]
         out[redo] = np.sqrt(np.einsum("nd,nd->n", scaled, scaled)) * top

@@ -48,9 +48,10 @@ class SupportPool:
     def add(self, rows: np.ndarray) -> None:
         """Keep the category indices ``rows`` of a certificate's positive weights (a new set only)."""
         rows = np.unique(np.asarray(rows, dtype=np.int64))
-        if rows.size == 0 or rows.tobytes() in self._seen:
+        key = rows.tobytes()
+        if rows.size == 0 or key in self._seen:
             return
-        self._seen.add(rows.tobytes())
+        self._seen.add(key)
         M = np.vstack([self.W[rows].T.astype(np.float64), np.ones(rows.size)])  # (d+1, k)
         self.supports.append((rows, np.linalg.pinv(M)))
 

@@ -68,16 +68,6 @@ def row_squares(X: np.ndarray, block: int = 1024) -> np.ndarray:
     return out
 
 
-def norms_from_squares(X: np.ndarray, sq: np.ndarray) -> np.ndarray:
-    """:func:`argmaxable.core.numerics.row_norms` of X given its squared norms ``sq``: their square roots, with the
-    rows whose squares may have overflowed or underflowed recomputed the careful way."""
-    out = np.sqrt(sq)
-    redo = np.flatnonzero(~(out >= 1e-150) | ~np.isfinite(out))
-    if redo.size:
-        out[redo] = row_norms(np.asarray(X[redo], dtype=np.float64))
-    return out
-
-
 def _bf16_augmented(W: np.ndarray, b: np.ndarray | None):
     """``[W, b, 1]`` and ``[W, 1, b]`` (or W twice without a bias) as bfloat16 torch tensors, rounded once on the
     copy from float64 or float32."""
@@ -203,7 +193,7 @@ class CategorySystem:
         self.b = self.b64.astype(self.dtype)
         self.sq = row_squares(W)  # ||w_i||^2 in float64
         # ||w_i|| rounded up (float64 by blocks: no n×d temporary, no overflow/underflow of squares)
-        self.norms = norms_from_squares(W, self.sq) * (1 + gamma(self.d + 4))
+        self.norms = row_norms(W, squares=self.sq) * (1 + gamma(self.d + 4))
         self.max_norm = float(self.norms.max())
         self.max_bias = float(np.abs(self.b64).max())
         self.kappa = rounding_bound(self.dtype, self.d)
