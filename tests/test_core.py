@@ -420,6 +420,20 @@ def test_shared_supports_prove_clustered_categories_without_lp():
     np.testing.assert_array_equal(res.radius_upper, two.radius_upper)
 
 
+def test_support_coordinates_use_lu_where_square_and_svd_where_singular():
+    from argmaxable.core.supports import _pseudo_inverse
+
+    rng = np.random.default_rng(3)
+    M = rng.normal(size=(6, 6))
+    np.testing.assert_allclose(_pseudo_inverse(M), np.linalg.pinv(M), atol=1e-10)
+    M[5] = M[4]  # singular: LU fails, the SVD still gives least-squares coordinates
+    np.testing.assert_allclose(_pseudo_inverse(M), np.linalg.pinv(M), atol=1e-10)
+    M[5] += 1e-13 * rng.normal(size=6)  # nearly singular: LU "succeeds" with entries of 1e13, the SVD does not
+    np.testing.assert_allclose(_pseudo_inverse(M), np.linalg.pinv(M), atol=1e-10)
+    tall = rng.normal(size=(6, 4))  # fewer rows than d + 1
+    np.testing.assert_allclose(_pseudo_inverse(tall), np.linalg.pinv(tall), atol=1e-12)
+
+
 def test_reflection_gives_up_on_a_stalled_item_before_the_patience():
     from argmaxable.core.reflect import reflect
     from argmaxable.core.systems import CategorySystem
