@@ -76,7 +76,7 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
         Float64 array to hold the iterates (returned as ``x``), saving an n×d allocation for a whole vocabulary.
     stall : int, optional
         Give up on an item once its best certified margin has not improved for this many reflections (default:
-        :func:`stall_window` of the system's width).
+        :func:`stall_window` of the system's n rows and width d).
     """
     T = len(items)
     stall = stall_window(system.n_rows, system.d) if stall is None else stall
