@@ -196,7 +196,7 @@ def test_a_download_filename_cannot_leave_the_model_directory(tmp_path, filename
     src.write_bytes(b"weights")
     dest = tmp_path / "data" / "models" / "m"
     model = {"name": "m", "download": {"kind": "url", "url": src.as_uri(), "filename": filename}}
-    with pytest.raises(DownloadError, match="download.filename .* is not a path inside") as err:
+    with pytest.raises(DownloadError, match=r"download\.filename .* is not a path inside") as err:
         download_model(model, dest)
     assert "\n" not in str(err.value)
     assert not (tmp_path / "escaped.bin").exists() and not (tmp_path / "data" / "escaped.bin").exists()

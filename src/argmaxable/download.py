@@ -45,9 +45,9 @@ class DownloadError(RuntimeError):
 def inside(root: str | os.PathLike, name: str | os.PathLike, what: str) -> Path:
     """``root / name``, refused in one line unless it stays inside ``root`` (no absolute path, no '..' that climbs
     out, no symlink that leads out): every path built from a config value or an archive member goes through it."""
-    root = Path(root)
+    root, real = Path(root), Path(root).resolve()
     path = root / name
-    if Path(name).is_absolute() or not path.resolve().is_relative_to(root.resolve()) or path.resolve() == root.resolve():
+    if Path(name).is_absolute() or not path.resolve().is_relative_to(real) or path.resolve() == real:
         raise DownloadError(f"{what} {str(name)!r} is not a path inside {str(root)!r}: refused")
     return path
 

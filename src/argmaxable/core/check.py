@@ -410,7 +410,8 @@ def _with_masked(res: CheckResult, items: np.ndarray, live: np.ndarray, keep: np
                        full(res.radius_exact, False), full(res.steps, -1), full(res.lp_rounds, 0),
                        full(res.witness.reshape(-1, d), np.nan), message.astype(str), certificates, res.settings,
                        radius_upper=full(res.radius_upper, np.nan),
-                       answers={key: full(v.astype(object), "no", object).astype(str) for key, v in res.answers.items()})
+                       answers={key: full(v.astype(object), "no", object).astype(str)
+                                for key, v in res.answers.items()})
 
 
 def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None, upper=None, eps: float = 1e-8,
