@@ -67,7 +67,8 @@ def _norm_up(A: np.ndarray) -> np.ndarray:
 def _as_real(a, name: str, ndim: int, masks: bool = False) -> np.ndarray:
     """A float64 array; finite, or with ``masks`` finite or -inf (a masked category's bias)."""
     if hasattr(a, "detach"):
-        a = a.detach().cpu().double().numpy()
+        a = a.detach().cpu()
+        a = a.numpy() if str(a.dtype) == "torch.bool" else a.double().numpy()  # bool: refused as numpy's is
     arr = np.asarray(a)
     if arr.dtype.kind not in "iuf" or arr.ndim != ndim:
         raise ValueError(f"verify_certificate: {name} must be a real {ndim}-D array. Got dtype {arr.dtype}, "

@@ -46,7 +46,9 @@ def _as_matrix(W, name: str = "W", keep_float32: bool = False) -> np.ndarray:
         if W.is_complex():
             raise ValueError(f"The {name!r} parameter must be real. Got a complex tensor ({W.dtype}).")
         W = W.detach().cpu()
-        W = W.numpy() if keep_float32 and str(W.dtype) == "torch.float32" else W.double().numpy()
+        # a bool tensor stays bool (refused below, as a numpy bool array is); float32 kept when asked
+        W = W.numpy() if str(W.dtype) == "torch.bool" or (keep_float32 and str(W.dtype) == "torch.float32") \
+            else W.double().numpy()
     W = _real_array(W, name, keep_float32)
     if W.ndim != 2 or W.shape[0] == 0 or W.shape[1] == 0:
         raise ValueError(f"The {name!r} parameter must be a non-empty 2-D array (n, d). Got shape {W.shape}.")
@@ -66,7 +68,8 @@ def _as_bias(b, n: int, masks: bool = False) -> np.ndarray | None:
     if hasattr(b, "detach"):
         if b.is_complex():
             raise ValueError(f"The 'b' parameter must be real. Got a complex tensor ({b.dtype}).")
-        b = b.detach().cpu().double().numpy()
+        b = b.detach().cpu()
+        b = b.numpy() if str(b.dtype) == "torch.bool" else b.double().numpy()  # bool: refused as numpy's is
     b = _real_array(b, "b")
     if b.shape != (n,):
         raise ValueError(f"The 'b' parameter must have shape ({n},) to match W. Got shape {b.shape}.")
