@@ -114,10 +114,9 @@ def _signs(items, n: int) -> np.ndarray:
         vals = list(row)
         if not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in vals):
             raise ValueError(f"verify_certificate: label set {r} must hold integer label indices.")
-        idx = np.asarray(vals, dtype=np.int64)
-        if ((idx < 0) | (idx >= n)).any() or len(np.unique(idx)) != len(idx):
+        if not all(0 <= v < n for v in vals) or len(set(vals)) != len(vals):  # Python ints: no overflow
             raise ValueError(f"verify_certificate: label set {r} must hold distinct indices in [0, {n}).")
-        out[r, idx] = True
+        out[r, np.asarray(vals, dtype=np.int64)] = True
     return out
 
 

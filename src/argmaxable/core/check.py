@@ -526,11 +526,11 @@ def _as_signs(Y, n: int) -> np.ndarray:
             bad = next(v for v in values if not isinstance(v, (int, np.integer)))
             raise ValueError(f"The 'items' parameter's assignment {r} must hold integer label indices. "
                              f"Got {_show(bad)}.")
-        idx = np.asarray(values, dtype=np.int64)
-        bad = idx[(idx < 0) | (idx >= n)]
-        if bad.size:
+        bad = [int(v) for v in values if not 0 <= v < n]  # Python ints: no overflow above 2^63
+        if bad:
             raise ValueError(f"The 'items' parameter's assignment {r} has label indices outside [0, {n}): "
-                             f"{bad[:5].tolist()}.")
+                             f"{bad[:5]}.")
+        idx = np.asarray(values, dtype=np.int64)
         if len(np.unique(idx)) != len(idx):
             raise ValueError(f"The 'items' parameter's assignment {r} repeats a label index ({idx.tolist()[:8]}): "
                              "for a 0/1 row, pass the assignments as a 2-D array.")

@@ -129,16 +129,27 @@ class CheckResult:
 
     @classmethod
     def load(cls, path) -> CheckResult:
-        """Read a result written by :meth:`save` (no pickles)."""
+        """Read a result written by :meth:`save` (no pickles); anything else (a truncated, empty or corrupt file,
+        a member too large for memory, settings that are not a JSON object) is one ValueError."""
         import json
 
-        with np.load(path, allow_pickle=False) as z:
-            f = {k: z[k] for k in z.files}
-        o, rows, weights = f["cert_offsets"], f["cert_rows"], f["cert_weights"]
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                f = {k: z[k] for k in z.files}
+            o, rows, weights = f["cert_offsets"], f["cert_rows"], f["cert_weights"]
+            settings = json.loads(str(f["settings"]))
+        except Exception as err:  # zipfile.BadZipFile, EOFError, MemoryError, KeyError, JSONDecodeError...
+            text = str(err).strip()
+            why = text.splitlines()[0] if text else type(err).__name__
+            raise ValueError(f"{path}: not a readable evidence file ({why})") from None
+        if not isinstance(settings, dict):
+            raise ValueError(f"{path}: its settings are a JSON {type(settings).__name__}, not an object")
+        if o.ndim != 1 or len(o) != len(f["items"]) + 1 or (np.diff(o) < 0).any() or o[0] != 0 or o[-1] != len(rows):
+            raise ValueError(f"{path}: its certificate offsets do not match its {len(f['items'])} items")
         certs = [(rows[o[i] : o[i + 1]], weights[o[i] : o[i + 1]]) for i in range(len(o) - 1)]
         answers = {k[len("answer_"):]: f[k] for k in f if k.startswith("answer_")}
         return cls(str(f["kind"]), f["items"], f["status"], f["radius"], f["radius_exact"], f["steps"],
-                   f["lp_rounds"], f["witness"], f["message"], certs, json.loads(str(f["settings"])),
+                   f["lp_rounds"], f["witness"], f["message"], certs, settings,
                    radius_upper=f.get("radius_upper"), answers=answers)
 
     def summary(self) -> str:
