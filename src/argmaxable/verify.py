@@ -208,16 +208,24 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
             raise ValueError(f"verify_certificate: a categories result's items must be indices in [0, {n}).")
         rows = rows.astype(np.int64)
         masked = _masked(W, b, lo, hi, eps)
-        pos = np.flatnonzero((status == "argmaxable") & ~masked[rows])
-        if masked.any():  # masked categories never win and never bind the others: check without their rows
-            keep = np.flatnonzero(~masked)
-            valid[pos] = _witnesses_categories(W[keep], b[keep], np.searchsorted(keep, rows), witness, pos, lo, hi,
-                                               eps)
-        else:
-            valid[pos] = _witnesses_categories(W, b, rows, witness, pos, lo, hi, eps)
-        for p in np.flatnonzero(status == "unargmaxable"):
-            valid[p] = bool(masked[rows[p]]) or _certificate_categories(W, b, int(rows[p]), result.certificates[p],
-                                                                        lo, hi, eps)
+        # masked categories never win and never bind the others: the others are checked without their rows
+        keep = np.flatnonzero(~masked)
+        Wk, bk, rk = (W[keep], b[keep], np.searchsorted(keep, rows)) if masked.any() else (W, b, rows)
+
+        def witnesses(pos, e):
+            out = np.zeros(len(pos), dtype=bool)
+            live = np.flatnonzero(~masked[rows[pos]])
+            if np.ndim(e):  # one margin per item (radius claims): item by item
+                for k in live:
+                    out[k] = _witnesses_categories(Wk, bk, rk, witness, pos[k : k + 1], lo, hi, float(e[k]))[0]
+            else:
+                out[live] = _witnesses_categories(Wk, bk, rk, witness, pos[live], lo, hi, e)
+            return out
+
+        def certificates(pos, e):
+            return np.array([bool(masked[rows[p]]) or _certificate_categories(W, b, int(rows[p]),
+                                                                              result.certificates[p], lo, hi, e)
+                             for p in pos], dtype=bool)
     else:
         if items is None:
             raise ValueError(f"verify_certificate: a {kind} result needs its label sets: items=...")
@@ -227,11 +235,47 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
             raise ValueError(f"verify_certificate: the result's items must be row numbers of the {len(S)} label "
                              "sets given.")
         S = S[which.astype(np.int64)]
-        pos = np.flatnonzero(status == "argmaxable")
-        valid[pos] = _witnesses_assignments(W, b, S[pos], witness[pos], lo, hi, eps)
-        pos = np.flatnonzero(status == "unargmaxable")
-        valid[pos] = _certificates_assignments(W, b, S[pos], [result.certificates[p] for p in pos], lo, hi, eps)
-    return valid
+
+        def witnesses(pos, e):
+            return _witnesses_assignments(W, b, S[pos], witness[pos], lo, hi, e)
+
+        def certificates(pos, e):
+            return _certificates_assignments(W, b, S[pos], [result.certificates[p] for p in pos], lo, hi, e)
+
+    pos = np.flatnonzero(status == "argmaxable")
+    valid[pos] = witnesses(pos, eps)
+    pos = np.flatnonzero(status == "unargmaxable")
+    valid[pos] = certificates(pos, eps)
+    return valid & _claims(result, status, witnesses, certificates, eps)
+
+
+def _claims(result, status, witnesses, certificates, eps) -> np.ndarray:
+    """Whether each item's answers and radius hold. At "eps" the answer is the status's; at a threshold r, "yes"
+    needs a witness whose margin exceeds r and "no" a certificate bounding the radius by r (none: refused);
+    a finite radius of an argmaxable item claims its witness's margin (checked to 6 digits)."""
+    ok = np.ones(len(status), dtype=bool)
+    for key, answer in (getattr(result, "answers", None) or {}).items():
+        answer = np.asarray(answer).astype(str)
+        if answer.shape != status.shape or not np.isin(answer, ("yes", "no", "undecided")).all():
+            ok[:] = False
+            continue
+        if key == "eps":
+            ok &= answer == np.select([status == "argmaxable", status == "unargmaxable"], ["yes", "no"], "undecided")
+            continue
+        try:
+            threshold = float(key)
+        except ValueError:
+            ok[:] = False
+            continue
+        yes, no = np.flatnonzero(answer == "yes"), np.flatnonzero(answer == "no")
+        ok[yes] &= (status[yes] == "argmaxable") & witnesses(yes, max(threshold, eps))
+        ok[no] &= certificates(no, threshold)
+    radius = np.asarray(result.radius, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        claims = np.flatnonzero((status == "argmaxable") & np.isfinite(radius) & (radius > eps))
+    if claims.size:
+        ok[claims] &= witnesses(claims, radius[claims] * (1 - 1e-6))
+    return ok
 
 
 def _tau_scale(top: float) -> float:
@@ -506,6 +550,7 @@ def _witnesses_assignments(W, b, S, X, lo, hi, eps) -> np.ndarray:
     idx = np.flatnonzero(ok)
     if not idx.size:
         return out
+    eps = np.broadcast_to(np.asarray(eps, dtype=np.float64), (len(X),))[idx, None]  # one margin per item, or all
     d = W.shape[1]
     xm = _pow2_scale(X[idx])
     Xs = X[idx] / xm[:, None]
@@ -520,7 +565,7 @@ def _witnesses_assignments(W, b, S, X, lo, hi, eps) -> np.ndarray:
         err = gamma(d + 4) * ((xabs @ np.abs(Wb).T) * xm[:, None] + np.abs(bb)) + 2.0**-1074 * (
             (2 * d + 2) * xm[:, None] + 2)
         zero = ~(Wb != 0).any(axis=1)
-        good = val - err - eps * _norm_up(Wb) > 0
+        good = val - err - eps * _norm_up(Wb)[None, :] > 0
         good[:, zero] = (sign * bb)[:, zero] > 0
         out[idx] &= good.all(axis=1)
     return out

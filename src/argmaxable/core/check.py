@@ -211,6 +211,10 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
                 certificates[pos] = (np.asarray(rows, dtype=np.int64), out.dual_weights)
                 if shared is not None:
                     shared.add(np.asarray(rows)[out.dual_weights > 0])
+        if status[pos] == ARGMAXABLE and radius_threshold is not None and out.upper <= radius_threshold:
+            # an argmaxable item answered "no" at the threshold: its evidence is the dual bound that says so
+            rows = out.dual_rows if map_rows is None else map_rows(int(items[pos]), out.dual_rows)
+            certificates[pos] = (np.asarray(rows, dtype=np.int64), out.dual_weights)
 
     # Systems whose certificates carry over between items (categories: :mod:`supports`) solve their LPs in
     # waves of a fixed size; after each wave the new certificates' supports are tried on every item still

@@ -38,7 +38,9 @@ class CheckResult:
         Evidence or reason in words (duplicate rows, solver status of undecided items, ...).
     certificates : list of (rows, weights)
         For unargmaxable items: dual weights over constraint rows (category indices / label indices) whose
-        bound certifies radius <= eps; empty arrays elsewhere. Re-checked by :func:`verify_certificate`.
+        bound certifies radius <= eps; for argmaxable items answered "no" at a threshold (label sets: radius >
+        1), the weights that bound the radius by it; empty arrays elsewhere. Re-checked by
+        :func:`verify_certificate`.
     settings : dict
         bound, lower, upper (the box), eps, patience, solver, exact_radius, numeric_path, blas, tolerances.
     radius_upper : ndarray of float, shape (k,)
@@ -111,15 +113,20 @@ class CheckResult:
         Arrays as they are; ``settings`` as JSON; certificates as ``cert_rows`` and ``cert_weights``
         concatenated, with ``cert_offsets`` (k + 1) marking each item's slice.
         """
-        import json
-
         from argmaxable.provenance import atomic_path
+
+        with atomic_path(path) as tmp:
+            self.write_npz(tmp)
+
+    def write_npz(self, path) -> None:
+        """Write the ``.npz`` of :meth:`save` to ``path`` as it is (no temporary name of its own)."""
+        import json
 
         sizes = [len(r) for r, _ in self.certificates]
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         rows = np.concatenate([np.asarray(r, dtype=np.int64) for r, _ in self.certificates]) if sizes else []
         weights = np.concatenate([np.asarray(w, dtype=np.float64) for _, w in self.certificates]) if sizes else []
-        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        with open(path, "wb") as fh:
             np.savez(fh, kind=self.kind, items=self.items, status=self.status.astype(str), radius=self.radius,
                      radius_exact=self.radius_exact, steps=self.steps, lp_rounds=self.lp_rounds,
                      witness=self.witness, message=self.message.astype(str), settings=json.dumps(self.settings),
