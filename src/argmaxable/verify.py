@@ -12,11 +12,14 @@ acceptance is rigorous in floating point:
 Evidence checked, per kind of result (``result.kind``):
 
 - "argmaxable": the witness x is finite, inside the box, and every constraint ``a_i.x + c_i < 0`` of the item
-  holds with distance > eps, i.e. ``a_i.x + c_i + eps ||a_i|| < 0`` (a zero row needs ``c_i < 0``).
+  holds with distance > eps, i.e. ``a_i.x + c_i + eps ||a_i|| < 0`` (a zero row needs ``c_i < 0``); with the
+  radius the result claims in place of eps where that is larger (to 6 digits).
 - "unargmaxable": non-negative weights ``y`` on rows that are constraints of the item (never the item's own
   row) with ``sup_{x in box} (-sum z_i a_i) - sum z_i c_i <= eps sum z_i ||a_i||`` where ``z_i = y_i / ||a_i||``
   (LP duality: the Chebyshev radius is at most eps), or one zero row with ``c_i >= 0`` (a duplicate).
 - "undecided" claims nothing and passes; any other status fails.
+- answers (``result.answers``): at "eps" the status's own; at a threshold r ("1": radius > 1), "yes" needs the
+  witness's margin above r, "no" a certificate bounding the radius by r.
 
 Categories (softmax): ``a_i = w_i - w_t``, ``c_i = b_i - b_t``. Label assignments (sigmoid, signs s_i = +1 for an
 active label): ``a_i = -s_i w_i``, ``c_i = -s_i b_i``. Top-m sets: the assignments of the layer ``[W, -1]`` over
@@ -242,17 +245,24 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
         def certificates(pos, e):
             return _certificates_assignments(W, b, S[pos], [result.certificates[p] for p in pos], lo, hi, e)
 
+    # An argmaxable item's witness is checked at eps, or at the radius it claims (to 6 digits) where larger
+    radius = np.asarray(result.radius, dtype=np.float64)
+    if radius.shape != status.shape:
+        raise ValueError(f"verify_certificate: the result has {radius.size} radii for {k} items.")
     pos = np.flatnonzero(status == "argmaxable")
-    valid[pos] = witnesses(pos, eps)
+    with np.errstate(invalid="ignore"):
+        claim = np.isfinite(radius[pos]) & (radius[pos] * (1 - 1e-6) > eps)
+    valid[pos[~claim]] = witnesses(pos[~claim], eps)
+    if claim.any():
+        valid[pos[claim]] = witnesses(pos[claim], radius[pos[claim]] * (1 - 1e-6))
     pos = np.flatnonzero(status == "unargmaxable")
     valid[pos] = certificates(pos, eps)
-    return valid & _claims(result, status, witnesses, certificates, eps)
+    return valid & _answers_hold(result, status, witnesses, certificates, eps)
 
 
-def _claims(result, status, witnesses, certificates, eps) -> np.ndarray:
-    """Whether each item's answers and radius hold. At "eps" the answer is the status's; at a threshold r, "yes"
-    needs a witness whose margin exceeds r and "no" a certificate bounding the radius by r (none: refused);
-    a finite radius of an argmaxable item claims its witness's margin (checked to 6 digits)."""
+def _answers_hold(result, status, witnesses, certificates, eps) -> np.ndarray:
+    """Whether each item's answers hold. At "eps" the answer is the status's; at a threshold r, "yes" needs a
+    witness whose margin exceeds r and "no" a certificate bounding the radius by r (none: refused)."""
     ok = np.ones(len(status), dtype=bool)
     for key, answer in (getattr(result, "answers", None) or {}).items():
         answer = np.asarray(answer).astype(str)
@@ -270,11 +280,6 @@ def _claims(result, status, witnesses, certificates, eps) -> np.ndarray:
         yes, no = np.flatnonzero(answer == "yes"), np.flatnonzero(answer == "no")
         ok[yes] &= (status[yes] == "argmaxable") & witnesses(yes, max(threshold, eps))
         ok[no] &= certificates(no, threshold)
-    radius = np.asarray(result.radius, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        claims = np.flatnonzero((status == "argmaxable") & np.isfinite(radius) & (radius > eps))
-    if claims.size:
-        ok[claims] &= witnesses(claims, radius[claims] * (1 - 1e-6))
     return ok
 
 
