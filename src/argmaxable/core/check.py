@@ -433,7 +433,9 @@ def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None,
     items : array_like of int, optional
         Categories to check (default: all; every row still constrains).
     b : array_like, shape (n,), optional
-        Output-layer bias.
+        Output-layer bias. -inf masks a category; a masked category (-inf, or a bias so far below the largest
+        that it loses everywhere in the box, e.g. finfo.min or -1e200) is unargmaxable, says so in its message,
+        and is left out of the other categories' systems.
     bound : float, default 100
         Box on the inputs, |x_j| <= 100 (002 §4).
     lower, upper : float or array_like of shape (d,), optional
