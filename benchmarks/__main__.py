@@ -272,7 +272,7 @@ import numpy as np
 import torch  # a library, loaded before the baseline: only the verifier's own data is measured
 import argmaxable as am
 from argmaxable.core import CheckResult
-z = np.load(sys.argv[1])
+z = np.load(sys.argv[1], allow_pickle=False)
 W, b = z["W"], z["b"]
 res = CheckResult.load(sys.argv[2])
 rss = lambda: int(open("/proc/self/statm").read().split()[1]) * resource.getpagesize() / 2**20

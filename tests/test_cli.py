@@ -129,3 +129,197 @@ def test_check_softmax_huggingface_directory(tmp_path, capsys):
     assert main(["check", "softmax", str(tmp_path)]) == 0
     assert capsys.readouterr().out.startswith(f"{tmp_path}: 30 x 4 weights, no bias")
     assert main(["check", "softmax", str(tmp_path), "--weight-key", "wte"]) == 2
+
+
+# Issue 22: hostile files are one line; the table and its evidence are one unit, checked together.
+
+
+def _npz_bytes(**arrays) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def _hostile_npz(kind: str) -> bytes:
+    """A .npz cut short, empty, with a flipped data byte (CRC), or whose member declares a huge shape."""
+    import io
+    import struct
+    import zipfile
+
+    data = _npz_bytes(W=TOY)
+    if kind == "truncated":
+        return data[: len(data) // 2]
+    if kind == "empty":
+        return b""
+    if kind == "crc":
+        flipped = bytearray(data)
+        flipped[data.index(b"\x93NUMPY") + 130] ^= 0xFF  # inside W's values
+        return bytes(flipped)
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000000, 1000000), }"
+    header = header.ljust(117) + "\n"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("W.npy", b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + b"\0" * 64)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("kind", ["truncated", "empty", "crc", "huge"])
+def test_hostile_npz_files_are_one_line(tmp_path, capsys, kind):
+    weights = tmp_path / "w.npz"
+    weights.write_bytes(_hostile_npz(kind))
+    out = tmp_path / "t.csv"
+    assert main(["check", "softmax", str(weights), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("argmaxable: error: ") and err.count("\n") == 1 and "cannot read" in err
+    assert list(tmp_path.iterdir()) == [weights]  # nothing written
+    np.savez(weights, W=TOY)
+    evidence = tmp_path / "e.evidence.npz"
+    evidence.write_bytes(_hostile_npz(kind))
+    assert main(["verify", str(evidence), str(weights)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("argmaxable: error: ") and err.count("\n") == 1 and "not a" in err
+
+
+def test_other_hostile_inputs_are_one_line(toy, tmp_path, capsys):
+    import json
+
+    import transformers
+
+    (tmp_path / "labels.txt").write_text(f"0 1\n{2**64}\n")
+    assert main(["check", "assignments", str(toy), str(tmp_path / "labels.txt")]) == 2
+    assert "label indices outside [0, 4): [18446744073709551616]" in capsys.readouterr().err
+    assert main(["check", "softmax", str(toy), "--out", str(tmp_path / "t.csv"), "--workers", "1"]) == 0
+    capsys.readouterr()
+    evidence = tmp_path / "t.csv.evidence.npz"
+    with np.load(evidence) as z:
+        fields = {k: z[k] for k in z.files}
+    np.savez(evidence, **{**fields, "settings": json.dumps([1, 2])})
+    assert main(["verify", str(evidence), str(toy)]) == 2
+    assert "its settings are a JSON list, not an object" in capsys.readouterr().err
+    hf = tmp_path / "hf"
+    config = transformers.GPT2Config(vocab_size=8, n_embd=4, n_layer=1, n_head=2, n_positions=4, bos_token_id=0,
+                                     eos_token_id=0)
+    transformers.GPT2LMHeadModel(config).save_pretrained(hf)
+    config = json.loads((hf / "config.json").read_text())
+    (hf / "config.json").write_text(json.dumps({**config, "architectures": ["pipeline"]}))
+    capsys.readouterr()  # save_pretrained's progress bar
+    assert main(["check", "softmax", str(hf)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "architecture 'pipeline', which is not a transformers model class" in err
+
+
+def test_an_out_name_too_long_for_its_evidence_fails_before_writing(toy, tmp_path, capsys):
+    out = tmp_path / ("x" * 230 + ".csv")
+    assert main(["check", "softmax", str(toy), "--out", str(out)]) == 2
+    assert "--out name is too long" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == [toy]
+
+
+def _outputs(tmp_path):
+    return {p.name: p.read_bytes() for p in sorted(tmp_path.iterdir()) if p.name.startswith("t.csv")}
+
+
+def test_an_interrupted_write_leaves_the_old_set(toy, tmp_path, monkeypatch, capsys):
+    from argmaxable.core import CheckResult
+
+    out = str(tmp_path / "t.csv")
+    assert main(["check", "softmax", str(toy), "--out", out, "--workers", "1"]) == 0
+    old = _outputs(tmp_path)
+    assert set(old) == {"t.csv", "t.csv.meta.json", "t.csv.evidence.npz"}
+
+    def interrupted(self, path):
+        raise KeyboardInterrupt  # Ctrl-C once the table and its sidecar are staged
+
+    monkeypatch.setattr(CheckResult, "write_npz", interrupted)
+    assert main(["check", "softmax", str(toy), "--out", out, "--workers", "1", "--bound", "3"]) == 130
+    assert _outputs(tmp_path) == old and len(list(tmp_path.iterdir())) == 4  # no staged file left
+
+
+def test_a_signal_during_the_renames_waits_for_the_new_set(toy, tmp_path, monkeypatch, capsys):
+    import os
+    import signal
+
+    out = str(tmp_path / "t.csv")
+    assert main(["check", "softmax", str(toy), "--out", out, "--workers", "1"]) == 0
+    real = os.replace
+
+    def replace_then_interrupt(src, dst):
+        real(src, dst)
+        os.kill(os.getpid(), signal.SIGINT)  # held back until every file is in place
+
+    monkeypatch.setattr(os, "replace", replace_then_interrupt)
+    assert main(["check", "softmax", str(toy), "--out", out, "--workers", "1", "--bound", "3"]) == 130
+    monkeypatch.setattr(os, "replace", real)
+    new = _outputs(tmp_path)
+    assert set(new) == {"t.csv", "t.csv.meta.json", "t.csv.evidence.npz"}
+    assert '"bound": 3.0' in new["t.csv.meta.json"].decode()
+    assert main(["verify", out, str(toy)]) == 0  # the evidence is the new table's
+
+
+def test_verify_compares_the_table_with_its_evidence(toy, tmp_path, capsys):
+    out = tmp_path / "t.parquet"
+    assert main(["check", "softmax", str(toy), "--out", str(out), "--activation", "relu", "--workers", "1"]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(out), str(toy)]) == 0
+    text = capsys.readouterr().out
+    assert "4 of 4 verdicts verified" in text and "lower 0" in text and "matches its evidence" in text
+    assert main(["verify", str(out), str(toy), "--activation", "relu"]) == 0
+    assert main(["verify", str(out), str(toy), "--lower", "-1"]) == 2  # not the recorded box
+    capsys.readouterr()
+    frame = pd.read_parquet(out)
+    frame["status"] = "argmaxable"
+    frame.to_parquet(out)
+    assert main(["verify", str(out), str(toy)]) == 1
+    assert "does not match its evidence: column 'status' differs at 2 rows" in capsys.readouterr().out
+
+
+def test_verify_fails_on_forged_or_empty_evidence(tmp_path, capsys):
+    from argmaxable.core import CheckResult
+
+    rng = np.random.default_rng(0)
+    W = rng.normal(size=(300, 6))
+    np.savez(tmp_path / "w.npz", W=W)
+    out = tmp_path / "t.csv"
+    assert main(["check", "softmax", str(tmp_path / "w.npz"), "--out", str(out), "--workers", "1"]) == 0
+    evidence = tmp_path / "t.csv.evidence.npz"
+    res = CheckResult.load(evidence)
+    forged = CheckResult.load(evidence)
+    forged.status[:] = "unargmaxable"
+    forged.answers["eps"][:] = "no"
+    forged.certificates = [(np.array([i for i in range(300) if i != t][:2]), np.array([9e307, 9e307]))
+                           for t in range(300)]
+    forged.save(evidence)
+    assert main(["verify", str(evidence), str(tmp_path / "w.npz")]) == 1
+    assert "evidence fails for" in capsys.readouterr().out
+    res.status[:] = "undecided"
+    res.answers["eps"][:] = "undecided"
+    res.save(evidence)
+    assert main(["verify", str(evidence), str(tmp_path / "w.npz")]) == 1
+    assert "every item is undecided" in capsys.readouterr().out
+
+
+def test_verify_checks_answers_and_radii(tmp_path, capsys):
+    """A forged "yes" at radius > 1, a "no" without a certificate and an inflated radius are refused."""
+    import copy
+
+    import argmaxable as am
+
+    rng = np.random.default_rng(0)
+    W, b = rng.normal(size=(20, 2)), rng.normal(size=20)  # 20 lines in the plane: cells of every size near 0
+    sets = [np.flatnonzero(W @ x + b > 0).tolist() for x in rng.normal(size=(12, 2)) * 2] + [list(range(20)), [0]]
+    res = am.check_assignments(W, sets, b, workers=1)
+    assert am.verify_certificate(res, W, b, items=sets).all()
+    assert (res.status == "unargmaxable").any() and (res.answers["1"] == "yes").any()
+    forged = copy.deepcopy(res)
+    forged.answers["1"] = np.where(res.status == "unargmaxable", "yes", res.answers["1"])
+    assert not am.verify_certificate(forged, W, b, items=sets)[res.status == "unargmaxable"].any()
+    no = np.flatnonzero((res.status == "argmaxable") & (res.answers["1"] == "no"))
+    assert no.size  # an argmaxable "not 1-argmaxable" answer carries the certificate that bounds its radius by 1
+    forged = copy.deepcopy(res)
+    forged.certificates[no[0]] = (np.zeros(0, dtype=np.int64), np.zeros(0))
+    assert not am.verify_certificate(forged, W, b, items=sets)[no[0]]
+    forged = copy.deepcopy(res)
+    forged.radius = np.where(res.status == "argmaxable", res.radius * 10 + 1, res.radius)
+    assert not am.verify_certificate(forged, W, b, items=sets)[res.status == "argmaxable"].any()

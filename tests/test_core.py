@@ -511,3 +511,15 @@ def test_small_layer_is_checked_without_importing_torch(shape, dtype, path):
             "print(r.counts()['undecided'], 'torch' in sys.modules, r.settings['numeric_path'])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines()[-1] == f"0 False {path}"  # after the HiGHS banner
+
+
+def test_rows_highs_refuses_make_the_solve_fail_never_a_verdict():
+    """HiGHS drops rows with infinite coefficients (addRows status kError): the LP must not solve without them."""
+    from argmaxable.core.solvers import HighsLP
+
+    lp = HighsLP(np.full(2, -1.0), np.full(2, 1.0))
+    lp.add_rows(np.array([[1.0, 0.0]]), np.array([0.0]))
+    assert lp.solve().ok
+    lp.add_rows(np.array([[np.inf, 1.0]]), np.array([0.0]))
+    out = lp.solve()
+    assert not out.ok and "HiGHS refused 1 rows" in out.message

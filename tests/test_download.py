@@ -188,3 +188,59 @@ def test_trained_and_none_kinds(tmp_path):
         download_model({"name": "lm", "download": {"kind": "trained", "path": str(tmp_path / "no")}}, tmp_path / "x")
     assert download_model({"name": "r"}, tmp_path / "r")["files"] == {}
     assert json.loads((tmp_path / "r" / "manifest.json").read_text())["kind"] == "none"
+
+
+@pytest.mark.parametrize("filename", ["../../escaped.bin", "/tmp/escaped_absolute.bin", "sub/../../escaped.bin"])
+def test_a_download_filename_cannot_leave_the_model_directory(tmp_path, filename):
+    src = tmp_path / "w.bin"
+    src.write_bytes(b"weights")
+    dest = tmp_path / "data" / "models" / "m"
+    model = {"name": "m", "download": {"kind": "url", "url": src.as_uri(), "filename": filename}}
+    with pytest.raises(DownloadError, match=r"download\.filename .* is not a path inside") as err:
+        download_model(model, dest)
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "escaped.bin").exists() and not (tmp_path / "data" / "escaped.bin").exists()
+    assert not Path("/tmp/escaped_absolute.bin").exists() and not dest.exists()
+
+
+def _archive(tmp_path, kind: str) -> Path:
+    """A zip or tar.gz whose second member climbs out of the extraction directory."""
+    if kind == "zip":
+        path = tmp_path / "evil.zip"
+        with zipfile.ZipFile(path, "w") as zf:
+            zf.writestr("ok.txt", "fine")
+            zf.writestr("../../escaped.txt", "out")
+        return path
+    path = tmp_path / "evil.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in (("ok.txt", b"fine"), ("../../escaped.txt", b"out")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar"])
+def test_an_archive_member_cannot_leave_the_model_directory(tmp_path, kind):
+    archive = _archive(tmp_path, kind)
+    dest = tmp_path / "data" / "models" / "m"
+    model = {"name": "m", "download": {"kind": "url", "url": archive.as_uri(), "unpack": True}}
+    with pytest.raises(DownloadError, match="cannot download model 'm'") as err:
+        download_model(model, dest)
+    assert "\n" not in str(err.value) and ("escaped.txt" in str(err.value) or "outside" in str(err.value))
+    assert not list(tmp_path.rglob("escaped.txt")) and not dest.exists()
+
+
+@pytest.mark.parametrize("key", ["files", "unpack"])
+def test_a_dataset_download_cannot_write_outside_its_directory(tmp_path, key):
+    from argmaxable.multilabel.datasets.download import download_dataset
+    from argmaxable.multilabel.datasets.schema import DatasetConfig
+
+    src = tmp_path / "labels.csv"
+    src.write_text("id,labels\n")
+    files = {"../escaped.csv": src.as_uri()} if key == "files" else {"labels.csv": src.as_uri()}
+    spec = {"files": files, **({"unpack": ["../labels.csv"]} if key == "unpack" else {})}
+    root = tmp_path / "data" / "tiny"
+    with pytest.raises(DownloadError, match=f"download.{key} '../.*' is not a path inside"):
+        download_dataset(DatasetConfig(name="tiny", download=spec), root)
+    assert not (tmp_path / "data" / "escaped.csv").exists()

@@ -143,3 +143,25 @@ def test_notebook_shows_the_tables_and_figures(runs, run_notebook):
     aggregate(dirs, root / "multilabel" / "tables", root / "multilabel" / "figures")
     text = run_notebook("multilabel", root)
     assert "### table_5_2" in text and "No multi-label tables" not in text
+
+
+class _RunsCode:
+    """A pickle payload: unpickling it calls os.system (what a crafted checkpoint would do)."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_a_crafted_checkpoint_cannot_run_code(tmp_path):
+    import torch
+
+    marker = tmp_path / "ran"
+    torch.save({"model": _RunsCode(marker)}, tmp_path / "checkpoint.pt")
+    with pytest.raises(ValueError, match="not a checkpoint of this training loop"):
+        fit(tiny_dataset(), N_LABELS, tmp_path, head="bsl", d=2, seed=0, run=RUN)
+    assert not marker.exists()

@@ -1,9 +1,10 @@
-"""Issue 12's reproducers, each with the right verdict or a one-line error."""
+"""Issue 12's and issue 22's reproducers, each with the right verdict or a one-line error."""
 
 from __future__ import annotations
 
 import re
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -192,3 +193,121 @@ def test_cli_reads_legacy_torch_files(tmp_path, capsys):
     torch.save({"weight": torch.tensor(TOY)}, path, _use_new_zipfile_serialization=False)
     assert main(["check", "softmax", str(path), "--workers", "1"]) == 0
     assert "3 argmaxable, 1 unargmaxable" in capsys.readouterr().out
+
+
+# Issue 22: mixed scales and masked logits, against exact rational arithmetic.
+
+
+def exact_radius_1d(A, C, lo, hi):
+    """Chebyshev radius, in exact rationals, of {x in R : a_i x + c_i < 0} with its centre in [lo, hi] (d = 1): the
+    rows cut out an interval (l, r), the distance to row i is |x - (-c_i / a_i)|, and a zero row with c_i >= 0
+    empties it (None)."""
+    left = right = None
+    for a, c in zip(A, C, strict=True):
+        if a == 0:
+            if c >= 0:
+                return None
+            continue
+        root = -c / a
+        if a > 0:
+            right = root if right is None else min(right, root)
+        else:
+            left = root if left is None else max(left, root)
+    if left is None and right is None:
+        return float("inf")
+    x = hi if right is None else lo if left is None else min(max((left + right) / 2, lo), hi)
+    return min(x - left if left is not None else float("inf"), right - x if right is not None else float("inf"))
+
+
+def exact_categories_1d(w, b, bound, eps):
+    """"argmaxable"/"unargmaxable" per category of the 1-D layer (w, b) (None where the radius is within 1e-6 of
+    eps: too close to call in float64); a -inf bias never wins and constrains nobody."""
+    F = [Fraction(float(v)) for v in w]
+    G = [None if v == -np.inf else Fraction(float(v)) for v in b]
+    out = []
+    for t in range(len(w)):
+        if G[t] is None:
+            out.append("unargmaxable")
+            continue
+        rows = [i for i in range(len(w)) if i != t and G[i] is not None]
+        r = exact_radius_1d([F[i] - F[t] for i in rows], [G[i] - G[t] for i in rows], -Fraction(bound), Fraction(bound))
+        if r is not None and abs(r - Fraction(eps)) <= Fraction(eps) / 10**6:
+            out.append(None)
+        else:
+            out.append("argmaxable" if r is not None and r > eps else "unargmaxable")
+    return out
+
+
+def test_mixed_scales_keep_small_rows_apart():
+    W = np.array([[1e300], [1e-30], [-1e-30]])
+    res = am.check_categories(W, workers=1)
+    assert res.status.tolist() == ["argmaxable", "unargmaxable", "argmaxable"]  # category 2 wins for every x < 0
+    assert exact_categories_1d(W[:, 0], np.zeros(3), 100.0, 1e-8) == res.status.tolist()
+    assert am.verify_certificate(res, W).all()
+
+
+MAGNITUDE = st.builds(lambda m, e, s: s * m * 10.0**e, st.floats(1.0, 9.99), st.integers(-300, 300),
+                      st.sampled_from([-1.0, 1.0])) | st.just(0.0)
+MASK = st.sampled_from([-np.inf, np.finfo(float).min, -1e200])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(MAGNITUDE, MAGNITUDE | MASK), min_size=2, max_size=7))
+def test_mixed_scale_and_masked_layers_match_exact_arithmetic(rows):
+    """Entries spanning 1e-300..1e300 in one layer, biases masked with -inf, finfo.min or -1e200: every verdict
+    is the exact one or undecided, and its evidence holds."""
+    w, b = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+    assume(np.isfinite(b).any())
+    res = am.check_categories(w[:, None], b=b, workers=1, patience=20)
+    expected = exact_categories_1d(w, b, 100.0, 1e-8)
+    for got, want in zip(res.status, expected, strict=True):
+        assert got == "undecided" or want is None or got == want
+    assert am.verify_certificate(res, w[:, None], b).all()
+
+
+@pytest.mark.parametrize("mask", [-np.inf, np.finfo(float).min, -1e200])
+def test_masked_tokens_are_unargmaxable_and_leave_the_others_alone(mask):
+    rng = np.random.default_rng(3)
+    W, b = rng.normal(size=(22, 3)), rng.normal(size=22)
+    plain = am.check_categories(W[1:], b=b[1:], workers=1)
+    b[0] = mask
+    res = am.check_categories(W, b=b, workers=1)
+    assert res.status[0] == "unargmaxable" and res.message[0].startswith("masked:")
+    assert res.status[1:].tolist() == plain.status.tolist()
+    assert am.verify_certificate(res, W, b).all()
+    forged = res.status.copy()
+    res.status = np.where(np.arange(22) == 0, "argmaxable", forged)
+    assert not am.verify_certificate(res, W, b)[0]
+
+
+def test_a_mask_is_only_what_loses_everywhere_in_the_box():
+    W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])
+    b = np.array([0.0, 0.0, -400.0])  # loses by 100 inside |x| <= 100, but wins at (-300, -300) in a box of 1000
+    assert am.check_categories(W, b=b, workers=1).message[2].startswith("masked:")
+    wide = am.check_categories(W, b=b, bound=1000.0, workers=1)
+    assert wide.status[2] == "argmaxable" and am.verify_certificate(wide, W, b).all()
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"patience": 1e20}, "'patience' parameter must be a non-negative integer. Got 1e+20 (float)"),
+    ({"patience": np.float64(2.0)}, "'patience' parameter must be a non-negative integer. Got 2.0 (float64)"),
+    ({"workers": 2.0}, "'workers' parameter must be a positive integer"),
+    ({"device": "meta"}, "'device' parameter must be 'auto', 'cpu' or 'cuda[:k]'. Got 'meta'"),
+    ({"b": np.array([0.0, np.inf, 0.0, 0.0])}, "'b' parameter must be finite or -inf"),
+    ({"b": np.full(4, -np.inf)}, "'b' parameter is -inf everywhere"),
+])
+def test_bad_settings_are_value_errors(kwargs, match):
+    with pytest.raises(ValueError, match=re.escape(match)):
+        am.check_categories(TOY, **kwargs)
+
+
+def test_integral_numpy_counts_are_accepted_and_torch_bools_refused_like_numpy_bools():
+    import torch
+
+    res = am.check_categories(TOY, patience=np.int64(5), workers=np.int32(1))
+    assert res.status.tolist() == ["argmaxable"] * 3 + ["unargmaxable"]
+    for bad in (np.ones((4, 2), dtype=bool), torch.ones((4, 2), dtype=torch.bool)):
+        with pytest.raises(ValueError, match=r"'W' parameter must hold real numbers\. Got boolean"):
+            am.check_categories(bad)
+        with pytest.raises(ValueError, match=r"W must be a real 2-D array\. Got dtype bool"):
+            am.verify_certificate(res, bad)

@@ -115,3 +115,50 @@ def test_save_load_and_cli_verify(tmp_path, toy_result, capsys):
     out = tmp_path / "t.parquet"
     assert main(["check", "softmax", str(tmp_path / "toy.npz"), "--workers", "1", "--out", str(out)]) == 0
     assert main(["verify", str(out), str(tmp_path / "toy.npz")]) == 0
+
+
+# Issue 22: certificates whose weights overflow, and witnesses at extreme settings.
+
+def _all_unargmaxable(res, certificates):
+    forged = copy.deepcopy(res)
+    forged.status[:] = "unargmaxable"
+    forged.certificates = certificates
+    return forged
+
+
+def test_certificates_whose_weights_overflow_are_refused(toy_result):
+    huge = [(np.array([i for i in range(4) if i != t][:2]), np.array([9e307, 9e307])) for t in range(4)]
+    assert not am.verify_certificate(_all_unargmaxable(toy_result, huge), TOY)[:3].any()
+    # the same certificate scaled down is honest where it was honest: scaling never changes a verdict
+    honest = copy.deepcopy(toy_result)
+    rows, weights = honest.certificates[3]
+    honest.certificates[3] = (rows, weights * 1e300)
+    assert am.verify_certificate(honest, TOY).all()
+
+
+def test_label_and_top_m_certificates_whose_weights_overflow_are_refused():
+    W = np.random.default_rng(0).normal(size=(6, 3))
+    sets = [[0], [1, 2], [3, 4, 5]]
+    for check in (am.check_assignments, am.check_top_m):
+        res = check(W, sets, workers=1)
+        assert (res.status == "argmaxable").all()
+        forged = _all_unargmaxable(res, [(np.array([0, 1]), np.full(2, 1e308))] * 3)
+        assert not am.verify_certificate(forged, W, items=sets).any()
+
+
+def test_a_forged_witness_needing_subnormal_products_is_refused():
+    W = np.array([[0.0, 0.0], [1.0, 5e-324], [-1.0, 5e-324], [0.0, -1.0]])
+    b = np.array([0.0, -1e-16, -1e-16, 5e307])
+    res = am.check_categories(W, b=b, eps=0.0, bound=1e308, workers=1)
+    forged = copy.deepcopy(res)
+    forged.status[0] = "argmaxable"
+    forged.witness[0] = (0.0, 6e307)  # (w_1 - w_0).x + b_1 - b_0 = 3e-16 - 1e-16 > 0 in exact arithmetic
+    assert not am.verify_certificate(forged, W, b)[0]
+
+
+@pytest.mark.parametrize("bound", [1e-300, 1e-310])
+def test_valid_witnesses_in_a_tiny_box_are_accepted(bound):
+    W = np.random.default_rng(1).normal(size=(6, 3)) * 1e-305
+    res = am.check_categories(W, bound=bound, eps=0.0, workers=1)
+    assert (res.status == "argmaxable").sum() >= 3
+    assert am.verify_certificate(res, W).all()

@@ -12,6 +12,7 @@ User errors (bad files, missing keys, bad settings) print one line to stderr and
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -24,6 +25,9 @@ from argmaxable.core.box import ACTIVATIONS
 EXIT_USAGE = 2  # argparse's own status for bad usage; we use it for every user error
 LISTED = 20  # unargmaxable tokens printed by `check softmax` (the full table goes to --out)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a command stopped by Ctrl-C
+EVIDENCE_SUFFIX = ".evidence.npz"  # beside the table: the whole result with its evidence
+# The longest name written beside --out: its evidence file, staged as ".<name>.XXXXXXXX.tmp" (tempfile.mkstemp)
+STAGED_EXTRA = len(EVIDENCE_SUFFIX) + len("..XXXXXXXX.tmp")
 
 
 class UsageError(ValueError):
@@ -112,7 +116,7 @@ def _list_tokens(res, tokens) -> None:
 
 def evidence_path(table: str | Path) -> Path:
     """Where ``--out TABLE`` keeps the whole result with its evidence (witnesses, certificates, settings)."""
-    return Path(f"{table}.evidence.npz")
+    return Path(f"{table}{EVIDENCE_SUFFIX}")
 
 
 def _check_out(args) -> None:
@@ -127,6 +131,13 @@ def _check_out(args) -> None:
     parent = out.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
+    try:
+        name_max = os.pathconf(parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    if len(os.fsencode(out.name)) + STAGED_EXTRA > name_max:
+        raise UsageError(f"--out name is too long: {len(os.fsencode(out.name))} bytes, and the files written "
+                         f"beside it need {STAGED_EXTRA} more within this file system's {name_max}")
     try:
         if not parent.is_dir():
             raise NotADirectoryError(str(parent))
@@ -145,9 +156,9 @@ def _write(res, args, extra_inputs=(), tokens=None) -> None:
     frame = res.to_frame().rename(columns={"item": "category" if res.kind == "categories" else "assignment"})
     if tokens is not None:
         frame.insert(1, "token", [tokens[i] for i in frame["category"]])
-    write_table(frame, out, config={"command": sys.argv[1:], **res.settings},
-                inputs=[args.path, *extra_inputs])
-    res.save(evidence_path(out))
+    # the table, its .meta.json and its evidence are staged and renamed together: one unit, old or new
+    write_table(frame, out, config={"command": sys.argv[1:], **res.settings}, inputs=[args.path, *extra_inputs],
+                companions=[(evidence_path(out), res.write_npz)])
     print(f"wrote {out} and {evidence_path(out)}")
 
 
@@ -181,13 +192,61 @@ def cmd_check_assignments(args) -> int:
     return 0
 
 
+def _table_mismatch(table: Path, res) -> str | None:
+    """Where the table disagrees with its evidence (item, status, radius, radius_upper, answers), or None."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_parquet(table) if table.suffix == ".parquet" else pd.read_csv(table, keep_default_na=False)
+    except Exception as err:  # pyarrow, pandas and OS errors: the table is unreadable
+        raise UsageError(f"cannot read the table {str(table)!r}: {str(err).strip().splitlines()[0]}") from None
+    want = res.to_frame()
+    if len(frame) != len(want):
+        return f"{len(frame)} rows for {len(want)} items"
+    columns = {"item": "category" if res.kind == "categories" else "assignment", "status": "status",
+               "radius": "radius", "radius_upper": "radius_upper",
+               **{c: c for c in ("eps_argmaxable", "one_argmaxable") if c in want}}
+    for ours, theirs in columns.items():
+        if theirs not in frame:
+            return f"no column {theirs!r}"
+        a, b = want[ours].to_numpy(), frame[theirs].to_numpy()
+        if ours in ("radius", "radius_upper"):
+            b = pd.to_numeric(pd.Series(b), errors="coerce").to_numpy(dtype=np.float64)
+            same = (a == b) | (np.isnan(a) & np.isnan(b))
+        else:
+            same = a.astype(str) == b.astype(str)
+        if not same.all():
+            k = int(np.flatnonzero(~same)[0])
+            return f"column {theirs!r} differs at {int((~same).sum())} rows (first: row {k}, {b[k]!r} in the table, " \
+                   f"{a[k]!r} in the evidence)"
+    return None
+
+
+def _box_text(settings: dict) -> str:
+    """The box and eps a result records, per coordinate where they differ from the bound."""
+    bound = settings.get("bound")
+    text = f"bound {bound}, eps {settings.get('eps')}"
+    for key, edge in (("lower", -1), ("upper", 1)):
+        values = np.unique(np.asarray(settings.get(key, []), dtype=np.float64))
+        if values.size and not (values.size == 1 and bound is not None and values[0] == edge * bound):
+            shown = f"{values[0]:g}" if values.size == 1 else f"{values.size} values in [{values[0]:g}, {values[-1]:g}]"
+            text += f", {key} {shown}"
+    return text
+
+
 def cmd_verify(args) -> int:
     import argmaxable as am
     from argmaxable.core import CheckResult
 
-    path = Path(args.result)
-    if not path.name.endswith(".npz"):
-        path = evidence_path(path)
+    given = Path(args.result)
+    if given.name.endswith(".npz"):
+        path = given
+        table = given.with_name(given.name[: -len(EVIDENCE_SUFFIX)]) if given.name.endswith(EVIDENCE_SUFFIX) else None
+        table = table if table is not None and table.is_file() else None
+    else:
+        path, table = evidence_path(given), given
+        if not table.is_file():
+            raise UsageError(f"no table {str(table)!r}: give the table 'check --out' wrote, or its .evidence.npz")
     if not path.is_file():
         raise UsageError(f"no evidence file {str(path)!r}: give the .evidence.npz that 'check --out' wrote "
                          "beside its table, or the table itself")
@@ -202,16 +261,32 @@ def cmd_verify(args) -> int:
         if args.labels is None:
             raise UsageError(f"a {res.kind} result needs its label sets: --labels FILE")
         items = read_labels(args.labels, W.shape[0])
-    given = {k: getattr(args, k) for k in ("bound", "eps") if getattr(args, k) is not None}
-    valid = am.verify_certificate(res, W, b, items=items, **given)
-    print(f"{path}: {int(valid.sum())} of {len(valid)} verdicts verified (box and eps as recorded: "
-          f"bound {res.settings.get('bound')}, eps {res.settings.get('eps')})")
+    given_settings = {k: getattr(args, k) for k in ("bound", "eps", "lower", "upper") if getattr(args, k) is not None}
+    if args.activation is not None:
+        if args.lower is not None or args.upper is not None:
+            raise UsageError("give either --activation or --lower/--upper, not both")
+        from argmaxable.core import activation_bounds
+
+        bound = given_settings.get("bound", res.settings.get("bound"))
+        given_settings["lower"], given_settings["upper"] = activation_bounds(args.activation, bound)
+    valid = am.verify_certificate(res, W, b, items=items, **given_settings)
+    print(f"{path}: {int(valid.sum())} of {len(valid)} verdicts verified, answers and radii included (as recorded: "
+          f"{_box_text(res.settings)})")
+    failed = 0
+    if table is not None:
+        mismatch = _table_mismatch(table, res)
+        print(f"{table}: " + (f"does not match its evidence: {mismatch}" if mismatch else "matches its evidence"))
+        failed |= mismatch is not None
+    decided = res.status != "undecided"
+    if not decided.any():
+        print("no verdict to verify: every item is undecided")
+        failed = 1
     if not valid.all():
         bad = res.items[~valid]
         print(f"evidence fails for {int((~valid).sum())} items: {', '.join(map(str, bad[:20].tolist()))}"
               f"{' ...' if len(bad) > 20 else ''}")
-        return 1
-    return 0
+        failed = 1
+    return int(failed)
 
 
 def cmd_config_show(args) -> int:
@@ -273,6 +348,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--bias-key", metavar="K", help="name of the bias vector")
     verify.add_argument("--no-bias", action="store_true", help="ignore any bias in the file")
     verify.add_argument("--bound", type=float, help="box to verify at (must agree with the result's record)")
+    verify.add_argument("--lower", type=float, help="x_j >= LOWER for every coordinate (must agree with the record)")
+    verify.add_argument("--upper", type=float, help="x_j <= UPPER for every coordinate (must agree with the record)")
+    verify.add_argument("--activation", choices=sorted(ACTIVATIONS), help="the box of that activation (as in "
+                        "check; must agree with the record)")
     verify.add_argument("--eps", type=float, help="eps to verify at (must agree with the result's record)")
     verify.set_defaults(func=cmd_verify)
 

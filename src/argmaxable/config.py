@@ -21,7 +21,7 @@ from argmaxable.models.schema import DetectConfig, ModelConfig
 from argmaxable.multilabel.datasets.schema import DatasetConfig
 from argmaxable.multilabel.schema import RULES as MULTILABEL_RULES
 from argmaxable.multilabel.schema import MultilabelConfig
-from argmaxable.rules import NON_EMPTY, broken
+from argmaxable.rules import DIRECTORY, NAME, broken
 from argmaxable.theory.schema import RULES as THEORY_RULES
 from argmaxable.theory.schema import TheoryConfig
 from argmaxable.topm.schema import RULES as TOPM_RULES
@@ -31,7 +31,10 @@ CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 
 
 # Every value rule of the tree (the schemas declare theirs beside their dataclasses).
-RULES = {"results_dir": NON_EMPTY, **DETECT_RULES, **THEORY_RULES, **MULTILABEL_RULES, **TOPM_RULES}
+RULES = {"results_dir": DIRECTORY, "data_dir": DIRECTORY, **DETECT_RULES, **THEORY_RULES, **MULTILABEL_RULES,
+         **TOPM_RULES}
+# Keys that become directory names (data/models/<key>, data/<dataset>, results/.../<key>).
+KEY_RULES = {"model": NAME, "dataset": NAME}
 
 
 class ConfigError(ValueError):
@@ -79,7 +82,7 @@ def validate(cfg: DictConfig) -> DictConfig:
         key = getattr(err, "full_key", None) or "?"
         msg = getattr(err, "msg", None) or _one_line(err)
         raise ConfigError(f"invalid config key '{key}': {msg.splitlines()[0]}") from None
-    problem = broken(plain, RULES)
+    problem = broken(plain, RULES, KEY_RULES)
     if problem:
         raise ConfigError(problem)
     OmegaConf.set_readonly(merged, True)

@@ -42,6 +42,16 @@ class DownloadError(RuntimeError):
     """A fetch that failed; the message is one line naming what was fetched, from where, and why."""
 
 
+def inside(root: str | os.PathLike, name: str | os.PathLike, what: str) -> Path:
+    """``root / name``, refused in one line unless it stays inside ``root`` (no absolute path, no '..' that climbs
+    out, no symlink that leads out): every path built from a config value or an archive member goes through it."""
+    root, real = Path(root), Path(root).resolve()
+    path = root / name
+    if Path(name).is_absolute() or not path.resolve().is_relative_to(real) or path.resolve() == real:
+        raise DownloadError(f"{what} {str(name)!r} is not a path inside {str(root)!r}: refused")
+    return path
+
+
 # ------------------------------------------------------------------------------------------------ URLs
 
 
@@ -169,8 +179,7 @@ def unpack(archive: Path, into: Path) -> None:
         if zipfile.is_zipfile(archive):
             with zipfile.ZipFile(archive) as zf:
                 for name in zf.namelist():
-                    if not (root / name).resolve().is_relative_to(root):
-                        raise DownloadError(f"archive {archive.name} holds a path outside its root: {name!r}")
+                    inside(root, name, f"archive {archive.name}'s member")
                 zf.extractall(into)
         elif tarfile.is_tarfile(archive):
             with tarfile.open(archive) as tar:
@@ -244,7 +253,7 @@ def _fetch_url(spec: Mapping, into: Path) -> dict[str, str]:
     if not url:
         raise DownloadError("kind 'url' needs 'url'")
     name = spec.get("filename") or url.rstrip("/").rsplit("/", 1)[-1]
-    path = fetch_url(url, into / name, sha256=spec.get("sha256") or "")
+    path = fetch_url(url, inside(into, name, "download.filename"), sha256=spec.get("sha256") or "")
     digest = file_sha256(path)
     if spec.get("unpack"):
         unpack(path, into)

@@ -71,6 +71,47 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         tmp_path.unlink(missing_ok=True)
 
 
+@contextlib.contextmanager
+def atomic_paths(*paths: str | os.PathLike) -> Iterator[list[Path]]:
+    """Temporary paths beside each of ``paths``, renamed onto them together if the block succeeds.
+
+    SIGINT and SIGTERM are held back during the renames (delivered right after), so an interruption leaves
+    either every old file or every new one; on failure the temporary files are removed.
+    """
+    import signal
+    import threading
+
+    targets = [Path(p) for p in paths]
+    staged: list[Path] = []
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        for path in targets:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            os.close(fd)
+            staged.append(Path(tmp))
+        yield staged
+        for tmp in staged:
+            tmp.chmod(0o666 & ~umask)  # mkstemp makes the file owner-only; results are for everyone
+        # Handlers that only note the signal (a mask would not do: another thread may take it), raised again
+        # once every file is in place.
+        pending: list[int] = []
+        held = (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread() else ()
+        previous = {signum: signal.signal(signum, lambda signum, frame: pending.append(signum)) for signum in held}
+        try:
+            for tmp, path in zip(staged, targets, strict=True):
+                os.replace(tmp, path)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            for signum in pending:
+                signal.raise_signal(signum)
+    finally:
+        for tmp in staged:
+            tmp.unlink(missing_ok=True)
+
+
 def metadata(config: Any = None, inputs: Iterable[str | os.PathLike] = (), **extra: Any) -> dict[str, Any]:
     """The provenance record stored beside (or inside) a result file."""
     return {
@@ -88,14 +129,20 @@ def write_json(obj: Any, path: str | os.PathLike) -> None:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
 
-def write_table(df, path: str | os.PathLike, *, config: Any = None, inputs: Iterable = (), **extra) -> None:
+def write_table(df, path: str | os.PathLike, *, config: Any = None, inputs: Iterable = (),
+                companions: Iterable = (), **extra) -> None:
     """Write a pandas DataFrame (.parquet, .csv or .md by suffix) atomically, with a ``.meta.json`` sidecar.
 
-    Parquet files also carry the record in their schema metadata under ``argmaxable``.
+    Parquet files also carry the record in their schema metadata under ``argmaxable``. ``companions``: more
+    ``(path, write)`` pairs (``write(tmp)`` fills a temporary file) staged with the table and its sidecar and
+    renamed with them as one unit (:func:`atomic_paths`).
     """
     path = Path(path)
+    if path.suffix not in (".parquet", ".csv", ".md"):
+        raise ValueError(f"write_table: unsupported suffix {path.suffix!r} of {path} (use .parquet/.csv/.md)")
     meta = metadata(config, inputs, **extra)
-    with atomic_path(path) as tmp:
+    companions = list(companions)
+    with atomic_paths(path, sidecar(path), *(p for p, _ in companions)) as (tmp, tmp_meta, *tmp_more):
         if path.suffix == ".parquet":
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -107,11 +154,11 @@ def write_table(df, path: str | os.PathLike, *, config: Any = None, inputs: Iter
             pq.write_table(table, tmp)
         elif path.suffix == ".csv":
             df.to_csv(tmp, index=False)
-        elif path.suffix == ".md":
-            tmp.write_text(df.to_markdown(index=False) + "\n")
         else:
-            raise ValueError(f"write_table: unsupported suffix {path.suffix!r} of {path} (use .parquet/.csv/.md)")
-    write_json(meta, sidecar(path))
+            tmp.write_text(df.to_markdown(index=False) + "\n")
+        tmp_meta.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+        for (_, write), staged in zip(companions, tmp_more, strict=True):
+            write(staged)
 
 
 def save_figure(fig, path: str | os.PathLike, *, config: Any = None, inputs: Iterable = (), **extra) -> None:

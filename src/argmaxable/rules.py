@@ -7,7 +7,9 @@ matches any key of a mapping or any element of a list (``multilabel.runs.*.d.*``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
+from pathlib import PurePosixPath
 from typing import Any
 
 Rule = tuple[str, Callable[[Any], bool]]
@@ -23,9 +25,29 @@ AT_LEAST_ONE: Rule = ("an integer >= 1", lambda v: isinstance(v, int) and not is
 NON_EMPTY: Rule = ("a non-empty string", lambda v: isinstance(v, str) and v.strip() != "")
 
 
-def one_of(options: Iterable[str]) -> Rule:
+def one_of(options: Iterable[str], fold_case: bool = False) -> Rule:
     options = tuple(options)
-    return (f"one of {', '.join(options)}", lambda v: v in options)
+    return (f"one of {', '.join(options)}", lambda v: (str(v).lower() if fold_case else v) in options)
+
+
+def _parts(v) -> tuple[str, ...]:
+    return PurePosixPath(v.replace("\\", "/")).parts if isinstance(v, str) else ()
+
+
+# A key used as one directory name (data/models/<key>, results/.../<key>): no separator, never "." or "..".
+NAME: Rule = ("a plain name (letters, digits, '_', '-', '.'; not '.' or '..')",
+              lambda v: isinstance(v, str) and re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", v) is not None
+              and v not in (".", ".."))
+# A file name inside a directory: relative, without '..' (empty: the default).
+INSIDE: Rule = ("a relative path without '..' (it names a file inside its directory)",
+                lambda v: isinstance(v, str) and not v.startswith(("/", "\\", "~")) and ":" not in v
+                and ".." not in _parts(v))
+# A directory the pipeline writes into or replaces: not the filesystem root, no '..'.
+DIRECTORY: Rule = ("a non-empty directory path other than '/', without '..'",
+                   lambda v: isinstance(v, str) and v.strip() != "" and ".." not in _parts(v)
+                   and PurePosixPath(v).parts not in (("/",), ("//",)) and v.strip("/") != "")
+SHA256: Rule = ("empty or 64 hexadecimal digits (a SHA-256)",
+                lambda v: isinstance(v, str) and re.fullmatch(r"([0-9a-fA-F]{64})?", v) is not None)
 
 
 def matches(tree: Any, pattern: str) -> list[tuple[str, Any]]:
@@ -45,8 +67,14 @@ def matches(tree: Any, pattern: str) -> list[tuple[str, Any]]:
     return out
 
 
-def broken(tree: Any, rules: dict[str, Rule]) -> str | None:
-    """The first broken rule as one line (``key = value: must be ...``), or None."""
+def broken(tree: Any, rules: dict[str, Rule], key_rules: dict[str, Rule] | None = None) -> str | None:
+    """The first broken rule as one line (``key = value: must be ...``), or None. ``key_rules`` apply to the keys
+    of the mappings their patterns name (``model``: every model's key, a directory name)."""
+    for pattern, (text, ok) in (key_rules or {}).items():
+        for where, node in matches(tree, pattern):
+            bad = next((k for k in node if not ok(k)), None) if isinstance(node, dict) else None
+            if bad is not None:
+                return f"invalid config key {where}.{bad!r}: must be {text}"
     for pattern, (text, ok) in rules.items():
         for key, value in matches(tree, pattern):
             if value is not None and not ok(value):

@@ -12,16 +12,21 @@ acceptance is rigorous in floating point:
 Evidence checked, per kind of result (``result.kind``):
 
 - "argmaxable": the witness x is finite, inside the box, and every constraint ``a_i.x + c_i < 0`` of the item
-  holds with distance > eps, i.e. ``a_i.x + c_i + eps ||a_i|| < 0`` (a zero row needs ``c_i < 0``).
+  holds with distance > eps, i.e. ``a_i.x + c_i + eps ||a_i|| < 0`` (a zero row needs ``c_i < 0``); with the
+  radius the result claims in place of eps where that is larger (to 6 digits).
 - "unargmaxable": non-negative weights ``y`` on rows that are constraints of the item (never the item's own
   row) with ``sup_{x in box} (-sum z_i a_i) - sum z_i c_i <= eps sum z_i ||a_i||`` where ``z_i = y_i / ||a_i||``
   (LP duality: the Chebyshev radius is at most eps), or one zero row with ``c_i >= 0`` (a duplicate).
 - "undecided" claims nothing and passes; any other status fails.
+- answers (``result.answers``): at "eps" the status's own; at a threshold r ("1": radius > 1), "yes" needs the
+  witness's margin above r, "no" a certificate bounding the radius by r.
 
 Categories (softmax): ``a_i = w_i - w_t``, ``c_i = b_i - b_t``. Label assignments (sigmoid, signs s_i = +1 for an
 active label): ``a_i = -s_i w_i``, ``c_i = -s_i b_i``. Top-m sets: the assignments of the layer ``[W, -1]`` over
 ``(x, tau)`` with tau in ``[-bound, bound]``; a layer whose largest |entry| lies outside [2^-500, 2^500] is
-rescaled by the check by a power of two s (max in [0.5, 1)), which makes tau's column -1/s.
+rescaled by the check by a power of two s (down to [2^499, 2^500), or up to [0.5, 1)), which makes tau's column
+-1/s. A category whose bias is -inf, or so far below the largest that it loses everywhere in the box by more than
+eps (:func:`_masked`), is unargmaxable without evidence and is left out of the other categories' checks.
 
 A whole vocabulary's witnesses are checked in blocks of rows against blocks of W with bfloat16 products where the
 CPU has them (float32 otherwise) and a rigorous bound on their error; items the bound cannot settle are re-checked
@@ -48,10 +53,11 @@ def gamma(k: int, u: float = U64) -> float:
 
 
 def _pow2_scale(A: np.ndarray) -> np.ndarray:
-    """Per-row power of two m with max|A_i| / m in [0.5, 1) (1 for a zero row): dividing by it is exact."""
+    """Per-row power of two m with max|A_i| / m in [0.5, 1) (in [0.5, 2) above 2^1023, whose m would overflow;
+    1 for a zero row): dividing by it is exact, up to entries that underflow (at most 2^-1075 each)."""
     top = np.abs(A).max(axis=-1)
     _, e = np.frexp(top)
-    return np.where(top > 0, np.ldexp(1.0, e), 1.0)
+    return np.where(top > 0, np.ldexp(1.0, np.minimum(e, 1023)), 1.0)
 
 
 def _norm_up(A: np.ndarray) -> np.ndarray:
@@ -61,17 +67,41 @@ def _norm_up(A: np.ndarray) -> np.ndarray:
     return np.sqrt(np.einsum("...d,...d->...", A, A)) * (1 + gamma(d + 2)) + 1e-150
 
 
-def _as_real(a, name: str, ndim: int) -> np.ndarray:
+def _as_real(a, name: str, ndim: int, masks: bool = False) -> np.ndarray:
+    """A float64 array; finite, or with ``masks`` finite or -inf (a masked category's bias)."""
     if hasattr(a, "detach"):
-        a = a.detach().cpu().double().numpy()
+        a = a.detach().cpu()
+        a = a.numpy() if str(a.dtype) == "torch.bool" else a.double().numpy()  # bool: refused as numpy's is
     arr = np.asarray(a)
     if arr.dtype.kind not in "iuf" or arr.ndim != ndim:
         raise ValueError(f"verify_certificate: {name} must be a real {ndim}-D array. Got dtype {arr.dtype}, "
                          f"shape {arr.shape}.")
     arr = arr.astype(np.float64, copy=False)  # no copy of a float64 layer
-    if not np.isfinite(arr).all():
-        raise ValueError(f"verify_certificate: {name} must be finite.")
+    if not (np.isfinite(arr) | (masks & (arr == -np.inf))).all():
+        raise ValueError(f"verify_certificate: {name} must be finite" + (" or -inf." if masks else "."))
+    if masks and arr.size and not np.isfinite(arr).any():
+        raise ValueError(f"verify_certificate: {name} is -inf everywhere: no category can win.")
     return arr
+
+
+def _masked(W: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray, eps: float) -> np.ndarray:
+    """Categories whose logit stays below category j's (j: the largest bias) by more than eps ||w_t - w_i|| for
+    every t, everywhere in the box: a bias of -inf, or b_j - b_i > |w_j|.r + |w_i|.r + eps (d max|W| + |w_i|_1)
+    with r = max(|lo|, |hi|). Such a category never wins, and its row holds at every witness of another by more
+    than eps: it is left out of their checks."""
+    out = b == -np.inf
+    j = int(np.argmax(b))
+    r = np.maximum(np.abs(lo), np.abs(hi))
+    d = W.shape[1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        sj = float(np.abs(W[j]) @ r)
+        cand = np.flatnonzero(~out & (b < b[j] - sj))  # necessary: the bias alone is that far below
+        if cand.size:
+            wabs = np.abs(W[cand])
+            need = (sj + wabs @ r + eps * (d * _abs_max(W) + wabs.sum(axis=1))) * (1 + 4 * gamma(d + 8)) + (
+                d + 2) * 2.0**-1074 * (r.sum() + 1)
+            out[cand] = (b[j] - b[cand]) * (1 - U64) > need
+    return out
 
 
 def _signs(items, n: int) -> np.ndarray:
@@ -87,10 +117,9 @@ def _signs(items, n: int) -> np.ndarray:
         vals = list(row)
         if not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in vals):
             raise ValueError(f"verify_certificate: label set {r} must hold integer label indices.")
-        idx = np.asarray(vals, dtype=np.int64)
-        if ((idx < 0) | (idx >= n)).any() or len(np.unique(idx)) != len(idx):
+        if not all(0 <= v < n for v in vals) or len(set(vals)) != len(vals):  # Python ints: no overflow
             raise ValueError(f"verify_certificate: label set {r} must hold distinct indices in [0, {n}).")
-        out[r, idx] = True
+        out[r, np.asarray(vals, dtype=np.int64)] = True
     return out
 
 
@@ -157,17 +186,15 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
     """
     W = _as_real(W, "W", 2)
     n, d = W.shape
-    b = np.zeros(n) if b is None else _as_real(b, "b", 1)
+    kind = getattr(result, "kind", None)
+    b = np.zeros(n) if b is None else _as_real(b, "b", 1, masks=kind == "categories")
     if b.shape != (n,):
         raise ValueError(f"verify_certificate: b must have shape ({n},). Got {b.shape}.")
-    kind = getattr(result, "kind", None)
     if kind not in KINDS:
         raise ValueError(f"verify_certificate: unknown result kind {kind!r} (expected one of {', '.join(KINDS)}).")
     k = len(result.status)
     if kind == "top-m sets":  # tau's coefficient: -1, or -1/s for a layer the check rescaled by s (power of 2)
-        top = max(_abs_max(W), float(np.abs(b).max()))
-        m = 1.0 if top == 0 or 2.0**-500 <= top <= 2.0**500 else float(np.ldexp(1.0, int(np.frexp(top)[1])))
-        W = np.hstack([W, np.full((n, 1), -m)])
+        W = np.hstack([W, np.full((n, 1), -_tau_scale(max(_abs_max(W), float(np.abs(b).max()))))])
     dim = W.shape[1]
     bound, lo, hi, eps = _settings(result, d, bound, lower, upper, eps)
     if kind == "top-m sets":
@@ -183,10 +210,25 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
         if rows.dtype.kind not in "iu" or ((rows < 0) | (rows >= n)).any():
             raise ValueError(f"verify_certificate: a categories result's items must be indices in [0, {n}).")
         rows = rows.astype(np.int64)
-        pos = np.flatnonzero(status == "argmaxable")
-        valid[pos] = _witnesses_categories(W, b, rows, witness, pos, lo, hi, eps)
-        for p in np.flatnonzero(status == "unargmaxable"):
-            valid[p] = _certificate_categories(W, b, int(rows[p]), result.certificates[p], lo, hi, eps)
+        masked = _masked(W, b, lo, hi, eps)
+        # masked categories never win and never bind the others: the others are checked without their rows
+        keep = np.flatnonzero(~masked)
+        Wk, bk, rk = (W[keep], b[keep], np.searchsorted(keep, rows)) if masked.any() else (W, b, rows)
+
+        def witnesses(pos, e):
+            out = np.zeros(len(pos), dtype=bool)
+            live = np.flatnonzero(~masked[rows[pos]])
+            if np.ndim(e):  # one margin per item (radius claims): item by item
+                for k in live:
+                    out[k] = _witnesses_categories(Wk, bk, rk, witness, pos[k : k + 1], lo, hi, float(e[k]))[0]
+            else:
+                out[live] = _witnesses_categories(Wk, bk, rk, witness, pos[live], lo, hi, e)
+            return out
+
+        def certificates(pos, e):
+            return np.array([bool(masked[rows[p]]) or _certificate_categories(W, b, int(rows[p]),
+                                                                              result.certificates[p], lo, hi, e)
+                             for p in pos], dtype=bool)
     else:
         if items is None:
             raise ValueError(f"verify_certificate: a {kind} result needs its label sets: items=...")
@@ -196,11 +238,58 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
             raise ValueError(f"verify_certificate: the result's items must be row numbers of the {len(S)} label "
                              "sets given.")
         S = S[which.astype(np.int64)]
-        pos = np.flatnonzero(status == "argmaxable")
-        valid[pos] = _witnesses_assignments(W, b, S[pos], witness[pos], lo, hi, eps)
-        pos = np.flatnonzero(status == "unargmaxable")
-        valid[pos] = _certificates_assignments(W, b, S[pos], [result.certificates[p] for p in pos], lo, hi, eps)
-    return valid
+
+        def witnesses(pos, e):
+            return _witnesses_assignments(W, b, S[pos], witness[pos], lo, hi, e)
+
+        def certificates(pos, e):
+            return _certificates_assignments(W, b, S[pos], [result.certificates[p] for p in pos], lo, hi, e)
+
+    # An argmaxable item's witness is checked at eps, or at the radius it claims (to 6 digits) where larger
+    radius = np.asarray(result.radius, dtype=np.float64)
+    if radius.shape != status.shape:
+        raise ValueError(f"verify_certificate: the result has {radius.size} radii for {k} items.")
+    pos = np.flatnonzero(status == "argmaxable")
+    with np.errstate(invalid="ignore"):
+        claim = np.isfinite(radius[pos]) & (radius[pos] * (1 - 1e-6) > eps)
+    valid[pos[~claim]] = witnesses(pos[~claim], eps)
+    if claim.any():
+        valid[pos[claim]] = witnesses(pos[claim], radius[pos[claim]] * (1 - 1e-6))
+    pos = np.flatnonzero(status == "unargmaxable")
+    valid[pos] = certificates(pos, eps)
+    return valid & _answers_hold(result, status, witnesses, certificates, eps)
+
+
+def _answers_hold(result, status, witnesses, certificates, eps) -> np.ndarray:
+    """Whether each item's answers hold. At "eps" the answer is the status's; at a threshold r, "yes" needs a
+    witness whose margin exceeds r and "no" a certificate bounding the radius by r (none: refused)."""
+    ok = np.ones(len(status), dtype=bool)
+    for key, answer in (getattr(result, "answers", None) or {}).items():
+        answer = np.asarray(answer).astype(str)
+        if answer.shape != status.shape or not np.isin(answer, ("yes", "no", "undecided")).all():
+            ok[:] = False
+            continue
+        if key == "eps":
+            ok &= answer == np.select([status == "argmaxable", status == "unargmaxable"], ["yes", "no"], "undecided")
+            continue
+        try:
+            threshold = float(key)
+        except ValueError:
+            ok[:] = False
+            continue
+        yes, no = np.flatnonzero(answer == "yes"), np.flatnonzero(answer == "no")
+        ok[yes] &= (status[yes] == "argmaxable") & witnesses(yes, max(threshold, eps))
+        ok[no] &= certificates(no, threshold)
+    return ok
+
+
+def _tau_scale(top: float) -> float:
+    """The power of two 1/s by which the check scaled a layer whose largest |entry| is ``top``: 1 inside
+    [2^-500, 2^500]; above, down to [2^499, 2^500); below, up to [0.5, 1)."""
+    if top == 0 or 2.0**-500 <= top <= 2.0**500:
+        return 1.0
+    e = int(np.frexp(top)[1])
+    return float(np.ldexp(1.0, e - 500 if top > 1 else e))
 
 
 def _in_box(X: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -228,11 +317,19 @@ def _row_check(A: np.ndarray, c: np.ndarray, x: np.ndarray, eps: float) -> bool:
     if not len(A):
         return True
     xm = float(_pow2_scale(x[None])[0])
-    xs = x / xm  # s_i = xm (a_i . xs) + c_i, evaluated without overflow
+    xs = x / xm  # s_i / xm = a_i . xs + c_i / xm, in units of xm: no overflow, no absolute floor of its own
+    cs = np.clip(c / xm, -(2.0**1000), 2.0**1000)  # |a_i . xs| <= d: a clipped offset still decides the sign
     d = A.shape[1]
-    s = (A @ xs) * xm + c
-    err = gamma(d + 4) * ((np.abs(A) @ np.abs(xs)) * xm + np.abs(c)) + 1e-300
-    return bool(np.all(s + err + eps * _norm_up(A) < 0))
+    s = A @ xs + cs
+    # Rounding, and up to 2^-1075 lost by each scaled entry, product and offset that underflowed (subnormal rows)
+    err = gamma(d + 4) * (np.abs(A) @ np.abs(xs) + np.abs(cs)) + (2 * d + 2) * 2.0**-1074
+    return bool(np.all(s + err + _scaled_up(eps, xm) * _norm_up(A) < 0))
+
+
+def _scaled_up(eps: float, m: float) -> float:
+    """eps / m rounded up (it may be subnormal; inf where it overflows, which accepts nothing)."""
+    with np.errstate(over="ignore"):
+        return float(np.nextafter(eps / m, np.inf)) if eps > 0 else 0.0
 
 
 def _witnesses_categories(W, b, rows, X, pos, lo, hi, eps) -> np.ndarray:
@@ -368,18 +465,30 @@ def _certificate_categories(W, b, t, cert, lo, hi, eps) -> bool:
         return False
     keep = weights > 0
     rows, y = rows[keep], weights[keep]
-    Ac = np.hstack([W[rows] - W[t], (b[rows] - b[t])[:, None]])
+    with np.errstate(over="ignore", invalid="ignore"):
+        Ac = np.hstack([W[rows] - W[t], (b[rows] - b[t])[:, None]])
+    if not np.isfinite(Ac).all():  # a difference that overflows proves nothing here
+        return False
     Ac /= _pow2_scale(Ac)[:, None]
     A, c = Ac[:, :-1], Ac[:, -1]
+    # A zero row: 0.x + c < 0 fails outright when c >= 0 (a duplicate); else it proves nothing. A row zero only
+    # after scaling has |a_i| < 2^-1074 |c_i| and the same sign everywhere in any float64 box.
     zero = ~(A != 0).any(axis=1)
-    if zero.any():  # a zero row: 0.x + c < 0 fails outright when c >= 0 (a duplicate); else it proves nothing
+    if zero.any():
         return bool((c[zero] >= 0).any())
-    z = y / np.sqrt(np.einsum("kd,kd->k", A, A))
+    sigma = np.sqrt(np.einsum("kd,kd->k", A, A))
+    z = y / sigma
     scale = np.maximum(np.abs(lo), np.abs(hi))
     V, depth = _chunked(z[None], Ac)
     zr = z @ (np.abs(A) @ scale)
-    return bool(_dual_accept(V[:, :-1], V[:, -1], zr[None], (z @ np.abs(c))[None], y.sum()[None], depth,
-                             lo, hi, eps)[0])
+    return bool(_dual_accept(V[:, :-1], V[:, -1], zr[None], (z @ np.abs(c))[None], np.array([_norm_mass(y, sigma)]),
+                             depth, len(y), lo, hi, eps)[0])
+
+
+def _norm_mass(y: np.ndarray, sigma: np.ndarray) -> float:
+    """sum y_i over rows whose computed norm is at least 2^-400: there sum z_i ||a_i|| >= it (1 - gamma_(d+4));
+    a smaller norm may have lost squares to underflow, so its row counts for nothing in this lower bound."""
+    return float(y[sigma >= 2.0**-400].sum())
 
 
 def _as_certificate(cert, n: int):
@@ -392,6 +501,11 @@ def _as_certificate(cert, n: int):
             or ((rows < 0) | (rows >= n)).any() or len(np.unique(rows)) != len(rows)
             or not np.isfinite(weights).all() or (weights < 0).any() or not (weights > 0).any()):
         return None, None
+    # The bound is homogeneous in the weights: scale them by a power of two to a largest weight in [0.5, 1), so
+    # that no sum overflows (weights of 1e308 would make every bound inf), and drop those below 2^-1000, whose
+    # z_i would be subnormal (any subset of the rows with non-negative weights is a certificate of its own).
+    weights = weights / float(_pow2_scale(weights[None])[0])
+    weights[weights < 2.0**-1000] = 0.0
     return rows.astype(np.int64), weights
 
 
@@ -412,21 +526,26 @@ def _chunked(Q: np.ndarray, A: np.ndarray) -> tuple[np.ndarray, int]:
     return total, 2 * int(np.ceil(np.log2(max(count, 1))))
 
 
-def _dual_accept(V, cz, zr, zc, ysum, depth, lo, hi, eps) -> np.ndarray:
+def _dual_accept(V, cz, zr, zc, ysum, depth, k, lo, hi, eps) -> np.ndarray:
     """LP duality with its rounding bound, for m certificates at once.
 
     With z_i = y_i / sigma_i for any sigma_i > 0, summing z_i (a_i.x + c_i + t ||a_i||) <= 0 over the rows gives
     t sum z_i ||a_i|| <= sup_box(-v) - sum z_i c_i with v = sum z_i a_i. ``V`` (m, d) and ``cz`` (m,) are the
     computed v and sum z_i c_i over rows scaled by exact powers of two (entries at most 1), ``zr`` and ``zc``
-    bound sum z_i |a_i| . max(|lo|, |hi|) and sum z_i |c_i|, ``ysum`` is sum y_i; sigma_i is the computed norm,
-    so sum z_i ||a_i|| >= ysum (1 - gamma_(d+4)).
+    bound sum z_i |a_i| . max(|lo|, |hi|) and sum z_i |c_i|, ``ysum`` is sum y_i over rows whose computed norm
+    sigma_i is accurate (:func:`_norm_mass`), so sum z_i ||a_i|| >= ysum (1 - gamma_(d+4)); ``k`` bounds the rows
+    per certificate: each of the k products in an entry of V may lose 2^-1075 to underflow. Weights are at
+    most 1 (:func:`_as_certificate`); a bound that is not finite accepts nothing.
     """
     d = V.shape[1]
     g = gamma(CHUNK + depth + 3)
-    sup = np.maximum(-V * lo, -V * hi)
-    num = sup.sum(axis=1) - cz
-    err = g * (zr + zc) + gamma(d + 2) * (np.abs(sup).sum(axis=1) + np.abs(cz)) + 1e-300
-    return num + err <= eps * ysum * (1 - gamma(d + 4))
+    with np.errstate(over="ignore", invalid="ignore"):
+        sup = np.maximum(-V * lo, -V * hi)
+        num = sup.sum(axis=1) - cz
+        tiny = (k + 1) * 2.0**-1074 * (np.maximum(np.abs(lo), np.abs(hi)).sum() + 1)
+        err = g * (zr + zc) + gamma(d + 2) * (np.abs(sup).sum(axis=1) + np.abs(cz)) + tiny
+        rhs = eps * ysum * (1 - gamma(d + 4))
+        return np.isfinite(num) & np.isfinite(err) & np.isfinite(rhs) & (num + err <= rhs)
 
 
 def _witnesses_assignments(W, b, S, X, lo, hi, eps) -> np.ndarray:
@@ -436,6 +555,7 @@ def _witnesses_assignments(W, b, S, X, lo, hi, eps) -> np.ndarray:
     idx = np.flatnonzero(ok)
     if not idx.size:
         return out
+    eps = np.broadcast_to(np.asarray(eps, dtype=np.float64), (len(X),))[idx, None]  # one margin per item, or all
     d = W.shape[1]
     xm = _pow2_scale(X[idx])
     Xs = X[idx] / xm[:, None]
@@ -446,9 +566,11 @@ def _witnesses_assignments(W, b, S, X, lo, hi, eps) -> np.ndarray:
         Wb, bb = Wb / m[:, None], bb / m
         sign = np.where(S[idx, s : s + BLOCK], 1.0, -1.0)
         val = sign * ((Xs @ Wb.T) * xm[:, None] + bb)  # (items, rows)
-        err = gamma(d + 4) * ((xabs @ np.abs(Wb).T) * xm[:, None] + np.abs(bb)) + 1e-300
+        # rounding, and 2^-1075 per scaled entry, product and offset that underflowed (subnormal rows)
+        err = gamma(d + 4) * ((xabs @ np.abs(Wb).T) * xm[:, None] + np.abs(bb)) + 2.0**-1074 * (
+            (2 * d + 2) * xm[:, None] + 2)
         zero = ~(Wb != 0).any(axis=1)
-        good = val - err - eps * _norm_up(Wb) > 0
+        good = val - err - eps * _norm_up(Wb)[None, :] > 0
         good[:, zero] = (sign * bb)[:, zero] > 0
         out[idx] &= good.all(axis=1)
     return out
@@ -480,10 +602,12 @@ def _certificates_assignments(W, b, S, certs, lo, hi, eps) -> np.ndarray:
             if zero.any():  # 0.x - s_i b_i < 0 fails outright when -s_i b_i >= 0; else the row proves nothing
                 out[p] = bool((-sgn[zero] * Wc[rows[zero], d] >= 0).any())
                 continue
-            Z[k, rows] = y / sigma[rows]
+            with np.errstate(over="ignore"):
+                Z[k, rows] = y / sigma[rows]
             Q[k, rows] = -sgn * Z[k, rows]
-            ysum[k], todo[k] = y.sum(), True
-        V, depth = _chunked(Q, Wc)
-        acc = _dual_accept(V[:, :d], V[:, d], Z @ r, Z @ np.abs(Wc[:, d]), ysum, depth, lo, hi, eps)
+            ysum[k], todo[k] = _norm_mass(y, sigma[rows]), True
+        with np.errstate(over="ignore", invalid="ignore"):
+            V, depth = _chunked(Q, Wc)
+            acc = _dual_accept(V[:, :d], V[:, d], Z @ r, Z @ np.abs(Wc[:, d]), ysum, depth, n, lo, hi, eps)
         out[batch[todo]] = acc[todo]
     return out

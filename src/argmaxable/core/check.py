@@ -9,13 +9,14 @@ Results do not depend on the number of workers: each item is solved on its own, 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from argmaxable.core.box import make_box
 from argmaxable.core.chebyshev import FEASIBLE, INFEASIBLE, chebyshev
-from argmaxable.core.numerics import unit_scale
+from argmaxable.core.numerics import gamma, range_scale
 from argmaxable.core.reflect import reflect
 from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE, UNDECIDED, CheckResult
 from argmaxable.core.solvers import SOLVERS
@@ -45,7 +46,9 @@ def _as_matrix(W, name: str = "W", keep_float32: bool = False) -> np.ndarray:
         if W.is_complex():
             raise ValueError(f"The {name!r} parameter must be real. Got a complex tensor ({W.dtype}).")
         W = W.detach().cpu()
-        W = W.numpy() if keep_float32 and str(W.dtype) == "torch.float32" else W.double().numpy()
+        # a bool tensor stays bool (refused below, as a numpy bool array is); float32 kept when asked
+        W = W.numpy() if str(W.dtype) == "torch.bool" or (keep_float32 and str(W.dtype) == "torch.float32") \
+            else W.double().numpy()
     W = _real_array(W, name, keep_float32)
     if W.ndim != 2 or W.shape[0] == 0 or W.shape[1] == 0:
         raise ValueError(f"The {name!r} parameter must be a non-empty 2-D array (n, d). Got shape {W.shape}.")
@@ -58,19 +61,24 @@ def _as_matrix(W, name: str = "W", keep_float32: bool = False) -> np.ndarray:
     return W
 
 
-def _as_bias(b, n: int) -> np.ndarray | None:
+def _as_bias(b, n: int, masks: bool = False) -> np.ndarray | None:
+    """float64 bias of shape (n,): finite, or with ``masks`` (categories) finite or -inf (a masked token)."""
     if b is None:
         return None
     if hasattr(b, "detach"):
         if b.is_complex():
             raise ValueError(f"The 'b' parameter must be real. Got a complex tensor ({b.dtype}).")
-        b = b.detach().cpu().double().numpy()
+        b = b.detach().cpu()
+        b = b.numpy() if str(b.dtype) == "torch.bool" else b.double().numpy()  # bool: refused as numpy's is
     b = _real_array(b, "b")
     if b.shape != (n,):
         raise ValueError(f"The 'b' parameter must have shape ({n},) to match W. Got shape {b.shape}.")
-    if not np.isfinite(b).all():
-        raise ValueError(f"The 'b' parameter must be finite. Got {b[~np.isfinite(b)][0]} at index "
-                         f"{int(np.flatnonzero(~np.isfinite(b))[0])}.")
+    bad = ~np.isfinite(b) & ~(masks & (b == -np.inf))
+    if bad.any():
+        rule = "finite or -inf (a masked category)" if masks else "finite"
+        raise ValueError(f"The 'b' parameter must be {rule}. Got {b[bad][0]} at index {int(np.flatnonzero(bad)[0])}.")
+    if masks and not np.isfinite(b).any():
+        raise ValueError("The 'b' parameter is -inf everywhere: every category is masked, none can win.")
     return b
 
 
@@ -83,20 +91,27 @@ def _is_real(value) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
+def _is_count(value) -> bool:
+    """An int or a numpy integer (not a bool, not a float that happens to be integral)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def _check_settings(bound, eps, patience, solver, workers) -> None:
-    for name, value in (("bound", bound), ("eps", eps), ("patience", patience), ("workers", workers)):
+    for name, value in (("bound", bound), ("eps", eps)):
         if not _is_real(value):
             raise ValueError(f"The {name!r} parameter must be a number. Got {_show(value)} ({type(value).__name__}).")
     if not (np.isfinite(bound) and bound > 0):
         raise ValueError(f"The 'bound' parameter must be a positive number. Got {_show(bound)} instead.")
     if not (np.isfinite(eps) and eps >= 0):
         raise ValueError(f"The 'eps' parameter must be a non-negative number. Got {_show(eps)} instead.")
-    if int(patience) != patience or patience < 0:
-        raise ValueError(f"The 'patience' parameter must be a non-negative integer. Got {_show(patience)} instead.")
+    if not _is_count(patience) or patience < 0:
+        raise ValueError(f"The 'patience' parameter must be a non-negative integer. Got {_show(patience)} "
+                         f"({type(patience).__name__}) instead.")
     if solver not in SOLVERS:
         raise ValueError(f"The 'solver' parameter must be one of {SOLVERS}. Got {_show(solver)} instead.")
-    if int(workers) != workers or workers < 1:
-        raise ValueError(f"The 'workers' parameter must be a positive integer. Got {_show(workers)} instead.")
+    if not _is_count(workers) or workers < 1:
+        raise ValueError(f"The 'workers' parameter must be a positive integer. Got {_show(workers)} "
+                         f"({type(workers).__name__}) instead.")
 
 
 def _progress(total: int, desc: str, enabled: bool):
@@ -196,6 +211,10 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
                 certificates[pos] = (np.asarray(rows, dtype=np.int64), out.dual_weights)
                 if shared is not None:
                     shared.add(np.asarray(rows)[out.dual_weights > 0])
+        if status[pos] == ARGMAXABLE and radius_threshold is not None and out.upper <= radius_threshold:
+            # an argmaxable item answered "no" at the threshold: its evidence is the dual bound that says so
+            rows = out.dual_rows if map_rows is None else map_rows(int(items[pos]), out.dual_rows)
+            certificates[pos] = (np.asarray(rows, dtype=np.int64), out.dual_weights)
 
     # Systems whose certificates carry over between items (categories: :mod:`supports`) solve their LPs in
     # waves of a fixed size; after each wave the new certificates' supports are tried on every item still
@@ -274,24 +293,91 @@ def _answers(status, lower, upper, threshold, eps) -> np.ndarray:
     return out.astype(str)
 
 
-# A layer whose largest entry lies outside [2^-500, 2^500] is scaled by a power of two first: squares of its
-# entries would overflow or underflow. Scaling every row and offset by one positive number changes no region,
-# witness, radius or certificate, and a power of two scales exactly; inside the range no copy is made.
-SAFE_RANGE = (2.0**-500, 2.0**500)
+# A layer whose largest entry lies outside [2^-500, 2^500] is scaled by a power of two first (numerics.range_scale):
+# squares of its entries would overflow or underflow. Scaling every row and offset by one positive number changes
+# no region, witness, radius or certificate, and a power of two scales exactly unless an entry underflows below
+# 2^-1022 (a layer spanning more than 2^1500); inside the range no copy is made.
+NORMAL_MIN = 2.0**-1022  # smallest normal float64: below it a scaled entry loses bits
 
 
-def _prepare(W, b, bound, lower, upper, eps, patience, solver, workers, keep_float32=False):
-    """Validated float64 W (float32 kept with ``keep_float32``), b (scaled into the safe range) and the box, or a
-    one-line ValueError."""
+@dataclass
+class Prepared:
+    """A validated layer and box: ``W0``, ``b0`` as given (validated), ``W`` (float64, or float32 as given) and
+    ``b`` as checked (scaled, masked rows left out), the box; ``keep``: the rows left after masked categories were
+    set aside (None: all); ``lossy``: whether the scaling turned a nonzero entry subnormal or zero (the verdicts
+    are then re-verified on the layer as given)."""
+
+    W0: np.ndarray
+    b0: np.ndarray | None
+    box: tuple[np.ndarray, np.ndarray]
+    W: np.ndarray | None = None
+    b: np.ndarray | None = None
+    keep: np.ndarray | None = None
+    lossy: bool = False
+
+
+def masked_rows(W: np.ndarray, b: np.ndarray, box, eps: float) -> np.ndarray:
+    """Masked categories: a bias of -inf, or one so far below the largest b_j that category i loses to j by more
+    than eps ||w_t - w_i|| everywhere in the box, for any t: b_j - b_i > |w_j|.r + |w_i|.r + eps (d max|W| +
+    |w_i|_1) with r = max(|lo|, |hi|), all rounding bounded. Such a category never wins (category j's row alone is
+    its certificate), and its row holds at every witness of another by more than eps, so it is left out of the
+    others' systems (their verdicts are those of the layer without it). O(n) unless some bias is that far below."""
+    out = b == -np.inf
+    j = int(np.argmax(b))
+    r = np.maximum(np.abs(box[0]), np.abs(box[1]))
+    d = W.shape[1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        sj = float(np.abs(W[j].astype(np.float64)) @ r)
+        cand = np.flatnonzero(~out & (b < b[j] - sj))  # necessary: the bias alone is that far below
+        if cand.size:
+            wabs = np.abs(W[cand].astype(np.float64))
+            wmax = max(float(W.max()), -float(W.min()))
+            need = (sj + wabs @ r + eps * (d * wmax + wabs.sum(axis=1))) * (1 + 4 * gamma(d + 8)) + (
+                d + 2) * 2.0**-1074 * (r.sum() + 1)
+            out[cand] = (b[j] - b[cand]) * (1 - 2.0**-53) > need
+    return out
+
+
+def _prepare(W, b, bound, lower, upper, eps, patience, solver, workers, keep_float32=False,
+             masks=False) -> Prepared:
+    """Validated W, b and box, masked categories set aside (with ``masks``), the layer scaled into the safe range;
+    or a one-line ValueError."""
     W = _as_matrix(W, keep_float32=keep_float32)
-    b = _as_bias(b, W.shape[0])
+    b = _as_bias(b, W.shape[0], masks=masks)
     _check_settings(bound, eps, patience, solver, workers)
-    box = make_box(W.shape[1], bound, lower, upper)
+    out = Prepared(W, b, make_box(W.shape[1], bound, lower, upper))
+    if masks and b is not None and b.min() < b.max():
+        masked = masked_rows(W, b, out.box, eps)
+        if masked.any():
+            out.keep = np.flatnonzero(~masked)
+            W, b = W[out.keep], b[out.keep]
     top = max(float(W.max()), -float(W.min()), 0.0 if b is None else float(np.abs(b).max()))  # no n×d temporary
-    if top > 0 and not SAFE_RANGE[0] <= top <= SAFE_RANGE[1]:
-        s = unit_scale(W, b)
+    s = range_scale(top)
+    if s != 1.0:
+        if s < 1:
+            small = min(float(np.abs(a[a != 0]).min(initial=np.inf)) for a in (W, b) if a is not None)
+            out.lossy = small * s < NORMAL_MIN
         W, b = W * s, None if b is None else b * s
-    return W, b, box
+    out.W, out.b = W, b
+    return out
+
+
+def _reverified(res: CheckResult, W, b, items=None) -> CheckResult:
+    """A result whose layer lost entries to its scaling (it spans more than 2^1500): every verdict is re-checked by
+    the independent verifier on the layer as given, and one whose evidence fails there becomes undecided."""
+    from argmaxable.verify import verify_certificate
+
+    bad = ~verify_certificate(res, W, b, items=items)
+    res.status = res.status.astype(object)
+    res.message = res.message.astype(object)
+    res.status[bad] = UNDECIDED
+    res.message[bad] = ("the layer's entries span more than one scale can hold (some underflow once it is scaled "
+                        "into range): the evidence found does not hold on the layer as given")
+    res.witness[bad] = res.radius[bad] = res.radius_upper[bad] = np.nan
+    for key in res.answers:
+        res.answers[key] = np.where(bad, "undecided", res.answers[key])
+    res.status, res.message = res.status.astype(str), res.message.astype(str)
+    return res
 
 
 def _as_indices(items, n: int) -> np.ndarray:
@@ -308,6 +394,33 @@ def _as_indices(items, n: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+def _with_masked(res: CheckResult, items: np.ndarray, live: np.ndarray, keep: np.ndarray, b: np.ndarray,
+                 d: int) -> CheckResult:
+    """The result over ``items`` (category indices) from ``res`` over the unmasked ones (``live``; row numbers of
+    the layer without the masked rows, mapped back by ``keep``): a masked category is unargmaxable, its
+    certificate the row of the largest bias alone."""
+    k, j = len(items), int(np.argmax(b))
+
+    def full(values, fill, dtype=None):
+        out = np.full((k, *np.shape(values)[1:]), fill, dtype=dtype or np.asarray(values).dtype)
+        out[live] = values
+        return out
+
+    message = full(res.message.astype(object), "", object)
+    for p in np.flatnonzero(~live):
+        message[p] = (f"masked: its bias {b[items[p]]:g} lies so far below category {j}'s ({b[j]:g}) that it "
+                      "loses to it everywhere in the box (trivially unargmaxable; left out of the others' systems)")
+    certificates = [(np.array([j]), np.array([1.0]))] * k
+    for p, (rows, weights) in zip(np.flatnonzero(live), res.certificates, strict=True):
+        certificates[p] = (keep[np.asarray(rows, dtype=np.int64)], weights)
+    return CheckResult(res.kind, items, full(res.status, UNARGMAXABLE, object).astype(str), full(res.radius, np.nan),
+                       full(res.radius_exact, False), full(res.steps, -1), full(res.lp_rounds, 0),
+                       full(res.witness.reshape(-1, d), np.nan), message.astype(str), certificates, res.settings,
+                       radius_upper=full(res.radius_upper, np.nan),
+                       answers={key: full(v.astype(object), "no", object).astype(str)
+                                for key, v in res.answers.items()})
+
+
 def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None, upper=None, eps: float = 1e-8,
                      patience: int = 2500, solver: str = "highs", workers: int = 2, progress: bool = False,
                      exact_radius: bool = False, device: str | None = "auto") -> CheckResult:
@@ -320,7 +433,9 @@ def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None,
     items : array_like of int, optional
         Categories to check (default: all; every row still constrains).
     b : array_like, shape (n,), optional
-        Output-layer bias.
+        Output-layer bias. -inf masks a category; a masked category (-inf, or a bias so far below the largest
+        that it loses everywhere in the box, e.g. finfo.min or -1e200) is unargmaxable, says so in its message,
+        and is left out of the other categories' systems.
     bound : float, default 100
         Box on the inputs, |x_j| <= 100 (002 §4).
     lower, upper : float or array_like of shape (d,), optional
@@ -358,13 +473,23 @@ def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None,
     >>> check_categories(W, lower=0.0).status.tolist()  # after a ReLU: x >= 0, where c2 = (-1, -1) cannot win
     ['argmaxable', 'argmaxable', 'unargmaxable', 'unargmaxable']
     """
-    W, b, box = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers, keep_float32=True)
-    n = W.shape[0]
+    prep = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers, keep_float32=True, masks=True)
+    n = prep.W0.shape[0]
     items = np.arange(n) if items is None else _as_indices(items, n)
-    system = CategorySystem(W, b, resolve_device(device))
-    res = _run(system, items, bound=bound, box=box, eps=eps, patience=patience, solver=solver, workers=workers,
+    live, run = np.ones(len(items), dtype=bool), items
+    if prep.keep is not None:  # masked categories: out of every system
+        index = np.full(n, -1)
+        index[prep.keep] = np.arange(len(prep.keep))
+        live = index[items] >= 0
+        run = index[items[live]]
+    system = CategorySystem(prep.W, prep.b, resolve_device(device))
+    res = _run(system, run, bound=bound, box=prep.box, eps=eps, patience=patience, solver=solver, workers=workers,
                progress=progress, kind="categories", radius_threshold=None, exact_lp=exact_radius,
                map_rows=system.row_index)
+    if prep.keep is not None:
+        res = _with_masked(res, items, live, prep.keep, prep.b0, prep.W0.shape[1])
+    if prep.lossy:
+        res = _reverified(res, prep.W0, prep.b0)
     message = res.message.astype(object)  # a fixed-width str array would truncate the longer text
     for pos in np.flatnonzero(res.radius == -np.inf):  # a zero row in the LP: an identical category
         dup = int(res.certificates[pos][0][0])
@@ -407,11 +532,11 @@ def _as_signs(Y, n: int) -> np.ndarray:
             bad = next(v for v in values if not isinstance(v, (int, np.integer)))
             raise ValueError(f"The 'items' parameter's assignment {r} must hold integer label indices. "
                              f"Got {_show(bad)}.")
-        idx = np.asarray(values, dtype=np.int64)
-        bad = idx[(idx < 0) | (idx >= n)]
-        if bad.size:
+        bad = [int(v) for v in values if not 0 <= v < n]  # Python ints: no overflow above 2^63
+        if bad:
             raise ValueError(f"The 'items' parameter's assignment {r} has label indices outside [0, {n}): "
-                             f"{bad[:5].tolist()}.")
+                             f"{bad[:5]}.")
+        idx = np.asarray(values, dtype=np.int64)
         if len(np.unique(idx)) != len(idx):
             raise ValueError(f"The 'items' parameter's assignment {r} repeats a label index ({idx.tolist()[:8]}): "
                              "for a 0/1 row, pass the assignments as a 2-D array.")
@@ -460,12 +585,13 @@ def check_assignments(W, items, b=None, *, bound: float = 1e4, lower=None, upper
     >>> check_assignments(W, [[0, 3], [3], [0, 1, 3]]).status.tolist()
     ['argmaxable', 'unargmaxable', 'argmaxable']
     """
-    W, b, box = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers)
-    signs = _as_signs(items, W.shape[0])
-    system = AssignmentSystem(W, b, signs)
-    return _run(system, np.arange(len(signs)), bound=bound, box=box, eps=eps, patience=patience, solver=solver,
-                workers=workers, progress=progress, kind="assignments", radius_threshold=1.0,
-                exact_lp=exact_radius)
+    prep = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers)
+    signs = _as_signs(items, prep.W.shape[0])
+    system = AssignmentSystem(prep.W, prep.b, signs)
+    res = _run(system, np.arange(len(signs)), bound=bound, box=prep.box, eps=eps, patience=patience, solver=solver,
+               workers=workers, progress=progress, kind="assignments", radius_threshold=1.0,
+               exact_lp=exact_radius)
+    return _reverified(res, prep.W0, prep.b0, signs > 0) if prep.lossy else res
 
 
 def check_top_m(W, items, b=None, *, bound: float = 100.0, lower=None, upper=None, eps: float = 1e-8,
@@ -486,11 +612,12 @@ def check_top_m(W, items, b=None, *, bound: float = 100.0, lower=None, upper=Non
     >>> check_top_m(W, [[0, 1], [3]]).status.tolist()
     ['argmaxable', 'unargmaxable']
     """
-    W, b, (lo, hi) = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers)  # scaled as there
-    augmented = np.hstack([W, -np.ones((W.shape[0], 1))])
-    res = check_assignments(augmented, items, b, bound=bound, lower=np.append(lo, -bound), upper=np.append(hi, bound),
-                            eps=eps, patience=patience, solver=solver, workers=workers, progress=progress,
-                            exact_radius=exact_radius)
+    prep = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers)  # scaled as there
+    lo, hi = prep.box
+    augmented = np.hstack([prep.W, -np.ones((prep.W.shape[0], 1))])
+    res = check_assignments(augmented, items, prep.b, bound=bound, lower=np.append(lo, -bound),
+                            upper=np.append(hi, bound), eps=eps, patience=patience, solver=solver, workers=workers,
+                            progress=progress, exact_radius=exact_radius)
     res.kind = "top-m sets"
     res.settings.update(lower=lo.tolist(), upper=hi.tolist())  # the box of x; tau's is [-bound, bound]
-    return res
+    return _reverified(res, prep.W0, prep.b0, _as_signs(items, prep.W0.shape[0]) > 0) if prep.lossy else res

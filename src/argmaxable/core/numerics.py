@@ -1,9 +1,9 @@
 """Floating-point helpers every stage uses to stay rigorous at any magnitude (issue 12).
 
-- :func:`unit_scale`: one power of two that brings a layer's largest entry into [0.5, 1). Scaling every row and
-  offset of a halfspace system by the same positive number changes no region, no witness, no radius and no
-  certificate, and a power of two scales exactly: a layer at 1e154 (whose squares overflow) or 1e-170 (whose
-  squares underflow) is checked as the same layer at 1.
+- :func:`range_scale`: one power of two that brings a layer's largest entry into [2^-500, 2^500]. Scaling every
+  row and offset of a halfspace system by the same positive number changes no region, no witness, no radius and
+  no certificate, and a power of two scales exactly (unless an entry underflows): a layer at 1e300 (whose squares
+  overflow) or 1e-170 (whose squares underflow) is checked as the same layer in range.
 - :func:`row_norms`: norms computed on rows scaled by their own largest entry, so a row whose entries are tiny
   next to the others' (a near-duplicate's difference, 1e-170) keeps a positive norm; only an exactly zero row
   has norm 0 (duplicates are found by exact equality, never by a norm that underflowed).
@@ -23,12 +23,14 @@ def gamma(k: int, u: float = U64) -> float:
     return k * u / (1.0 - k * u)
 
 
-def unit_scale(*arrays: np.ndarray | None) -> float:
-    """A power of two s with max |entries| * s in [0.5, 1) (1.0 for all-zero input)."""
-    top = max((float(np.abs(a).max()) for a in arrays if a is not None and a.size), default=0.0)
-    if top == 0.0:
+def range_scale(top: float) -> float:
+    """The power of two s that brings a largest |entry| ``top`` outside [2^-500, 2^500] back: above, only down to
+    [2^499, 2^500) (squares still fit, and small entries keep 2^500 more room before they underflow); below, up
+    to [0.5, 1). 1.0 inside the range or for 0."""
+    if top == 0.0 or 2.0**-500 <= top <= 2.0**500:
         return 1.0
-    return float(np.ldexp(1.0, -int(np.frexp(top)[1])))
+    e = int(np.frexp(top)[1])
+    return float(np.ldexp(1.0, 500 - e if top > 1 else -e))
 
 
 def row_norms(A: np.ndarray, squares: np.ndarray | None = None) -> np.ndarray:

@@ -38,7 +38,9 @@ class CheckResult:
         Evidence or reason in words (duplicate rows, solver status of undecided items, ...).
     certificates : list of (rows, weights)
         For unargmaxable items: dual weights over constraint rows (category indices / label indices) whose
-        bound certifies radius <= eps; empty arrays elsewhere. Re-checked by :func:`verify_certificate`.
+        bound certifies radius <= eps; for argmaxable items answered "no" at a threshold (label sets: radius >
+        1), the weights that bound the radius by it; empty arrays elsewhere. Re-checked by
+        :func:`verify_certificate`.
     settings : dict
         bound, lower, upper (the box), eps, patience, solver, exact_radius, numeric_path, blas, tolerances.
     radius_upper : ndarray of float, shape (k,)
@@ -111,15 +113,20 @@ class CheckResult:
         Arrays as they are; ``settings`` as JSON; certificates as ``cert_rows`` and ``cert_weights``
         concatenated, with ``cert_offsets`` (k + 1) marking each item's slice.
         """
-        import json
-
         from argmaxable.provenance import atomic_path
+
+        with atomic_path(path) as tmp:
+            self.write_npz(tmp)
+
+    def write_npz(self, path) -> None:
+        """Write the ``.npz`` of :meth:`save` to ``path`` as it is (no temporary name of its own)."""
+        import json
 
         sizes = [len(r) for r, _ in self.certificates]
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         rows = np.concatenate([np.asarray(r, dtype=np.int64) for r, _ in self.certificates]) if sizes else []
         weights = np.concatenate([np.asarray(w, dtype=np.float64) for _, w in self.certificates]) if sizes else []
-        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        with open(path, "wb") as fh:
             np.savez(fh, kind=self.kind, items=self.items, status=self.status.astype(str), radius=self.radius,
                      radius_exact=self.radius_exact, steps=self.steps, lp_rounds=self.lp_rounds,
                      witness=self.witness, message=self.message.astype(str), settings=json.dumps(self.settings),
@@ -129,16 +136,27 @@ class CheckResult:
 
     @classmethod
     def load(cls, path) -> CheckResult:
-        """Read a result written by :meth:`save` (no pickles)."""
+        """Read a result written by :meth:`save` (no pickles); anything else (a truncated, empty or corrupt file,
+        a member too large for memory, settings that are not a JSON object) is one ValueError."""
         import json
 
-        with np.load(path, allow_pickle=False) as z:
-            f = {k: z[k] for k in z.files}
-        o, rows, weights = f["cert_offsets"], f["cert_rows"], f["cert_weights"]
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                f = {k: z[k] for k in z.files}
+            o, rows, weights = f["cert_offsets"], f["cert_rows"], f["cert_weights"]
+            settings = json.loads(str(f["settings"]))
+        except Exception as err:  # zipfile.BadZipFile, EOFError, MemoryError, KeyError, JSONDecodeError...
+            text = str(err).strip()
+            why = text.splitlines()[0] if text else type(err).__name__
+            raise ValueError(f"{path}: not a readable evidence file ({why})") from None
+        if not isinstance(settings, dict):
+            raise ValueError(f"{path}: its settings are a JSON {type(settings).__name__}, not an object")
+        if o.ndim != 1 or len(o) != len(f["items"]) + 1 or (np.diff(o) < 0).any() or o[0] != 0 or o[-1] != len(rows):
+            raise ValueError(f"{path}: its certificate offsets do not match its {len(f['items'])} items")
         certs = [(rows[o[i] : o[i + 1]], weights[o[i] : o[i + 1]]) for i in range(len(o) - 1)]
         answers = {k[len("answer_"):]: f[k] for k in f if k.startswith("answer_")}
         return cls(str(f["kind"]), f["items"], f["status"], f["radius"], f["radius_exact"], f["steps"],
-                   f["lp_rounds"], f["witness"], f["message"], certs, json.loads(str(f["settings"])),
+                   f["lp_rounds"], f["witness"], f["message"], certs, settings,
                    radius_upper=f.get("radius_upper"), answers=answers)
 
     def summary(self) -> str:

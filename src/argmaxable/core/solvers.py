@@ -61,16 +61,21 @@ class HighsLP:
         self._h = h
         self._d = d
         self._rows = 0
+        self._refused = ""  # why HiGHS refused rows (then no solve counts)
 
     def add_rows(self, A: np.ndarray, c: np.ndarray) -> None:
         k, d = A.shape
         values = np.hstack([A, np.ones((k, 1))]).ravel()
         index = np.tile(np.arange(d + 1, dtype=np.int32), k)
         starts = np.arange(k, dtype=np.int32) * (d + 1)
-        self._h.addRows(k, np.full(k, -self._hs.kHighsInf), -c, values.size, starts, index, values)
+        status = self._h.addRows(k, np.full(k, -self._hs.kHighsInf), -c, values.size, starts, index, values)
+        if status == self._hs.HighsStatus.kError:  # e.g. an infinite coefficient: the rows are not in the model
+            self._refused = f"HiGHS refused {k} rows (addRows status {status})"
         self._rows += k
 
     def solve(self) -> LPSolution:
+        if self._refused:
+            return LPSolution(False, None, np.nan, None, self._refused)
         status = self._h.run()
         if status == self._hs.HighsStatus.kError:
             # A warm-started simplex can break down on nearly degenerate regions (tiny DFT cells); one cold restart

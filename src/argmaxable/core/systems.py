@@ -127,7 +127,9 @@ def resolve_device(device: str | None):
         return torch.device("cuda") if torch.cuda.is_available() else None
     try:
         dev = torch.device(device)
-    except RuntimeError:
+    except (RuntimeError, TypeError):
+        dev = None
+    if dev is None or dev.type not in ("cpu", "cuda"):  # "meta" holds no values; other backends are untested
         raise ValueError(f"The 'device' parameter must be 'auto', 'cpu' or 'cuda[:k]'. Got {device!r}.") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"The 'device' parameter asks for {device!r} but torch sees no CUDA GPU: use 'auto' or 'cpu'.")

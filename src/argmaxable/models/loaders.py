@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from argmaxable.models.vocab import read_vocab
-from argmaxable.models.weights import WeightsError, load_layer, open_tensors, to_numpy
+from argmaxable.models.weights import WeightsError, load_layer, open_tensors, read_member
 
 
 @dataclass
@@ -102,7 +102,10 @@ def _logits_names(config) -> tuple[list[str], list[str]]:
     import transformers
 
     arch = (getattr(config, "architectures", None) or [None])[0]
-    cls = getattr(transformers, arch, None) if arch else None
+    cls = getattr(transformers, arch, None) if isinstance(arch, str) else None
+    if cls is not None and not (isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel)):
+        # only a model class is ever built from a config: never a function (transformers.pipeline) or a tool
+        raise WeightsError(f"config.json names architecture {arch!r}, which is not a transformers model class")
     with torch.device("meta"):
         if cls is not None:
             model = cls(config)
@@ -161,7 +164,7 @@ def _read_head(fetch, candidates: list[list[str]], repo: str) -> tuple[list[np.n
             continue
         if not name.endswith(".index.json"):
             with open_tensors(path) as tensors:
-                return [to_numpy(tensors[k]) for k in _choose(tensors, candidates, repo)], [path]
+                return [read_member(tensors, k, path) for k in _choose(tensors, candidates, repo)], [path]
         weight_map = json.loads(path.read_text())["weight_map"]
         keys = _choose(weight_map, candidates, repo)
         values, files = {}, []
@@ -171,7 +174,7 @@ def _read_head(fetch, candidates: list[list[str]], repo: str) -> tuple[list[np.n
                 raise WeightsError(f"{repo!r}: shard {shard!r} named in {name} is missing")
             files.append(shard_path)
             with open_tensors(shard_path) as tensors:
-                values |= {k: to_numpy(tensors[k]) for k in keys if weight_map[k] == shard}
+                values |= {k: read_member(tensors, k, shard_path) for k in keys if weight_map[k] == shard}
         return [values[k] for k in keys], files
     raise WeightsError(f"{repo!r}: no checkpoint found (looked for {', '.join(_CHECKPOINTS)})")
 

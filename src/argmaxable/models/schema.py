@@ -7,8 +7,11 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from argmaxable.core.box import ACTIVATIONS
 from argmaxable.core.solvers import SOLVERS
-from argmaxable.rules import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, one_of
+from argmaxable.download import KINDS as DOWNLOAD_KINDS
+from argmaxable.models.loaders import SOURCES
+from argmaxable.rules import AT_LEAST_ONE, INSIDE, NON_NEGATIVE, POSITIVE, SHA256, one_of
 
 
 @dataclass
@@ -34,6 +37,15 @@ RULES = {
     "detect.patience": NON_NEGATIVE,
     "detect.solver": one_of(SOLVERS),
     "detect.workers": AT_LEAST_ONE,
+    "detect.shards": AT_LEAST_ONE,
+    # every model: the sets of allowed values are those the code declares (loaders, fetchers, activations)
+    "model.*.source": one_of(SOURCES),
+    "model.*.activation": one_of(ACTIVATIONS, fold_case=True),
+    "model.*.download.kind": one_of(DOWNLOAD_KINDS),
+    "model.*.download.sha256": SHA256,
+    "model.*.download.filename": INSIDE,
+    "model.*.params.n": AT_LEAST_ONE,
+    "model.*.params.d": AT_LEAST_ONE,
 }
 
 

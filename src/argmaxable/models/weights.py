@@ -18,6 +18,7 @@ import os
 import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -127,9 +128,22 @@ def open_tensors(path: str | os.PathLike) -> Iterator[Mapping]:
                 tensors = _flatten(obj) if isinstance(obj, Mapping) else {"W": obj}
         except Exception as err:  # each reader raises its own types; all of them mean "unreadable"
             hint = " (Marian's binary .bin models are not supported: use the .npz)" if fmt == "torch" else ""
-            msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise WeightsError(f"cannot read {str(path)!r} as {fmt}: {msg}{hint}") from None
+            raise WeightsError(f"cannot read {str(path)!r} as {fmt}: {_first_line(err)}{hint}") from None
         yield tensors
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def read_member(tensors: Mapping, key: str, path) -> Any:
+    """``tensors[key]``, read now: a member that is truncated, fails its CRC, or declares a shape no memory holds
+    is one WeightsError naming it (the lazy readers raise their own types)."""
+    try:
+        return to_numpy(tensors[key])
+    except Exception as err:  # zipfile.BadZipFile, EOFError, ValueError, MemoryError, NotImplementedError...
+        raise WeightsError(f"cannot read {key!r} from {str(path)!r}: {_first_line(err)}") from None
 
 
 def _key_list(keys) -> str:
@@ -191,14 +205,14 @@ def load_layer(path: str | os.PathLike, weight_key: str | None = None, bias_key:
     with open_tensors(path) as tensors:
         wkey = _pick(tensors, weight_key, [k for k, _ in WEIGHT_KEYS], "weight", path)
         if wkey is None:
-            only = [k for k in tensors if np.ndim(tensors[k]) == 2] if len(tensors) <= 2 else []
+            only = [k for k in tensors if np.ndim(read_member(tensors, k, path)) == 2] if len(tensors) <= 2 else []
             if len(only) != 1:
                 raise WeightsError(f"no output-layer weights found in {str(path)!r}: pass --weight-key "
                                    f"(keys found: {_key_list(tensors)})")
             wkey = only[0]
         bkey = None if no_bias else _pick(tensors, bias_key, BIAS_KEYS, "bias", path)
-        W = to_numpy(tensors[wkey])
-        b = None if bkey is None else to_numpy(tensors[bkey])
+        W = read_member(tensors, wkey, path)
+        b = None if bkey is None else read_member(tensors, bkey, path)
     if W.ndim != 2:
         raise WeightsError(f"weights {wkey!r} in {str(path)!r} must be 2-D (n, d); got shape {W.shape}")
     if b is not None:

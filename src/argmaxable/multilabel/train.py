@@ -157,7 +157,7 @@ def fit(dsd, n: int, out_dir: str | Path, *, head: str, d: int, seed: int, run: 
                  "best_step": 0, "best_elapsed": 0.0, "bad_evals": 0, "curve": [], "done": False}
         ckpt_path, best_path = out_dir / "checkpoint.pt", out_dir / "best.pt"
         if ckpt_path.exists():
-            ckpt = torch.load(ckpt_path, weights_only=False, map_location=device)
+            ckpt = _read_checkpoint(ckpt_path, device)
             model.load_state_dict(ckpt["model"])
             optim.load_state_dict(ckpt["optim"])
             torch.set_rng_state(ckpt["rng"].cpu())
@@ -226,6 +226,16 @@ def _evaluate(model, rows, labels, n, cfg, state, running, higher_better, best_p
                            "train_loss": float(np.mean(running)), "dev_loss": dev_loss, "dev_p@k": pk})
     log.info("step %d train %.4f dev loss %.4f P@%d %.4f%s", state["step"], np.mean(running), dev_loss,
              cfg.metric_k, pk, " *" if improved else "")
+
+
+def _read_checkpoint(path: Path, device):
+    """A checkpoint written by :func:`_checkpoint`: tensors and plain Python values only, read with
+    ``weights_only=True`` (a file placed in the run directory cannot run code); anything else is one ValueError."""
+    try:
+        return torch.load(path, weights_only=True, map_location=device)
+    except Exception as err:  # torch raises UnpicklingError, RuntimeError, EOFError... for a foreign file
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"{path}: not a checkpoint of this training loop (delete it to start over): {first}") from None
 
 
 def _checkpoint(path: Path, model, optim, state) -> None:

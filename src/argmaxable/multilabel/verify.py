@@ -98,7 +98,7 @@ def verify_run(dataset_dir: str | Path, run_dir: str | Path, out_path: str | Pat
     cfg: VerifyConfig = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(VerifyConfig), verify))
     dsd, _ = load_built(dataset_dir)
     npz_path = Path(run_dir) / "head.npz"
-    with np.load(npz_path) as npz:
+    with np.load(npz_path, allow_pickle=False) as npz:
         table = verify_arrays(dict(npz), {s: dsd[s]["labels"] for s in cfg.splits}, cfg)
     write_table(table, out_path, config=config, inputs=[dataset_dir, npz_path])
     return table

@@ -105,7 +105,7 @@ def run_predict(settings: dict, model_cfg: dict, root: str, out: str, config=Non
 
 
 def read_tops(path: str | Path) -> list[np.ndarray]:
-    with np.load(path) as data:
+    with np.load(path, allow_pickle=False) as data:
         return [data[f"arr_{i}"] for i in range(len(data.files))]
 
 

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from argmaxable.download import MANIFEST, DownloadError, fetch_url, unpack, write_manifest
+from argmaxable.download import MANIFEST, DownloadError, fetch_url, inside, unpack, write_manifest
 from argmaxable.multilabel.datasets.schema import DatasetConfig
 from argmaxable.provenance import file_sha256
 
@@ -81,7 +81,7 @@ def _authenticated(kind: str, secrets: Mapping[str, str], urls: list[str]) -> It
 
 def _sha256_list(url: str, into: Path) -> dict[str, str]:
     """A published ``sha256  path`` list, fetched beside the files and kept with them."""
-    path = fetch_url(url, into / Path(url.rsplit("/", 1)[-1]).name)
+    path = fetch_url(url, inside(into, Path(url.rsplit("/", 1)[-1]).name, "checksums file"))
     sums = {}
     for line in path.read_text().splitlines():
         if line.strip():
@@ -102,7 +102,8 @@ def _fetch_images(cfg: DatasetConfig, root: Path, template: str, workers: int) -
     from argmaxable.multilabel.datasets import openimages
 
     splits = openimages.select(cfg, root)
-    jobs = [(template.format(split=openimages.IMAGE_SPLITS[split], image_id=i), Path(p))
+    jobs = [(template.format(split=openimages.IMAGE_SPLITS[split], image_id=i),
+             inside(root, os.path.relpath(p, root), "image path"))
             for split, df in splits.items() for i, p in zip(df["id"], df["image_path"], strict=True)]
     with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(lambda job: _fetch(*job), jobs))  # list(): re-raises the first failure
@@ -144,9 +145,9 @@ def download_dataset(cfg: DatasetConfig, root: str | os.PathLike) -> dict[str, A
         with _authenticated(kind, secrets, [*files.values(), spec.get("checksums", "")]):
             sums = _sha256_list(spec["checksums"], root) if spec.get("checksums") else {}
             for name, url in files.items():
-                _fetch(url, root / name, sums.get(name, ""))
+                _fetch(url, inside(root, name, "download.files"), sums.get(name, ""))
             for name in spec.get("unpack") or []:
-                unpack(root / name, root)
+                unpack(inside(root, name, "download.unpack"), root)
                 (root / name).unlink()
             images = _fetch_images(cfg, root, spec["images"], int(spec.get("workers", 16))) if spec.get("images") else 0
     except DownloadError as err:
