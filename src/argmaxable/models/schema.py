@@ -102,7 +102,8 @@ class ModelConfig:
     paths are read inside the model's downloaded directory. ``download`` says how that directory is filled;
     ``activation`` names what feeds the head (``silu``, ``relu``, ``gelu``, ``tanh``, ...) for the
     activation-aware box; ``script`` names the target script whose tokens the paper counts (002 §4.2:
-    ``GREEK``, ``LATIN``, ``CYRILLIC``, ``HEBREW``, ``ARABIC``, ...; empty = the whole vocabulary).
+    ``GREEK``, ``LATIN``, ``CYRILLIC``, ``HEBREW``, ``ARABIC``, ...; empty = the whole vocabulary); ``quant``
+    lists the types of the quantisation study (:mod:`argmaxable.models.quant`).
     """
 
     name: str = MISSING
@@ -112,5 +113,7 @@ class ModelConfig:
     activation: str | None = None
     script: str = ""
     group: str = ""  # the model's source in ACL Table 1 (default: named by the paper table it is in)
+    quant: list[str] = field(default_factory=list)  # quantisation study: types to requantise the head to
+    # (argmaxable.models.quant.TYPES: Q8_0, Q5_1, Q5_0, Q4_1, Q4_0); empty: not studied
     description: str = ""
     paper: PaperResult = field(default_factory=PaperResult)
