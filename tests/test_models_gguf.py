@@ -288,3 +288,92 @@ def test_hf_directory_names_byte_level_tokens(tmp_path):
     assert table["token"][0xC3] == "<0xC3>"  # a lone lead byte of a two-byte character
     layer = load_model({"name": "m", "source": "huggingface", "params": {"repo": "."}}, root=tmp_path / "m")
     assert layer.tokens == table["token"].tolist() and layer.raw_tokens == stored
+
+
+def test_quantisation_study_table(tmp_path):
+    """Requantised heads: Q8_0 of a Q8_0 head comes back bit for bit (no check needed); Q4_0 is checked, and the
+    tokens whose status changes are exactly those a check of the test's own Q4_0 head (by the gguf package)
+    differs on from the source's check."""
+    from argmaxable.models.quant import make_quant_table, requantize, run_quant_study
+
+    rng = np.random.default_rng(5)
+    W = rng.standard_normal((80, 32)).astype(np.float32)
+    W /= np.linalg.norm(W, axis=1, keepdims=True)  # on a sphere: every row a vertex
+    W[40] = rng.integers(-8, 8, 32) / 8  # far out, on Q4_0's grid (block max 1, step 1/8)
+    W[40, 0] = -1.0
+    W[41] = W[40]
+    W[41, 5] += 0.02  # apart in Q8_0 (steps of 1/127), rounded back onto W[40] by Q4_0: a new tie
+    path = write_gguf(tmp_path / "m.gguf", W, qtype="Q8_0")
+    model = {"name": "m", "source": "gguf", "params": {"path": str(path)}}
+    check_model(model, DETECT, tmp_path / "categories.parquet", tmp_path / "summary.json")
+    records = run_quant_study(model, DETECT, tmp_path / "categories.parquet", ["Q8_0", "Q4_0"],
+                              tmp_path / "changes.parquet", tmp_path / "quant.json")
+    source = stored_head(W, "Q8_0")
+    q4 = gguf.quants.dequantize(gguf.quants.quantize(source, gguf.GGMLQuantizationType.Q4_0),
+                                gguf.GGMLQuantizationType.Q4_0)
+    np.testing.assert_array_equal(requantize(source, "Q4_0"), q4)
+    before = am.check_categories(source, patience=50).status
+    after = am.check_categories(q4, patience=50).status
+    changed = np.flatnonzero(after != before)
+    assert records[0]["identical"] is True and records[0]["max |dW|"] == 0.0 and records[0]["became unargmaxable"] == 0
+    assert records[1]["identical"] is False and records[1]["# unargmaxable"] == int((after == "unargmaxable").sum())
+    assert records[1]["became unargmaxable"] + records[1]["became argmaxable"] == len(changed)
+    assert {40, 41} <= set(changed.tolist()) and before[40] == before[41] == "argmaxable"
+    assert after[40] == after[41] == "unargmaxable" and records[1]["tied rows"] == 2
+    table = make_quant_table([tmp_path / "quant.json"], [tmp_path / "changes.parquet"],
+                             [tmp_path / "quant.md", tmp_path / "quant.parquet"], [tmp_path / "changes.md"])
+    assert table["type"].tolist() == ["Q8_0", "Q4_0"] and (tmp_path / "quant.md").is_file()
+    changes = pd.read_parquet(tmp_path / "changes.parquet")
+    assert changes["category"].tolist() == changed.tolist() and set(changes["type"]) == {"Q4_0"}
+    assert changes["token"].tolist() == [vocabulary(80)[1][i] for i in changed]
+
+
+@pytest.fixture
+def offline_hub(tmp_path, monkeypatch):
+    import huggingface_hub.constants as constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # a pre-filled cache, never the network
+    return tmp_path / "hub"
+
+
+def test_hub_id_reads_only_the_head_shard(tmp_path, offline_hub, capsys):
+    """`check softmax owner/name --revision C`: a sharded model in a pre-filled hub cache; the allow patterns
+    read from the safetensors index name the one shard holding the head, and the rows are named."""
+    import torch
+    from transformers import AutoConfig, GPT2Config, GPT2LMHeadModel
+
+    from argmaxable.models.loaders import head_patterns
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=260, n_embd=8, n_layer=2, n_head=2))
+    with torch.no_grad():
+        model.transformer.wte.weight /= model.transformer.wte.weight.norm(dim=1, keepdim=True)
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    snap = offline_hub / "models--owner--tiny" / "snapshots" / commit
+    model.save_pretrained(snap, max_shard_size="4KB")
+    stored = [*BYTE_CHARS, encode(" with"), encode(" the"), encode("é"), "<|endoftext|>"]
+    (snap / "tokenizer.json").write_text(json.dumps({"model": {"type": "BPE", "vocab": {t: i for i, t in
+                                                                                           enumerate(stored)}}}))
+    (snap.parent.parent / "refs").mkdir()
+    (snap.parent.parent / "refs" / "main").write_text(commit)
+    index = json.loads((snap / "model.safetensors.index.json").read_text())
+    shards = set(index["weight_map"].values())
+    patterns = head_patterns(AutoConfig.from_pretrained(snap), index, "owner/tiny")
+    assert len(shards) > 1 and patterns == [index["weight_map"]["transformer.wte.weight"]]
+
+    out = tmp_path / "t.csv"
+    assert main(["check", "softmax", "owner/tiny", "--revision", commit, "--patience", "50", "--out", str(out)]) == 0
+    assert "owner/tiny: 260 x 8 weights, no bias" in capsys.readouterr().out
+    table = pd.read_csv(out, keep_default_na=False)
+    assert table["token"][256:].tolist() == [" with", " the", "é", "<|endoftext|>"]
+    np.testing.assert_equal(table["status"].unique(), ["argmaxable"])  # rows on a sphere
+
+
+def test_hub_id_offline_is_one_line(tmp_path, offline_hub, capsys):
+    assert main(["check", "softmax", "HuggingFaceTB/SmolLM2-135M"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("argmaxable: error: cannot fetch 'HuggingFaceTB/SmolLM2-135M' "
+                                                    "from the Hugging Face hub: this machine may be offline")
+    assert main(["check", "softmax", "layer.npz", "--revision", "main"]) == 2
+    assert "--revision applies to a Hugging Face hub id" in capsys.readouterr().err
