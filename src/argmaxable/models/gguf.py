@@ -75,7 +75,8 @@ def dequantize(tensor) -> np.ndarray:
     except NotImplementedError:
         raise WeightsError(f"the gguf package cannot dequantise {tensor.name} of type "
                            f"{tensor.tensor_type.name}") from None
-    return np.ascontiguousarray(values, dtype=np.float32)
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    return values if values.flags.writeable else values.copy()  # F32 tensors come back as views of the file
 
 
 def read_gguf_head(path: str | os.PathLike | Sequence[str | os.PathLike]) -> GGUFHead:
