@@ -77,7 +77,7 @@ def _read_layer(args):
     Face model directory (save_pretrained, via its logits layer) or hub id (only the files holding the head and
     the tokens fetched); tokens from ``--vocab`` or the model, byte-level BPE shown readable."""
     from argmaxable.models.loaders import Layer, load_gguf, load_huggingface, load_onnx, snapshot_head
-    from argmaxable.models.vocab import read_vocab, readable_tokens
+    from argmaxable.models.vocab import read_vocab
     from argmaxable.models.weights import load_layer
 
     path = Path(args.path)
@@ -87,13 +87,12 @@ def _read_layer(args):
     if path.is_dir() or hub:
         if args.weight_key or args.bias_key:
             raise UsageError("--weight-key/--bias-key apply to weights files, not to a Hugging Face model")
-        local = snapshot_head(args.path, getattr(args, "revision", None)) if hub else path
+        revision = getattr(args, "revision", None)
+        local = snapshot_head(args.path, revision) if hub else path
         layer = load_huggingface(str(local))
         if hub:
-            layer.origin = f"huggingface:{args.path}" + (f"@{args.revision}" if args.revision else "")
-        tokens, _ = read_vocab(local, layer.W.shape[0])
-        if tokens is not None:
-            layer.raw_tokens, layer.tokens = tokens, readable_tokens(tokens) or tokens
+            layer.origin = f"huggingface:{args.path}" + (f"@{revision}" if revision else "")
+        _name_rows(layer, read_vocab(local, layer.W.shape[0])[0])
     elif path.suffix.lower() == ".gguf":
         if args.weight_key or args.bias_key:
             raise UsageError("--weight-key/--bias-key do not apply to a GGUF model (its head is output.weight, "
@@ -113,11 +112,19 @@ def _read_layer(args):
     if args.no_bias:
         layer.b = None
     if getattr(args, "vocab", None) is not None:  # `verify` has no --vocab
-        tokens, _ = read_vocab(args.vocab, layer.W.shape[0])
-        readable = readable_tokens(tokens)
-        layer.tokens, layer.raw_tokens = (readable, tokens) if readable is not None else (tokens, None)
+        _name_rows(layer, read_vocab(args.vocab, layer.W.shape[0])[0])
         layer.token_types = None
     return layer
+
+
+def _name_rows(layer, tokens) -> None:
+    """Give the layer's rows their tokens, shown readable where the vocabulary is byte-level BPE (the stored
+    names kept as ``raw_tokens``)."""
+    from argmaxable.models.vocab import readable_tokens
+
+    if tokens is not None:
+        readable = readable_tokens(tokens)
+        layer.tokens, layer.raw_tokens = (readable, tokens) if readable is not None else (tokens, None)
 
 
 def _settings(args, bound_default: float) -> dict:
