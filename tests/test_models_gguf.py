@@ -21,7 +21,7 @@ from argmaxable.download import DownloadError, download_model, join_parts
 from argmaxable.models.detect import check_model
 from argmaxable.models.gguf import read_gguf_head
 from argmaxable.models.loaders import load_model
-from argmaxable.models.vocab import BYTE_CHARS, byte_level_text
+from argmaxable.models.vocab import BYTE_CHARS, byte_level_text, readable_tokens
 from argmaxable.models.weights import WeightsError
 
 gguf = pytest.importorskip("gguf")
@@ -175,6 +175,8 @@ def test_byte_level_names_are_readable():
     assert byte_level_text(encode("\t\n")) == "<0x09><0x0A>"
     assert byte_level_text(encode("日本")) == "日本"
     assert byte_level_text(encode("日")[:2]) == "<0xE6><0x97>"  # a character cut by BPE: its bytes
+    assert readable_tokens(["▁with", "<0x0A>", "\n"], "sentencepiece") == [" with", "<0x0A>", "<0x0A>"]
+    assert readable_tokens(["Ġwith", "▁with"]) is None  # not all 256 byte characters: names kept as stored
 
 
 def test_download_file_url_check_table(tmp_path):
