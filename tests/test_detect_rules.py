@@ -28,3 +28,25 @@ def test_a_failed_download_is_one_line_and_leaves_nothing(tmp_path):
     assert len(lines) == 1 and "'random_gaussian'" in lines[0] and missing in lines[0], out.stderr[-3000:]
     assert "may be offline" in lines[0]
     assert list((tmp_path / "data" / "models").iterdir()) == []
+
+
+def test_quantisation_rules_run_on_a_tiny_gguf_head(tmp_path):
+    """quantise_model and make_quant_table through Snakemake: the SmolLM2 config pointed at a tiny GGUF file by
+    URL, studied at Q8_0 (returned bit for bit) and Q4_0; Gemma-3's study switched off."""
+    import hashlib
+
+    import pandas as pd
+    from test_models_gguf import head_rows, write_gguf
+
+    src = write_gguf(tmp_path / "tiny.gguf", head_rows(32), qtype="Q8_0")
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    m = "model.smollm2_135m_instruct"
+    overrides = (f'overrides=["results_dir={tmp_path}/results","data_dir={tmp_path}/data","detect.patience=50",'
+                 f'"{m}.download.kind=url","++{m}.download.url={src.as_uri()}","++{m}.download.filename=m.gguf",'
+                 f'"{m}.download.sha256={digest}","{m}.params.path=m.gguf","{m}.quant=[Q8_0,Q4_0]",'
+                 f'"model.gemma3_270m.quant=[]"]')
+    out = snakemake(f"{tmp_path}/results/detect/tables/quant.md", "--cores", "1", "--config", overrides)
+    assert out.returncode == 0, out.stderr[-3000:]
+    table = pd.read_parquet(tmp_path / "results" / "detect" / "tables" / "quant.parquet")
+    assert table["type"].tolist() == ["Q8_0", "Q4_0"] and table["identical"].tolist() == [True, False]
+    assert set(table["model"]) == {"SmolLM2-135M-Instruct"} and (table["source # unargmaxable"] >= 5).all()

@@ -145,7 +145,7 @@ def test_tokens_a_loader_found_are_kept_unless_vocab_is_named(tmp_path, monkeypa
 
 
 def test_load_model_rejects_bad_configs():
-    with pytest.raises(WeightsError, match=r"unknown source 'hub'; use one of \['file', 'huggingface'"):
+    with pytest.raises(WeightsError, match=r"unknown source 'hub'; use one of \['file', 'gguf', 'huggingface'"):
         load_model({"name": "m", "source": "hub", "params": {}})
     with pytest.raises(WeightsError, match=r"bad params for source 'random'.*accepted: n, d, dist, bias, seed"):
         load_model({"name": "m", "source": "random", "params": {"n": 3, "dims": 2}})

@@ -2,6 +2,8 @@
 
     argmaxable check softmax layer.npz [--weight-key K] [--bias-key K] [--out table.parquet]
     argmaxable check softmax model.onnx [--activation silu] [--vocab tokens.txt]
+    argmaxable check softmax model.gguf
+    argmaxable check softmax HuggingFaceTB/SmolLM2-135M [--revision R]
     argmaxable check assignments layer.pt labels.txt [--out table.csv]
     argmaxable verify table.parquet layer.npz [--labels labels.txt]
     argmaxable config show [experiment=paper detect.bound=50 ...]
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -62,17 +65,44 @@ def _describe(path, W, b) -> str:
     return f"{path}: {W.shape[0]} x {W.shape[1]} weights, {'with' if b is not None else 'no'} bias"
 
 
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # owner/name
+
+
+def _is_hub_id(text: str) -> bool:
+    """A Hugging Face hub id (``owner/name``) that names no local path nor a weights file."""
+    from argmaxable.models.weights import FORMATS
+
+    path = Path(text)
+    return bool(HUB_ID.match(text)) and not path.exists() and path.suffix.lower() not in (*FORMATS, ".onnx", ".gguf")
+
+
 def _read_layer(args):
-    """The output layer of a weights file, an ONNX model (its head found in the graph) or a Hugging Face
-    model directory (save_pretrained, via its logits layer); tokens from ``--vocab`` or the model."""
-    from argmaxable.models.loaders import Layer, load_huggingface, load_onnx
+    """The output layer of a weights file, an ONNX model (its head found in the graph), a GGUF model, a Hugging
+    Face model directory (save_pretrained, via its logits layer) or hub id (only the files holding the head and
+    the tokens fetched); tokens from ``--vocab`` or the model, byte-level BPE shown readable."""
+    from argmaxable.models.loaders import Layer, load_gguf, load_huggingface, load_onnx, snapshot_head
+    from argmaxable.models.vocab import read_vocab
     from argmaxable.models.weights import load_layer
 
     path = Path(args.path)
-    if path.is_dir():
+    hub = not path.is_dir() and _is_hub_id(args.path)
+    if getattr(args, "revision", None) and not hub:
+        raise UsageError("--revision applies to a Hugging Face hub id (owner/name), not to a local path")
+    if path.is_dir() or hub:
         if args.weight_key or args.bias_key:
-            raise UsageError("--weight-key/--bias-key apply to weights files, not to a Hugging Face model directory")
-        layer = load_huggingface(args.path)
+            raise UsageError("--weight-key/--bias-key apply to weights files, not to a Hugging Face model")
+        revision = getattr(args, "revision", None)
+        local = snapshot_head(args.path, revision) if hub else path
+        layer = load_huggingface(str(local))
+        if hub:
+            layer.origin = f"huggingface:{args.path}" + (f"@{revision}" if revision else "")
+        _name_rows(layer, read_vocab(local, layer.W.shape[0])[0])
+    elif path.suffix.lower() == ".gguf":
+        if args.weight_key or args.bias_key:
+            raise UsageError("--weight-key/--bias-key do not apply to a GGUF model (its head is output.weight, "
+                             "or token_embd.weight when tied)")
+        layer = load_gguf(args.path)
+        print(f"head: {layer.origin}")
     elif path.suffix.lower() == ".onnx":
         if args.bias_key:
             raise UsageError("--bias-key does not apply to an ONNX model (its head's bias is read from the graph)")
@@ -86,10 +116,19 @@ def _read_layer(args):
     if args.no_bias:
         layer.b = None
     if getattr(args, "vocab", None) is not None:  # `verify` has no --vocab
-        from argmaxable.models.vocab import read_vocab
-
-        layer.tokens, _ = read_vocab(args.vocab, layer.W.shape[0])
+        _name_rows(layer, read_vocab(args.vocab, layer.W.shape[0])[0])
+        layer.token_types = None
     return layer
+
+
+def _name_rows(layer, tokens) -> None:
+    """Give the layer's rows their tokens, shown readable where the vocabulary is byte-level BPE (the stored
+    names kept as ``raw_tokens``)."""
+    from argmaxable.models.vocab import readable_tokens
+
+    if tokens is not None:
+        readable = readable_tokens(tokens)
+        layer.tokens, layer.raw_tokens = (readable, tokens) if readable is not None else (tokens, None)
 
 
 def _settings(args, bound_default: float) -> dict:
@@ -147,15 +186,17 @@ def _check_out(args) -> None:
         raise UsageError(f"--out {str(out)!r}: cannot write in directory {str(parent)!r}") from None
 
 
-def _write(res, args, extra_inputs=(), tokens=None) -> None:
+def _write(res, args, extra_inputs=(), layer=None) -> None:
     if args.out is None:
         return
     from argmaxable.provenance import write_table
 
     out = Path(args.out)
     frame = res.to_frame().rename(columns={"item": "category" if res.kind == "categories" else "assignment"})
-    if tokens is not None:
-        frame.insert(1, "token", [tokens[i] for i in frame["category"]])
+    if layer is not None:  # token (readable), raw_token (as stored, where they differ), token_type (GGUF)
+        named = [("token", layer.tokens), ("raw_token", layer.raw_tokens), ("token_type", layer.token_types)]
+        for at, (column, values) in enumerate([(c, v) for c, v in named if v is not None], start=1):
+            frame.insert(at, column, [values[i] for i in frame["category"]])
     # the table, its .meta.json and its evidence are staged and renamed together: one unit, old or new
     write_table(frame, out, config={"command": sys.argv[1:], **res.settings}, inputs=[args.path, *extra_inputs],
                 companions=[(evidence_path(out), res.write_npz)])
@@ -172,7 +213,7 @@ def cmd_check_softmax(args) -> int:
     res = am.check_categories(layer.W, b=layer.b, progress=args.progress, **settings)
     print(res.summary())
     _list_tokens(res, layer.tokens)
-    _write(res, args, tokens=layer.tokens)
+    _write(res, args, layer=layer)
     return 0
 
 
@@ -299,8 +340,10 @@ def cmd_config_show(args) -> int:
 
 
 def _add_layer_options(p: argparse.ArgumentParser, bound_default: str) -> None:
-    p.add_argument("path", help="weights file (.npz, .npy, .pt/.pth/.bin, .safetensors), an ONNX model (.onnx) "
-                   "or a Hugging Face model directory (save_pretrained)")
+    p.add_argument("path", help="weights file (.npz, .npy, .pt/.pth/.bin, .safetensors), an ONNX model (.onnx), "
+                   "a GGUF model (.gguf), a Hugging Face model directory (save_pretrained) or hub id (owner/name: "
+                   "only the files holding the head and the tokens are fetched)")
+    p.add_argument("--revision", metavar="R", help="branch, tag or commit of a hub id (default: main)")
     p.add_argument("--weight-key", metavar="K", help="name of the weight matrix in the file (default: "
                    "lm_head.weight, decoder_ff_logit_out_W, ff_logit_W, decoder_Wemb, Wemb_dec, Wemb, weight, W); "
                    "for .onnx the tensor holding the logits (default: found from the Softmax or graph output)")

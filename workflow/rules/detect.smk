@@ -11,10 +11,14 @@ DETECT_MODELS = list(CFG.model)
 SHARDS = CFG.detect.shards
 
 
+QUANT_MODELS = [m for m in DETECT_MODELS if CFG.model[m].quant]  # heads of the quantisation study
+
+
 def detect_targets():
     if not DETECT_MODELS:
         return []
-    return [f"{DETECT}/tables/detect.parquet", f"{DETECT}/tables/detect.md"]
+    quant = [f"{DETECT}/tables/quant.parquet", f"{DETECT}/tables/quant.md"] if QUANT_MODELS else []
+    return [f"{DETECT}/tables/detect.parquet", f"{DETECT}/tables/detect.md", *quant]
 
 
 def model_params(wc):
@@ -196,3 +200,41 @@ rule plot_steps:
         names=lambda wc: [CFG.model[m].name for m in steps_models(wc.figure)],
     script:
         "../scripts/detect_plot_steps.py"
+
+
+# Quantisation study (beyond the papers, argmaxable.models.quant): each head whose config lists `quant` types is
+# requantised to each, checked, and compared token by token with the check of the file's own head.
+rule quantise_model:
+    wildcard_constraints:
+        model="|".join(map(re.escape, QUANT_MODELS)) or "none",
+    input:
+        manifest=model_input("{model}"),
+        source=f"{DETECT}/{{model}}/categories.parquet",
+    output:
+        changes=f"{DETECT}/{{model}}/quant_changes.parquet",
+        summary=f"{DETECT}/{{model}}/quant.json",
+    log:
+        f"{DETECT}/logs/quantise_model/{{model}}.log",
+    params:
+        model=model_params,
+        root=lambda wc: model_dir(wc.model),
+        detect=OmegaConf.to_container(CFG.detect, resolve=True),
+        types=lambda wc: list(CFG.model[wc.model].quant),
+    threads: CFG.detect.workers
+    script:
+        "../scripts/detect_quantise_model.py"
+
+
+rule make_quant_table:
+    input:
+        summaries=expand(f"{DETECT}/{{model}}/quant.json", model=QUANT_MODELS),
+        changes=expand(f"{DETECT}/{{model}}/quant_changes.parquet", model=QUANT_MODELS),
+    output:
+        parquet=f"{DETECT}/tables/quant.parquet",
+        md=f"{DETECT}/tables/quant.md",
+        changes_parquet=f"{DETECT}/tables/quant_changes.parquet",
+        changes_md=f"{DETECT}/tables/quant_changes.md",
+    log:
+        f"{DETECT}/logs/make_quant_table.log",
+    script:
+        "../scripts/detect_make_quant_table.py"

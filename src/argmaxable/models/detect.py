@@ -51,12 +51,14 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
     -------
     frame : DataFrame
         One row per box (:func:`boxes`) and category of the range: box, category, token (when the model has
-        a vocabulary), counted
+        a vocabulary; readable for byte-level BPE), raw_token (the stored name, where ``token`` differs),
+        token_type (GGUF: normal, control, user_defined, unused, byte, ...), counted
         (whether the paper counts it: the target-script filter of :mod:`argmaxable.models.vocab` when the
         model names a ``script``, else every category), then the check's columns (status, radius, steps, ...).
     facts : dict
         model, group, origin, n, d, bias, script, activation, seconds, settings (per box, scalar bounds),
-        files (paths read), checks (the core's settings per box, recorded in the table's sidecar).
+        files (paths read), checks (the core's settings per box, recorded in the table's sidecar), head (what
+        the file says about the head: GGUF's tied, stored_type, output_norm; empty for other sources).
     """
     import argmaxable as am
 
@@ -82,16 +84,21 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
         frame.insert(0, "box", box)
         frames.append(frame)
     frame = pd.concat(frames, ignore_index=True)
-    tokens = [layer.tokens[i] for i in frame["category"]] if layer.tokens is not None else None
-    counted = [in_script(t, script) for t in tokens] if script else np.ones(len(frame), bool)
-    if tokens is not None:
-        frame.insert(2, "token", tokens)
-    frame.insert(3 if tokens is not None else 2, "counted", counted)
+    rows = frame["category"].to_numpy()
+    stored = layer.raw_tokens or layer.tokens  # the script filter reads the names as the vocabulary stores them
+    counted = [in_script(stored[i], script) for i in rows] if script else np.ones(len(frame), bool)
+    named = [("token", layer.tokens), ("raw_token", layer.raw_tokens), ("token_type", layer.token_types)]
+    at = 2
+    for column, values in named:
+        if values is not None:
+            frame.insert(at, column, [values[i] for i in rows])
+            at += 1
+    frame.insert(at, "counted", counted)
     facts = {"model": model["name"], "group": model.get("group") or "", "origin": layer.origin, "n": int(n),
              "d": int(layer.W.shape[1]),
              "bias": layer.b is not None, "script": script, "activation": layer.activation,
              "seconds": round(seconds, 3), "settings": settings, "files": [str(f) for f in layer.files],
-             "checks": checks}
+             "checks": checks, "head": layer.info}
     return frame, facts
 
 
@@ -156,6 +163,7 @@ def summarise(frame, facts: Mapping, paper: Mapping | None = None) -> dict[str, 
     return {
         **{k: facts.get(k) for k in ("model", "group", "origin", "n", "d", "bias", "script", "activation", "seconds",
                                      "settings")},
+        "head": facts.get("head") or {},  # what the file says about the head (GGUF: tied, stored_type, output_norm)
         **_box_record(paper_rows),
         "activation_box": activation_box,
         "paper": dict(paper or {}),

@@ -9,11 +9,14 @@ Each source is one function whose keyword arguments are the config's ``params``:
 - ``npz``: a Marian/Nematus .npz (Bergamot, Edinburgh WMT'17);
 - ``file``: any file :func:`argmaxable.models.weights.load_layer` reads;
 - ``onnx``: the head of an ONNX graph (:mod:`argmaxable.models.onnx`), with its tokens from the model's
-  metadata or a file beside it.
+  metadata or a file beside it;
+- ``gguf``: the head of a GGUF model (:mod:`argmaxable.models.gguf`), with its tokens and token types from the
+  file's metadata.
 
 Loaders read local files only: :mod:`argmaxable.download` fetches a model's files into its directory first,
 and :func:`load_model` resolves relative paths (``path``, ``repo``, ``vocab``) inside that directory. Each
-row's token comes from the model's own vocabulary files (:mod:`argmaxable.models.vocab`).
+row's token comes from the model's own vocabulary files (:mod:`argmaxable.models.vocab`), shown as the text it
+stands for where the vocabulary is byte-level BPE (the stored name kept in ``Layer.raw_tokens``).
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from argmaxable.models.vocab import read_vocab
-from argmaxable.models.weights import WeightsError, load_layer, open_tensors, read_member
+from argmaxable.models.vocab import read_vocab, readable_tokens
+from argmaxable.models.weights import WeightsError, load_layer, open_tensors, read_member, to_numpy
 
 
 @dataclass
@@ -41,6 +44,9 @@ class Layer:
     files: list[Path] = field(default_factory=list)  # files read, hashed into provenance
     tokens: list[str] | None = None  # (n,) each row's token ("" where the vocabulary has no such id)
     activation: str | None = None  # what feeds the head (silu, relu, ...), for the activation-aware box
+    raw_tokens: list[str] | None = None  # (n,) tokens as stored, where ``tokens`` shows them readable
+    token_types: list[str] | None = None  # (n,) GGUF token types: normal, control, user_defined, unused, byte, ...
+    info: dict = field(default_factory=dict)  # what the file says about the head: tied, stored_type, norm, ...
 
 
 # ---------------------------------------------------------------------------------------------- random
@@ -179,6 +185,58 @@ def _read_head(fetch, candidates: list[list[str]], repo: str) -> tuple[list[np.n
     raise WeightsError(f"{repo!r}: no checkpoint found (looked for {', '.join(_CHECKPOINTS)})")
 
 
+# Files naming the tokens of a hub model (argmaxable.models.vocab.read_vocab reads them).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "vocab.txt", "merges.txt",
+                   "special_tokens_map.json", "added_tokens.json", "target_vocab.json", "vocab-tgt.json")
+_INDEX = "model.safetensors.index.json"
+
+
+def head_patterns(config, index: Mapping | None, repo: str) -> list[str]:
+    """The checkpoint files holding a hub model's head: the shards the safetensors ``index`` maps the logits
+    weight and bias to, or the single ``model.safetensors`` when the model has no index."""
+    if index is None:
+        return ["model.safetensors"]
+    weight_map = index["weight_map"]
+    weight_names, bias_names = _logits_names(config)
+    return sorted({weight_map[k] for k in _choose(weight_map, [weight_names, *bias_names], repo)})
+
+
+def snapshot_head(repo: str, revision: str | None = None, cache_dir: str | None = None) -> Path:
+    """Fetch only the files of a hub model that hold its head and its tokens; return the local snapshot.
+
+    ``snapshot_download`` first fetches the config, the safetensors index and the tokenizer files, then the
+    shards :func:`head_patterns` reads from the index (a 7B model's head is one shard of several GB, not the
+    whole model). A pre-filled Hugging Face cache serves it offline (``HF_HUB_OFFLINE=1``).
+
+    Raises
+    ------
+    WeightsError
+        One line: the hub cannot be reached and the cache lacks the model, or an unknown repo or revision.
+    """
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+    from transformers import AutoConfig
+
+    def fetch(patterns: list[str]) -> Path:
+        try:
+            return Path(snapshot_download(repo, revision=revision, allow_patterns=patterns, cache_dir=cache_dir))
+        except LocalEntryNotFoundError:
+            raise WeightsError(f"cannot fetch {repo!r} from the Hugging Face hub: this machine may be offline and "
+                               "the local cache lacks it; fetch it where there is a network, or pass a local "
+                               "directory") from None
+        except Exception as err:  # hub errors: unknown repo or revision, gated model, HTTP failures
+            raise WeightsError(f"cannot fetch {repo!r} from the Hugging Face hub: "
+                               f"{str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}"
+                               ) from None
+
+    first = ["config.json", _INDEX, *TOKENIZER_FILES]
+    snapshot = fetch(first)
+    if not (snapshot / "config.json").is_file():
+        raise WeightsError(f"{repo!r} has no config.json: not a Hugging Face model")
+    index = json.loads((snapshot / _INDEX).read_text()) if (snapshot / _INDEX).is_file() else None
+    return fetch([*first, *head_patterns(AutoConfig.from_pretrained(snapshot), index, repo)])
+
+
 def load_huggingface(repo: str, revision: str | None = None, local_files_only: bool = False,
                      cache_dir: str | None = None) -> Layer:
     """The logits layer of a Hugging Face model (hub id or local directory), reading only its tensors.
@@ -244,12 +302,34 @@ def load_onnx(path: str, output: str | None = None, tokens: Mapping | None = Non
     return Layer(head.W, head.b, origin, files, tokens=names, activation=head.activation)
 
 
+def load_gguf(path: str | list[str]) -> Layer:
+    """The head of a local GGUF model (:func:`argmaxable.models.gguf.read_gguf_head`): one file, or the files of a
+    ``gguf-split`` model in order. Tokens and token types come from the metadata, shown readable (byte-level BPE
+    for llama.cpp's ``gpt2`` tokenizer, ``▁`` as the space for ``llama``); ``info`` keeps the head's tensor name,
+    whether it is tied to the embeddings, its stored type and the final norm's weights (``output_norm``)."""
+    from argmaxable.models.gguf import read_gguf_head
+
+    paths = [Path(p).expanduser() for p in ([path] if isinstance(path, str) else path)]
+    head = read_gguf_head(paths)
+    tokens = raw = head.tokens
+    if tokens is not None:
+        scheme = {"gpt2": "byte_level", "llama": "sentencepiece"}.get(head.tokenizer, "auto")
+        tokens = readable_tokens(raw, scheme) or raw
+    info = {"tensor": head.tensor, "tied": head.tied, "stored_type": head.stored_type, "tokenizer": head.tokenizer,
+            "architecture": head.architecture,
+            "output_norm": None if head.norm is None else [float(v) for v in head.norm]}
+    origin = f"gguf:{paths[0].name} {head.tensor} ({head.stored_type}{', tied' if head.tied else ''})"
+    return Layer(head.W, None, origin, paths, tokens=tokens, raw_tokens=raw if tokens is not raw else None,
+                 token_types=head.token_types, info=info)
+
+
 SOURCES: dict[str, Callable[..., Layer]] = {
     "random": load_random,
     "huggingface": load_huggingface,
     "npz": load_npz,
     "file": load_file,
     "onnx": load_onnx,
+    "gguf": load_gguf,
 }
 
 
@@ -286,6 +366,8 @@ def load_model(model: Mapping, root: str | os.PathLike | None = None) -> Layer:
     if root is not None:
         params |= {k: str(Path(root) / v) for k, v in params.items()
                    if k in PATH_PARAMS and isinstance(v, str) and not Path(v).expanduser().is_absolute()}
+    if root is not None and isinstance(params.get("path"), list):  # the files of a split model, in order
+        params["path"] = [str(Path(root) / v) for v in params["path"]]
     vocab = params.pop("vocab", None)
     loader = SOURCES.get(source)
     if loader is None:
@@ -301,7 +383,9 @@ def load_model(model: Mapping, root: str | os.PathLike | None = None) -> Layer:
     if vocab is not None or (layer.tokens is None and layer.files):  # an explicit file, else the model's own
         where = Path(vocab) if vocab is not None else layer.files[0].parent
         tokens, vocab_files = read_vocab(where, layer.W.shape[0])
-        layer.tokens = tokens if tokens is not None else layer.tokens
+        if tokens is not None:
+            readable = readable_tokens(tokens)
+            layer.tokens, layer.raw_tokens = (readable, tokens) if readable is not None else (tokens, None)
         layer.files += vocab_files
     layer.activation = model.get("activation") or layer.activation  # the config's word, else what a graph shows
     return layer

