@@ -41,6 +41,7 @@ class Layer:
     files: list[Path] = field(default_factory=list)  # files read, hashed into provenance
     tokens: list[str] | None = None  # (n,) each row's token ("" where the vocabulary has no such id)
     activation: str | None = None  # what feeds the head (silu, relu, ...), for the activation-aware box
+    precision: str | None = None  # the stored weights' type, when the loader knows it (e.g. float32, float16)
 
 
 # ---------------------------------------------------------------------------------------------- random
@@ -205,11 +206,26 @@ def load_huggingface(repo: str, revision: str | None = None, local_files_only: b
 
 
 def load_file(path: str, weight_key: str | None = None, bias_key: str | None = None,
-              no_bias: bool = False) -> Layer:
-    """A layer from a local weights file: the arguments of :func:`argmaxable.models.weights.load_layer`."""
+              no_bias: bool = False, tokens: Mapping | None = None) -> Layer:
+    """A layer from a local weights file: the arguments of :func:`argmaxable.models.weights.load_layer`, and
+    optionally where each row's token is (``tokens``: :func:`argmaxable.models.onnx.read_tokens`, files
+    relative to the weights file's directory)."""
     local = Path(path).expanduser()
     W, b = load_layer(local, weight_key=weight_key, bias_key=bias_key, no_bias=no_bias)
-    return Layer(W, b, str(path), [local])
+    return Layer(W, b, str(path), [local, *_token_files(tokens, local)], tokens=_tokens(tokens, local, W.shape[0]))
+
+
+def _tokens(spec: Mapping | None, local: Path, n: int, metadata: Mapping | None = None) -> list[str] | None:
+    """The tokens a ``tokens`` setting names, checked to be one per row."""
+    from argmaxable.models.onnx import read_tokens
+
+    if not spec:
+        return None
+    names = read_tokens(spec, local.parent, metadata)
+    if len(names) != n:
+        raise WeightsError(f"{str(local)!r}: {len(names)} tokens for {n} output rows; fix the model's 'tokens' "
+                           "setting (prepend/append what the model adds, e.g. a CTC blank)")
+    return names
 
 
 def load_npz(path: str, weight_key: str | None = None, bias_key: str | None = None,
@@ -220,6 +236,11 @@ def load_npz(path: str, weight_key: str | None = None, bias_key: str | None = No
     return load_file(path, weight_key, bias_key, no_bias)
 
 
+def _token_files(spec: Mapping | None, local: Path) -> list[Path]:
+    """The files a ``tokens`` setting reads (for provenance)."""
+    return [local.parent / spec[k] for k in ("file", "pickle") if spec and k in spec]
+
+
 def load_onnx(path: str, output: str | None = None, tokens: Mapping | None = None) -> Layer:
     """The softmax head of a local ONNX model (:func:`argmaxable.models.onnx.read_onnx_head`).
 
@@ -227,18 +248,14 @@ def load_onnx(path: str, output: str | None = None, tokens: Mapping | None = Non
     where each row's token is (:func:`argmaxable.models.onnx.read_tokens`; files relative to the .onnx file's
     directory). The activation found feeding the head is kept in ``Layer.activation`` and the origin.
     """
-    from argmaxable.models.onnx import read_onnx_head, read_tokens
+    from argmaxable.models.onnx import read_onnx_head
 
     local = Path(path).expanduser()
     head = read_onnx_head(local, output)
-    n = head.W.shape[0]
-    names = read_tokens(tokens, local.parent, head.metadata) if tokens else None
-    if names is not None and len(names) != n:
-        raise WeightsError(f"{path!r}: {len(names)} tokens for {n} output rows; fix the model's 'tokens' setting "
-                           "(prepend/append what the model adds, e.g. a CTC blank)")
-    files = [local] + ([local.parent / tokens["file"]] if tokens and "file" in tokens else [])
+    names = _tokens(tokens, local, head.W.shape[0], head.metadata)
     origin = f"onnx:{local.name} {head.node} (fed by {head.feeding})"
-    return Layer(head.W, head.b, origin, files, tokens=names, activation=head.activation)
+    return Layer(head.W, head.b, origin, [local, *_token_files(tokens, local)], tokens=names,
+                 activation=head.activation, precision=head.precision)
 
 
 SOURCES: dict[str, Callable[..., Layer]] = {
