@@ -266,7 +266,7 @@ def test_a_head_fed_by_a_linear_layer_is_read_as_their_product(tmp_path):
     _stacked(tmp_path / "two.onnx")
     head = read_onnx_head(tmp_path / "two.onnx")
     assert head.W.shape == (N, D) and head.node == "MatMul -> m2 after MatMul -> m1"
-    assert head.activation == "relu" and head.feeding == "Relu -> a" and head.precision == "float32"
+    assert head.activation == "relu" and head.feeding == "Relu -> a" and head.precision == "float32" and not head.tied
     assert np.linalg.matrix_rank(head.W) == 2  # the product's rank is the middle width
     x = RNG.standard_normal((1, T, D)).astype(np.float32)
     np.testing.assert_allclose(np.maximum(x, 0) @ head.W.T + head.b, _logits(tmp_path / "two.onnx", x, "logits"),
@@ -285,3 +285,19 @@ def test_text_tokens_with_crlf_line_ends_lose_the_carriage_return(tmp_path):
     layer = load_model({"name": "rec", "source": "onnx", "params": {
         "path": "rec.onnx", "tokens": {"file": "dict.txt", "prepend": ["<blank>"], "append": [" "]}}}, root=tmp_path)
     assert layer.tokens == ["<blank>", "a", "b", "c", "d", "e", " "]
+
+
+def test_a_head_whose_weights_an_embedding_lookup_reads_is_tied(tmp_path):
+    E = RNG.standard_normal((N, D)).astype(np.float32)  # (n, d): Gather reads it, the head multiplies by Eᵀ
+    nodes = [helper.make_node("Gather", ["E", "ids"], ["emb"]), helper.make_node("Add", ["emb", "x"], ["h"]),
+             helper.make_node("Transpose", ["E"], ["Et"], perm=[1, 0]),
+             helper.make_node("MatMul", ["h", "Et"], ["logits"]),
+             helper.make_node("Softmax", ["logits"], ["p"], axis=-1)]
+    _save(tmp_path / "lm.onnx", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, D]),
+                                        helper.make_tensor_value_info("ids", TensorProto.INT64, [1])],
+          [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, N])], [numpy_helper.from_array(E, "E")])
+    head = read_onnx_head(tmp_path / "lm.onnx")
+    np.testing.assert_array_equal(head.W, E)
+    assert head.tied is True and head.b is None
+    _ppocr_like(tmp_path / "rec.onnx")
+    assert read_onnx_head(tmp_path / "rec.onnx").tied is False

@@ -65,6 +65,7 @@ def test_a_file_layer_names_its_rows_from_a_pickled_vocabulary(tmp_path):
         "tokens": {"pickle": "lang.pkl", "classes": [f"{__name__}.Lang"], "attribute": "index2word"}}}
     layer = load_model(spec, root=tmp_path)
     assert layer.tokens == ["SOS", "EOS", "who", "are"] and layer.files[-1] == tmp_path / "lang.pkl"
+    assert layer.tied is None  # no other tensor of the head's shape in the file: it cannot tell
     spec["params"]["tokens"]["attribute"] = "word2index"
     with pytest.raises(WeightsError, match="no 'word2index' in the pickled Record; found: index2word, n_words"):
         load_model(spec, root=tmp_path)

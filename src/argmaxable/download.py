@@ -305,8 +305,13 @@ def _wheel_url(package: str, filename: str) -> str:
         indexes = [settings.get("index-url") or PyPI.simple_url, *settings.get("extra-index-url", "").split()]
         pages += [f"{index.rstrip('/')}/{name}/" for index in indexes]
     for page in pages:
+        local = Path(urllib.parse.unquote(urllib.parse.urlparse(page).path)) if "://" not in page or \
+            page.startswith("file:") else None
+        if local is not None:  # a local page, or a directory of a file index (its index.html)
+            page = local.resolve().as_uri() + ("/" if local.is_dir() else "")
         try:
-            with urllib.request.urlopen(page if "://" in page else Path(page).resolve().as_uri(), timeout=60) as r:
+            with urllib.request.urlopen(page + ("index.html" if page.endswith("/") and local else ""),
+                                        timeout=60) as r:
                 html = r.read().decode("utf-8", "replace")
         except (OSError, ValueError):
             continue

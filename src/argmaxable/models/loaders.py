@@ -42,6 +42,7 @@ class Layer:
     tokens: list[str] | None = None  # (n,) each row's token ("" where the vocabulary has no such id)
     activation: str | None = None  # what feeds the head (silu, relu, ...), for the activation-aware box
     precision: str | None = None  # the stored weights' type, when the loader knows it (e.g. float32, float16)
+    tied: bool | None = None  # whether the head shares its weights with an input embedding, when the loader knows
 
 
 # ---------------------------------------------------------------------------------------------- random
@@ -212,7 +213,18 @@ def load_file(path: str, weight_key: str | None = None, bias_key: str | None = N
     relative to the weights file's directory)."""
     local = Path(path).expanduser()
     W, b = load_layer(local, weight_key=weight_key, bias_key=bias_key, no_bias=no_bias)
-    return Layer(W, b, str(path), [local, *_token_files(tokens, local)], tokens=_tokens(tokens, local, W.shape[0]))
+    return Layer(W, b, str(path), [local, *_token_files(tokens, local)], tokens=_tokens(tokens, local, W.shape[0]),
+                 tied=_tied(local, weight_key, W))
+
+
+def _tied(path: Path, weight_key: str | None, W: np.ndarray) -> bool | None:
+    """Whether another tensor of the file (an input embedding) holds the head's weights: None when the weight
+    key is not named or no other tensor has the head's shape (the file cannot tell)."""
+    if weight_key is None:
+        return None
+    with open_tensors(path) as tensors:
+        same = [k for k in tensors if k != weight_key and np.shape(tensors[k]) == W.shape]
+        return any(np.array_equal(to_numpy(tensors[k]), W) for k in same) if same else None
 
 
 def _tokens(spec: Mapping | None, local: Path, n: int, metadata: Mapping | None = None) -> list[str] | None:
@@ -255,7 +267,7 @@ def load_onnx(path: str, output: str | None = None, tokens: Mapping | None = Non
     names = _tokens(tokens, local, head.W.shape[0], head.metadata)
     origin = f"onnx:{local.name} {head.node} (fed by {head.feeding})"
     return Layer(head.W, head.b, origin, [local, *_token_files(tokens, local)], tokens=names,
-                 activation=head.activation, precision=head.precision)
+                 activation=head.activation, precision=head.precision, tied=head.tied)
 
 
 SOURCES: dict[str, Callable[..., Layer]] = {

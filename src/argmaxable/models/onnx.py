@@ -52,6 +52,7 @@ class OnnxHead:
     feeding: str  # the op found before the head, e.g. "LSTM -> 361"
     metadata: dict[str, str]  # the model's metadata_props
     precision: str = "float32"  # the stored weights' type (of the last layer's, when two were multiplied)
+    tied: bool = False  # whether an embedding lookup (Gather) reads the head's weights too
 
 
 class _Graph:
@@ -174,9 +175,9 @@ def _scale_factor(g: _Graph, name: str) -> np.ndarray | None:
 
 
 def _fold_head(g: _Graph, start: str, path: Path, passes=_PASS
-               ) -> tuple[np.ndarray, np.ndarray | None, str, str, str]:
-    """Walk back from the logits to the matrix product; return W, b, the product's input, its description and
-    the stored weight's type.
+               ) -> tuple[np.ndarray, np.ndarray | None, str, str, str, str]:
+    """Walk back from the logits to the matrix product; return W, b, the product's input, its description, the
+    stored weight's type and name.
 
     Invariant: logits = scale ⊙ y + shift along the category axis, where y is the tensor reached so far;
     ``passes`` are the ops walked through unchanged.
@@ -212,7 +213,7 @@ def _fold_head(g: _Graph, start: str, path: Path, passes=_PASS
             name = node.input[1 - k]
         elif op in _PRODUCTS:
             W, b, x = _product(g, node, scale, shift, path)
-            return W, b, x, f"{op} -> {node.output[0]}", str(g.const(node.input[1]).dtype)
+            return W, b, x, f"{op} -> {node.output[0]}", str(g.const(node.input[1]).dtype), node.input[1]
         else:
             raise WeightsError(f"{str(path)!r}: {op} node {node.name or node.output[0]!r} stands between the "
                                "logits and the head's MatMul/Gemm; name the logits tensor with 'output'")
@@ -262,7 +263,7 @@ def _stacked(g: _Graph, W: np.ndarray, b: np.ndarray | None, x: str, node: str, 
     """
     while True:
         try:
-            W1, b1, x1, node1, _ = _fold_head(g, x, path, passes=_SAME)
+            W1, b1, x1, node1, _, _ = _fold_head(g, x, path, passes=_SAME)
         except WeightsError:  # not a constant linear layer: x is the head's input
             return W, b, x, node
         if W1.shape[0] != W.shape[1]:
@@ -352,11 +353,16 @@ def read_onnx_head(path: str | os.PathLike, output: str | None = None) -> OnnxHe
     path = Path(path)
     model = _load(path)
     g = _Graph(model)
-    W, b, x, node, precision = _fold_head(g, _start(g, output, path), path)
+    W, b, x, node, precision, weight = _fold_head(g, _start(g, output, path), path)
+    names = {weight}
+    while (src := g.producer.get(weight)) is not None and src.op_type in ("Transpose", "Identity", "Cast"):
+        weight = src.input[0]
+        names.add(weight)
+    tied = any(n.op_type == "Gather" and n.input[0] in names for n in g.nodes)  # an embedding lookup reads it
     W, b, x, node = _stacked(g, W, b, x, node, path)
     activation, feeding = _feeding(g, x)
     metadata = {p.key: p.value for p in model.metadata_props}
-    return OnnxHead(np.ascontiguousarray(W), b, node, activation, feeding, metadata, precision)
+    return OnnxHead(np.ascontiguousarray(W), b, node, activation, feeding, metadata, precision, tied)
 
 
 def read_tokens(spec: Mapping, root: str | os.PathLike = ".", metadata: Mapping[str, str] | None = None

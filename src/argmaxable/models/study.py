@@ -79,21 +79,37 @@ def norm_percentiles(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return norms, 100.0 * np.searchsorted(order, norms, side="right") / len(norms)
 
 
-def nearest_rows(W: np.ndarray, b: np.ndarray | None, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def nearest_rows(W: np.ndarray, b: np.ndarray | None, ids: np.ndarray, candidates: int = 3
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """For each row in ``ids``, the other row closest to it and their distance: the largest absolute difference
-    of weights or bias (float64). A distance of 0 is an exact tie; a few units in the last place of the stored
+    of weights or bias, computed exactly in float64 against the ``candidates`` rows nearest in Euclidean distance
+    (found by one Gram product). A distance of 0 is an exact tie; a few units in the last place of the stored
     type is a near-tie, a row whose region can be thinner than the check's eps."""
-    bias = np.zeros(W.shape[0]) if b is None else np.asarray(b, dtype=np.float64)
+    ids = np.asarray(ids, dtype=np.int64)
+    n = W.shape[0]
+    bias = np.zeros(n) if b is None else np.asarray(b, dtype=np.float64).reshape(-1)
     nearest, distance = np.empty(len(ids), dtype=np.int64), np.empty(len(ids))
-    for k, i in enumerate(ids):
-        gap = np.abs(bias - bias[i])
-        row = np.asarray(W[i], dtype=np.float64)
-        for s in range(0, W.shape[0], 4096):
-            block = np.abs(np.asarray(W[s:s + 4096], dtype=np.float64) - row).max(axis=1)
-            gap[s:s + len(block)] = np.maximum(gap[s:s + len(block)], block)
-        gap[i] = np.inf
-        nearest[k] = int(np.argmin(gap))
-        distance[k] = gap[nearest[k]]
+    if not len(ids):
+        return nearest, distance
+    sq = np.empty(n)
+    for s in range(0, n, 4096):
+        block = np.asarray(W[s:s + 4096], dtype=np.float64)
+        sq[s:s + len(block)] = np.einsum("ij,ij->i", block, block) + bias[s:s + len(block)] ** 2
+    k = max(1, min(candidates, n - 1))
+    for s in range(0, len(ids), 512):
+        rows = ids[s:s + 512]
+        A = np.column_stack([np.asarray(W[rows], dtype=np.float64), bias[rows]])
+        d2 = np.empty((len(rows), n))
+        for c in range(0, n, 8192):
+            block = np.column_stack([np.asarray(W[c:c + 8192], dtype=np.float64), bias[c:c + 8192]])
+            d2[:, c:c + len(block)] = sq[rows, None] + sq[None, c:c + len(block)] - 2 * A @ block.T
+        d2[np.arange(len(rows)), rows] = np.inf
+        near = np.argpartition(d2, k - 1, axis=1)[:, :k]
+        for r, (i, cand) in enumerate(zip(rows, near, strict=True)):
+            gaps = np.maximum(np.abs(np.asarray(W[cand], dtype=np.float64) - A[r, :-1]).max(axis=1),
+                              np.abs(bias[cand] - bias[i]))
+            best = int(np.argmin(gaps))
+            nearest[s + r], distance[s + r] = cand[best], gaps[best]
     return nearest, distance
 
 
