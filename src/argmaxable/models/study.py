@@ -37,6 +37,7 @@ from argmaxable.models.loaders import Layer, load_model
 from argmaxable.provenance import atomic_path, save_figure, write_json, write_table
 
 LISTED = 30  # unargmaxable tokens listed per model and box in the Markdown (all of them in the parquet)
+NEAR_ULPS = 8  # a near-tie: within this many float32 units in the last place (at the row's largest entry) of a row
 
 
 def tie_groups(W: np.ndarray, b: np.ndarray | None = None) -> list[np.ndarray]:
@@ -134,9 +135,10 @@ def split_unargmaxable(layer: Layer, frame: pd.DataFrame, settings: Mapping[str,
     Returns
     -------
     DataFrame
-        box, category, token, token_type, kind ("tie" or "strictly inside"), group (the group's lowest id, -1
-        for a row in no group), group_size, emitted (whether greedy decoding with first-index tie-break can
-        emit this id: the lowest id of an argmaxable group), nearest (the closest other row,
+        box, category, token, token_type, kind ("tie"; "near-tie": strictly inside, but within
+        :data:`NEAR_ULPS` float32 units in the last place of another row; else "strictly inside"), group (the
+        group's lowest id, -1 for a row in no group), group_size, emitted (whether greedy decoding with
+        first-index tie-break can emit this id: the lowest id of an argmaxable group), nearest (the closest other row,
         :func:`nearest_rows`), distance (to it), norm, norm_percentile.
     """
     import argmaxable as am
@@ -164,11 +166,16 @@ def split_unargmaxable(layer: Layer, frame: pd.DataFrame, settings: Mapping[str,
         cats = unarg["category"].to_numpy()
         tie = np.array([lowest[c] in argmaxable_group for c in cats], dtype=bool)
         nearest, distance = nearest_rows(layer.W, layer.b, cats)
+        scale = np.abs(np.asarray(layer.W[cats], dtype=np.float64)).max(axis=1)
+        if layer.b is not None:
+            scale = np.maximum(scale, np.abs(np.asarray(layer.b, dtype=np.float64)[cats]))
+        near = ~tie & (distance > 0) & (distance <= NEAR_ULPS * np.spacing(scale.astype(np.float32)))
         out.append(pd.DataFrame({
             "box": box, "category": cats,
             "token": unarg["token"].to_numpy() if "token" in unarg else "",
             "token_type": unarg["token_type"].to_numpy() if "token_type" in unarg else "",
-            "kind": np.where(tie, "tie", "strictly inside"), "group": lowest[cats], "group_size": size[cats],
+            "kind": np.where(tie, "tie", np.where(near, "near-tie", "strictly inside")), "group": lowest[cats],
+            "group_size": size[cats],
             "emitted": tie & (lowest[cats] == cats), "nearest": nearest, "distance": distance, "norm": norms[cats],
             "norm_percentile": percentiles[cats]}))
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
@@ -194,7 +201,8 @@ def study_model(model: Mapping, detect: Mapping, table_path: str | os.PathLike, 
                   "upper": summary["settings"][box].get("upper"),
                   "unargmaxable": int((rows["status"] == "unargmaxable").sum()),
                   "ties": int((mine["kind"] == "tie").sum()) if len(mine) else 0,
-                  "strictly_inside": int((mine["kind"] == "strictly inside").sum()) if len(mine) else 0,
+                  "strictly_inside": int((mine["kind"] != "tie").sum()) if len(mine) else 0,
+                  "near_ties": int((mine["kind"] == "near-tie").sum()) if len(mine) else 0,
                   "emitted": mine.loc[mine["emitted"], "category"].astype(int).tolist() if len(mine) else [],
                   "undecided": int((rows["status"] == "undecided").sum())}
         if "token_type" in rows:
@@ -225,7 +233,7 @@ def study_tables(records: list[Mapping], tokens: pd.DataFrame) -> tuple[pd.DataF
             rows.append({"model": r["model"], "box": box["box"], "n": r["n"], "d": r["d"],
                          "n/d": round(r["n_over_d"], 1), "tied": _yes_no(r["tied"]), "precision": r["precision"],
                          "bias": _yes_no(r["bias"]), "# unargmaxable": box["unargmaxable"], "# ties": box["ties"],
-                         "# strictly inside": box["strictly_inside"],
+                         "# strictly inside": box["strictly_inside"], "of which near-ties": box["near_ties"],
                          "ids greedy decoding emits": ", ".join(map(str, box["emitted"])) or "—",
                          "% unargmaxable": round(100 * share, 4), "# undecided": box["undecided"]})
             for t, c in (box.get("token_types") or {}).items():
@@ -270,7 +278,9 @@ def _markdown(table: pd.DataFrame, tokens: pd.DataFrame, types: pd.DataFrame) ->
     lines = ["# LM study: unargmaxable tokens of real heads (beyond the papers, beside ACL Table 4)", "",
              "A *tie* is a row exactly equal (weights and bias) to another, in a group that is argmaxable once "
              "merged: greedy decoding with first-index tie-break can still emit the group's lowest id (listed). "
-             "*Strictly inside*: unargmaxable even with equal rows merged.", "", table.to_markdown(index=False), ""]
+             "*Strictly inside*: unargmaxable even with equal rows merged; of those, a *near-tie* is within "
+             f"{NEAR_ULPS} float32 units in the last place of another row (at the row's largest entry).", "",
+             table.to_markdown(index=False), ""]
     if len(types):
         lines += ["## Share of each token type that is unargmaxable", "", types.to_markdown(index=False), ""]
     if len(tokens):
