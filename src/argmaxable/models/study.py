@@ -245,26 +245,35 @@ def study_tables(records: list[Mapping], tokens: pd.DataFrame) -> tuple[pd.DataF
 
 
 def plot_share(table: pd.DataFrame, path: str | os.PathLike, *, config: Any = None, inputs: Iterable = ()) -> None:
-    """Unargmaxable share (%) against n/d (log x), one labelled point per model: filled in the paper's box,
-    hollow in the activation's box. A symlog y axis keeps the models with none on the axis."""
+    """Unargmaxable share (%) against n/d (log x), one numbered point per model (the key beside the axes):
+    filled in the paper's box, hollow in the activation's box, a line joining a model's two. A symlog y axis
+    keeps the models with none on the axis."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 5.5))
-    paper = table[table["box"] == "paper"]
+    fig, ax = plt.subplots(figsize=(11, 6))
+    paper = table[table["box"] == "paper"].sort_values(["n/d", "% unargmaxable"], kind="stable")
     other = table[table["box"] != "paper"]
+    for _, row in other.iterrows():
+        mine = paper[paper["model"] == row["model"]]
+        ax.plot([row["n/d"]] * 2, [mine["% unargmaxable"].iloc[0], row["% unargmaxable"]], color="0.7", lw=0.8,
+                zorder=1)
     ax.scatter(paper["n/d"], paper["% unargmaxable"], s=36, color="tab:blue", label="paper's box |x_j| <= B",
                zorder=3)
     ax.scatter(other["n/d"], other["% unargmaxable"], s=70, facecolors="none", edgecolors="tab:red",
                label="activation's box", zorder=2)
-    for k, (_, row) in enumerate(paper.iterrows()):
-        ax.annotate(row["model"], (row["n/d"], row["% unargmaxable"]), textcoords="offset points",
-                    xytext=(5, 4 + 9 * (k % 3)), fontsize=7, rotation=20)
+    key = []
+    for k, (_, row) in enumerate(paper.iterrows(), start=1):
+        ax.annotate(str(k), (row["n/d"], row["% unargmaxable"]), textcoords="offset points",
+                    xytext=(4, 4 if k % 2 else -10), fontsize=8)
+        key.append(f"{k:>2}  {row['model']}")
+    ax.text(1.02, 1.0, "\n".join(key), transform=ax.transAxes, va="top", ha="left", fontsize=8, family="monospace")
     ax.set_xscale("log")
     ax.set_yscale("symlog", linthresh=0.01)
-    ax.set_ylim(bottom=-0.002)
+    ax.set_ylim(-0.004, 300)
+    ax.set_xlim(table["n/d"].min() / 1.5, table["n/d"].max() * 1.5)
     ax.set_xlabel("n / d (categories per feature, log scale)")
     ax.set_ylabel("% of categories unargmaxable (symlog)")
     ax.set_title("Unargmaxable share of real and trained heads")
