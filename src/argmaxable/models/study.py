@@ -36,7 +36,9 @@ import pandas as pd
 from argmaxable.models.loaders import Layer, load_model
 from argmaxable.provenance import atomic_path, save_figure, write_json, write_table
 
-LISTED = 30  # unargmaxable tokens listed per model and box in the Markdown (all of them in the parquet)
+# Unargmaxable tokens listed per model in the Markdown, paper's box (all of them, every box, in the parquet): a
+# model whose tokens have types (the GGUF LLMs) lists up to LISTED_TYPED, any other up to LISTED.
+LISTED, LISTED_TYPED = 10, 100
 NEAR_ULPS = 8  # a near-tie: within this many float32 units in the last place (at the row's largest entry) of a row
 
 
@@ -296,9 +298,13 @@ def _markdown(table: pd.DataFrame, tokens: pd.DataFrame, types: pd.DataFrame) ->
         lines += ["## Unargmaxable tokens", "",
                   "Nearest: the closest other row and the largest absolute difference of weights or bias to it (0: a "
                   "tie; a few units in the last place: a near-tie whose region can be thinner than eps). Norm "
-                  f"percentile: share of the model's rows with a norm at most this row's. At most {LISTED} per model "
-                  "and box here; all of them in lm_study_tokens.parquet.", ""]
-        shown = tokens.groupby(["model", "box"], sort=False).head(LISTED)
+                  "percentile: share of the model's rows with a norm at most this row's. The paper's box only, at "
+                  f"most {LISTED} per model ({LISTED_TYPED} for a model with token types); all of them, every box, in "
+                  "lm_study_tokens.parquet.", ""]
+        paper = tokens[tokens["box"] == "paper"]
+        typed = paper.groupby("model", sort=False)["token_type"].transform(lambda t: (t.astype(str) != "").any())
+        shown = pd.concat([paper[typed].groupby("model", sort=False).head(LISTED_TYPED),
+                           paper[~typed].groupby("model", sort=False).head(LISTED)]).sort_index()
         cols = ["model", "box", "category", "token", "token_type", "kind", "group", "group_size", "emitted", "nearest",
                 "distance", "norm", "norm_percentile"]
         lines += [shown[cols].round({"norm": 4, "norm_percentile": 1}).to_markdown(index=False, floatfmt="g"), ""]
