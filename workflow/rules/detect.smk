@@ -1,7 +1,9 @@
 # detect family: download each configured model (download_model, one job per model, writing
 # data/models/<key>/ with a manifest), check every category of its softmax layer from those local files (002 §4,
 # Fig. 4's combined algorithm; with detect.shards > 1, one job per class range merged after) and gather the
-# papers' table of potentially unargmaxable / unargmaxable tokens (002 appendix E).
+# papers' table of potentially unargmaxable / unargmaxable tokens (002 appendix E). Beyond the papers, the LM
+# study (study_model per real model, make_lm_study) splits each real head's unargmaxable tokens into ties and
+# rows strictly inside (argmaxable.models.study).
 import re
 
 from omegaconf import OmegaConf
@@ -9,6 +11,12 @@ from omegaconf import OmegaConf
 DETECT = f"{RESULTS}/detect"
 DETECT_MODELS = list(CFG.model)
 SHARDS = CFG.detect.shards
+# The LM study's models: detect.study_models that ran, or every checked model that is not a synthetic layer.
+STUDY_MODELS = [m for m in (CFG.detect.study_models or DETECT_MODELS)
+                if m in DETECT_MODELS and CFG.model[m].source != "random"]
+STUDY = f"{DETECT}/study"
+STUDY_OUT = {"md": f"{DETECT}/tables/lm_study.md", "parquet": f"{DETECT}/tables/lm_study.parquet",
+             "tokens": f"{DETECT}/tables/lm_study_tokens.parquet", "png": f"{DETECT}/figures/lm_study_share.png"}
 
 
 QUANT_MODELS = [m for m in DETECT_MODELS if CFG.model[m].quant]  # heads of the quantisation study
@@ -18,7 +26,8 @@ def detect_targets():
     if not DETECT_MODELS:
         return []
     quant = [f"{DETECT}/tables/quant.parquet", f"{DETECT}/tables/quant.md"] if QUANT_MODELS else []
-    return [f"{DETECT}/tables/detect.parquet", f"{DETECT}/tables/detect.md", *quant]
+    return [f"{DETECT}/tables/detect.parquet", f"{DETECT}/tables/detect.md", *quant,
+            *(STUDY_OUT.values() if STUDY_MODELS else [])]
 
 
 def model_params(wc):
@@ -238,3 +247,37 @@ rule make_quant_table:
         f"{DETECT}/logs/make_quant_table.log",
     script:
         "../scripts/detect_make_quant_table.py"
+
+
+# Beyond the papers, beside ACL Table 4 / thesis Fig. A.2: the LM study over the real heads (argmaxable.models.study).
+rule study_model:
+    wildcard_constraints:
+        model=MODEL_KEYS,
+    input:
+        model=model_input("{model}"),
+        table=f"{DETECT}/{{model}}/categories.parquet",
+        summary=f"{DETECT}/{{model}}/summary.json",
+    output:
+        record=f"{STUDY}/{{model}}.json",
+        tokens=f"{STUDY}/{{model}}_tokens.parquet",
+    log:
+        f"{DETECT}/logs/study_model/{{model}}.log",
+    params:
+        model=model_params,
+        root=lambda wc: model_dir(wc.model),
+        detect=OmegaConf.to_container(CFG.detect, resolve=True),
+    threads: CFG.detect.workers
+    script:
+        "../scripts/detect_study_model.py"
+
+
+rule make_lm_study:
+    input:
+        records=expand(f"{STUDY}/{{model}}.json", model=STUDY_MODELS),
+        tokens=expand(f"{STUDY}/{{model}}_tokens.parquet", model=STUDY_MODELS),
+    output:
+        **STUDY_OUT,
+    log:
+        f"{DETECT}/logs/make_lm_study.log",
+    script:
+        "../scripts/detect_make_lm_study.py"

@@ -47,6 +47,8 @@ class Layer:
     raw_tokens: list[str] | None = None  # (n,) tokens as stored, where ``tokens`` shows them readable
     token_types: list[str] | None = None  # (n,) GGUF token types: normal, control, user_defined, unused, byte, ...
     info: dict = field(default_factory=dict)  # what the file says about the head: tied, stored_type, norm, ...
+    precision: str | None = None  # the stored weights' type, when the loader knows it (e.g. float32, float16)
+    tied: bool | None = None  # whether the head shares its weights with an input embedding, when the loader knows
 
 
 # ---------------------------------------------------------------------------------------------- random
@@ -266,11 +268,37 @@ def load_huggingface(repo: str, revision: str | None = None, local_files_only: b
 
 
 def load_file(path: str, weight_key: str | None = None, bias_key: str | None = None,
-              no_bias: bool = False) -> Layer:
-    """A layer from a local weights file: the arguments of :func:`argmaxable.models.weights.load_layer`."""
+              no_bias: bool = False, tokens: Mapping | None = None) -> Layer:
+    """A layer from a local weights file: the arguments of :func:`argmaxable.models.weights.load_layer`, and
+    optionally where each row's token is (``tokens``: :func:`argmaxable.models.onnx.read_tokens`, files
+    relative to the weights file's directory)."""
     local = Path(path).expanduser()
     W, b = load_layer(local, weight_key=weight_key, bias_key=bias_key, no_bias=no_bias)
-    return Layer(W, b, str(path), [local])
+    return Layer(W, b, str(path), [local, *_token_files(tokens, local)], tokens=_tokens(tokens, local, W.shape[0]),
+                 tied=_tied(local, weight_key, W))
+
+
+def _tied(path: Path, weight_key: str | None, W: np.ndarray) -> bool | None:
+    """Whether another tensor of the file (an input embedding) holds the head's weights: None when the weight
+    key is not named or no other tensor has the head's shape (the file cannot tell)."""
+    if weight_key is None:
+        return None
+    with open_tensors(path) as tensors:
+        same = [k for k in tensors if k != weight_key and np.shape(tensors[k]) == W.shape]
+        return any(np.array_equal(to_numpy(tensors[k]), W) for k in same) if same else None
+
+
+def _tokens(spec: Mapping | None, local: Path, n: int, metadata: Mapping | None = None) -> list[str] | None:
+    """The tokens a ``tokens`` setting names, checked to be one per row."""
+    from argmaxable.models.onnx import read_tokens
+
+    if not spec:
+        return None
+    names = read_tokens(spec, local.parent, metadata)
+    if len(names) != n:
+        raise WeightsError(f"{str(local)!r}: {len(names)} tokens for {n} output rows; fix the model's 'tokens' "
+                           "setting (prepend/append what the model adds, e.g. a CTC blank)")
+    return names
 
 
 def load_npz(path: str, weight_key: str | None = None, bias_key: str | None = None,
@@ -281,6 +309,11 @@ def load_npz(path: str, weight_key: str | None = None, bias_key: str | None = No
     return load_file(path, weight_key, bias_key, no_bias)
 
 
+def _token_files(spec: Mapping | None, local: Path) -> list[Path]:
+    """The files a ``tokens`` setting reads (for provenance)."""
+    return [local.parent / spec[k] for k in ("file", "pickle") if spec and k in spec]
+
+
 def load_onnx(path: str, output: str | None = None, tokens: Mapping | None = None) -> Layer:
     """The softmax head of a local ONNX model (:func:`argmaxable.models.onnx.read_onnx_head`).
 
@@ -288,18 +321,14 @@ def load_onnx(path: str, output: str | None = None, tokens: Mapping | None = Non
     where each row's token is (:func:`argmaxable.models.onnx.read_tokens`; files relative to the .onnx file's
     directory). The activation found feeding the head is kept in ``Layer.activation`` and the origin.
     """
-    from argmaxable.models.onnx import read_onnx_head, read_tokens
+    from argmaxable.models.onnx import read_onnx_head
 
     local = Path(path).expanduser()
     head = read_onnx_head(local, output)
-    n = head.W.shape[0]
-    names = read_tokens(tokens, local.parent, head.metadata) if tokens else None
-    if names is not None and len(names) != n:
-        raise WeightsError(f"{path!r}: {len(names)} tokens for {n} output rows; fix the model's 'tokens' setting "
-                           "(prepend/append what the model adds, e.g. a CTC blank)")
-    files = [local] + ([local.parent / tokens["file"]] if tokens and "file" in tokens else [])
+    names = _tokens(tokens, local, head.W.shape[0], head.metadata)
     origin = f"onnx:{local.name} {head.node} (fed by {head.feeding})"
-    return Layer(head.W, head.b, origin, files, tokens=names, activation=head.activation)
+    return Layer(head.W, head.b, origin, [local, *_token_files(tokens, local)], tokens=names,
+                 activation=head.activation, precision=head.precision, tied=head.tied)
 
 
 def load_gguf(path: str | list[str]) -> Layer:
@@ -320,7 +349,7 @@ def load_gguf(path: str | list[str]) -> Layer:
             "output_norm": None if head.norm is None else [float(v) for v in head.norm]}
     origin = f"gguf:{paths[0].name} {head.tensor} ({head.stored_type}{', tied' if head.tied else ''})"
     return Layer(head.W, None, origin, paths, tokens=tokens, raw_tokens=raw if tokens is not raw else None,
-                 token_types=head.token_types, info=info)
+                 token_types=head.token_types, info=info, precision=head.stored_type, tied=head.tied)
 
 
 SOURCES: dict[str, Callable[..., Layer]] = {

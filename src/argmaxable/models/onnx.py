@@ -13,8 +13,12 @@ the matrix product that makes them:
 
 On the way back, ``Add``/``Sub`` with a constant make the bias and ``Mul``/``Div`` by a constant scale the rows:
 the logits are always a ⊙ (x W₀ᵀ) + c, folded into W and b. Constants come from initializers or ``Constant``
-nodes. What feeds the head (the op producing x, past reshapes) names its activation where it is a known one:
-``Relu``; ``Tanh``; ``Sigmoid``; x·sigmoid(x) (SiLU/swish); ``Gelu`` or its ``Erf`` form; the hidden state
+nodes. A head fed directly by another constant linear layer (its product and bias, through ``Identity``/``Cast``
+only, no activation between: PP-OCRv2's two-layer CTC head) is one affine map of that layer's input: the two
+are multiplied, W = W₂ W₁ and b = W₂ b₁ + b₂ in float64, and the head reads the first layer's input.
+
+What feeds the head (the op producing x, past reshapes) names its activation where it is a known one: ``Relu``;
+``Tanh``; ``Sigmoid``; x·sigmoid(x) (SiLU/swish); ``Gelu`` or its ``Erf`` form; the hidden state
 of an ``LSTM``/``GRU``, which lies in (-1, 1) like tanh's output.
 """
 
@@ -34,6 +38,7 @@ from argmaxable.models.weights import WeightsError
 _PASS = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Cast", "Dropout"}
 _SOFTMAX = ("Softmax", "LogSoftmax")
 _PRODUCTS = ("MatMul", "Gemm", "MatMulInteger")
+_SAME = {"Identity", "Cast", "Dropout"}  # ops between two stacked linear layers that keep every value in place
 
 
 @dataclass
@@ -46,6 +51,8 @@ class OnnxHead:
     activation: str | None  # what feeds the head, when known: relu, tanh, sigmoid, silu, gelu
     feeding: str  # the op found before the head, e.g. "LSTM -> 361"
     metadata: dict[str, str]  # the model's metadata_props
+    precision: str = "float32"  # the stored weights' type (of the last layer's, when two were multiplied)
+    tied: bool = False  # whether an embedding lookup (Gather) reads the head's weights too
 
 
 class _Graph:
@@ -167,10 +174,13 @@ def _scale_factor(g: _Graph, name: str) -> np.ndarray | None:
     return None
 
 
-def _fold_head(g: _Graph, start: str, path: Path) -> tuple[np.ndarray, np.ndarray | None, str, str]:
-    """Walk back from the logits to the matrix product; return W, b, the product's input and its description.
+def _fold_head(g: _Graph, start: str, path: Path, passes=_PASS
+               ) -> tuple[np.ndarray, np.ndarray | None, str, str, str, str]:
+    """Walk back from the logits to the matrix product; return W, b, the product's input, its description, the
+    stored weight's type and name.
 
-    Invariant: logits = scale ⊙ y + shift along the category axis, where y is the tensor reached so far.
+    Invariant: logits = scale ⊙ y + shift along the category axis, where y is the tensor reached so far;
+    ``passes`` are the ops walked through unchanged.
     """
     scale, shift, name = np.ones(1), None, start
     while True:
@@ -179,7 +189,7 @@ def _fold_head(g: _Graph, start: str, path: Path) -> tuple[np.ndarray, np.ndarra
             raise WeightsError(f"{str(path)!r}: reached graph input {name!r} without finding a MatMul or Gemm "
                                "before the softmax; name the logits tensor with 'output'")
         op, dyn = node.op_type, g.dynamic(node)
-        if op in _PASS:
+        if op in passes:
             name = node.input[0]
         elif op in ("Add", "Sub") and len(dyn) == 1:
             const = g.const(node.input[1 - dyn[0]]).astype(np.float64).reshape(-1)
@@ -202,7 +212,8 @@ def _fold_head(g: _Graph, start: str, path: Path) -> tuple[np.ndarray, np.ndarra
             scale = scale * factors[k].reshape(-1)
             name = node.input[1 - k]
         elif op in _PRODUCTS:
-            return (*_product(g, node, scale, shift, path), f"{op} -> {node.output[0]}")
+            W, b, x = _product(g, node, scale, shift, path)
+            return W, b, x, f"{op} -> {node.output[0]}", str(g.const(node.input[1]).dtype), node.input[1]
         else:
             raise WeightsError(f"{str(path)!r}: {op} node {node.name or node.output[0]!r} stands between the "
                                "logits and the head's MatMul/Gemm; name the logits tensor with 'output'")
@@ -241,6 +252,27 @@ def _product(g: _Graph, node, scale: np.ndarray, shift, path: Path) -> tuple[np.
     terms = [t for t in (None if bias is None else scale * bias, shift) if t is not None]
     b = np.broadcast_to(sum(terms), (n,)).copy() if terms else None
     return np.ascontiguousarray(W), b, node.input[0]
+
+
+def _stacked(g: _Graph, W: np.ndarray, b: np.ndarray | None, x: str, node: str, path: Path
+             ) -> tuple[np.ndarray, np.ndarray | None, str, str]:
+    """Multiply the head by each constant linear layer feeding it directly (no activation between).
+
+    Returns W = W_k ... W₁ (float64), b, the first layer's input and the products' description; unchanged when
+    ``x`` is not the output of such a layer (an activation, a residual sum, an input).
+    """
+    while True:
+        try:
+            W1, b1, x1, node1, _, _ = _fold_head(g, x, path, passes=_SAME)
+        except WeightsError:  # not a constant linear layer: x is the head's input
+            return W, b, x, node
+        if W1.shape[0] != W.shape[1]:
+            return W, b, x, node
+        W64 = W.astype(np.float64)
+        inner = np.zeros(W.shape[0]) if b1 is None else W64 @ b1.astype(np.float64)
+        W, b = W64 @ W1.astype(np.float64), inner + (0.0 if b is None else b)
+        b = None if b1 is None and not np.any(b) else b
+        x, node = x1, f"{node} after {node1}"
 
 
 def _feeding(g: _Graph, name: str) -> tuple[str | None, str]:
@@ -292,7 +324,8 @@ def read_onnx_head(path: str | os.PathLike, output: str | None = None) -> OnnxHe
     Returns
     -------
     OnnxHead
-        W (n, d) and b (n,) such that logits = W x + b, the head's node, what feeds it, the metadata.
+        W (n, d) and b (n,) such that logits = W x + b, the head's node (``"MatMul -> y after MatMul -> h"`` when
+        stacked linear layers were multiplied), what feeds it, the metadata, the stored weights' type.
 
     Raises
     ------
@@ -320,10 +353,16 @@ def read_onnx_head(path: str | os.PathLike, output: str | None = None) -> OnnxHe
     path = Path(path)
     model = _load(path)
     g = _Graph(model)
-    W, b, x, node = _fold_head(g, _start(g, output, path), path)
+    W, b, x, node, precision, weight = _fold_head(g, _start(g, output, path), path)
+    names = {weight}
+    while (src := g.producer.get(weight)) is not None and src.op_type in ("Transpose", "Identity", "Cast"):
+        weight = src.input[0]
+        names.add(weight)
+    tied = any(n.op_type == "Gather" and n.input[0] in names for n in g.nodes)  # an embedding lookup reads it
+    W, b, x, node = _stacked(g, W, b, x, node, path)
     activation, feeding = _feeding(g, x)
     metadata = {p.key: p.value for p in model.metadata_props}
-    return OnnxHead(W, b, node, activation, feeding, metadata)
+    return OnnxHead(np.ascontiguousarray(W), b, node, activation, feeding, metadata, precision, tied)
 
 
 def read_tokens(spec: Mapping, root: str | os.PathLike = ".", metadata: Mapping[str, str] | None = None
@@ -335,7 +374,11 @@ def read_tokens(spec: Mapping, root: str | os.PathLike = ".", metadata: Mapping[
     - ``metadata: KEY``: the ONNX metadata entry KEY, one token per line (PP-OCR's ``character``);
     - ``file: PATH`` with ``variable: NAME``: a list literal assigned to NAME in a Python source file, read
       with :func:`ast.literal_eval` (never executed; ddddocr's ``charsets.py``);
-    - ``file: PATH`` alone: a text file, one token per line;
+    - ``file: PATH`` alone: a text file, one token per line (LF or CRLF line ends);
+    - ``pickle: PATH`` with ``attribute: A.B``: a list of tokens in row order or a dict id -> token at that
+      attribute/key path of a pickle, read as plain data (:func:`argmaxable.models.safepickle.load_plain`; the
+      classes listed in ``classes``, ``"module.Name"``, are read as attribute records, every other global is
+      refused); ids must be 0..k-1;
     - ``prepend``/``append``: tokens the model adds around that list (e.g. a CTC blank first).
 
     Paths are relative to ``root``.
@@ -352,10 +395,14 @@ def read_tokens(spec: Mapping, root: str | os.PathLike = ".", metadata: Mapping[
             raise WeightsError(f"tokens: file {str(path)!r} does not exist")
         text = path.read_text(encoding="utf-8")
         tokens = _python_list(text, spec["variable"], path) if "variable" in spec else text.split("\n")
-        if "variable" not in spec and tokens and tokens[-1] == "":
-            tokens.pop()  # the file's final newline
+        if "variable" not in spec:
+            tokens = [t.removesuffix("\r") for t in tokens]
+            if tokens and tokens[-1] == "":
+                tokens.pop()  # the file's final newline
+    elif "pickle" in spec:
+        tokens = _pickled_tokens(Path(root) / spec["pickle"], spec.get("attribute", ""), spec.get("classes", ()))
     else:
-        raise WeightsError(f"tokens: give 'metadata' or 'file' (got keys {sorted(spec)})")
+        raise WeightsError(f"tokens: give 'metadata', 'file' or 'pickle' (got keys {sorted(spec)})")
     return [*spec.get("prepend", []), *tokens, *spec.get("append", [])]
 
 
@@ -367,3 +414,18 @@ def _python_list(source: str, variable: str, path: Path) -> list[str]:
                 return list(value)
             raise WeightsError(f"tokens: {variable} in {str(path)!r} is not a list of strings")
     raise WeightsError(f"tokens: no module-level assignment to {variable!r} in {str(path)!r}")
+
+
+def _pickled_tokens(path: Path, attribute: str, classes) -> list[str]:
+    from argmaxable.models.safepickle import attribute as get
+    from argmaxable.models.safepickle import load_plain
+
+    value = get(load_plain(path, classes), attribute, path)
+    if isinstance(value, dict):
+        if sorted(value) != list(range(len(value))):
+            raise WeightsError(f"tokens: {attribute or 'the pickle'} in {str(path)!r} is not a dict of ids 0..k-1")
+        value = [value[i] for i in range(len(value))]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise WeightsError(f"tokens: {attribute or 'the pickle'} in {str(path)!r} is not a list of strings or a "
+                           "dict id -> string")
+    return value

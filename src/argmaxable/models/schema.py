@@ -28,6 +28,8 @@ class DetectConfig:
     # shows three models of one ensemble, ACL Fig. 12 / thesis 4.7 Bergamot students and teachers.
     fig11_models: list[str] = field(default_factory=list)
     fig12_models: list[str] = field(default_factory=list)
+    # The LM study's models, beyond the papers (model keys; empty = every checked model whose source is not random).
+    study_models: list[str] = field(default_factory=list)
 
 
 # Allowed values, checked before any job (argmaxable.rules).

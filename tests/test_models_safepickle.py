@@ -1,0 +1,71 @@
+"""Pickled vocabularies read as plain data: the classes a model config names become inert records, and any
+other global (the way a pickle runs code) is refused before it is looked up."""
+
+from __future__ import annotations
+
+import os
+import pickle
+
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+from argmaxable.models.loaders import load_model
+from argmaxable.models.safepickle import Record, load_plain
+from argmaxable.models.weights import WeightsError
+
+
+class Lang:  # pickled under this module's name, like cn2en's __main__.Lang
+    def __init__(self, words):
+        self.index2word = dict(enumerate(["SOS", "EOS", *words]))
+        self.n_words = len(self.index2word)
+
+
+class Evil:
+    def __reduce__(self):
+        return os.system, ("echo pwned > never-written",)
+
+
+def test_a_named_class_is_read_as_a_record_of_its_attributes(tmp_path):
+    f = tmp_path / "lang.pkl"
+    f.write_bytes(pickle.dumps(Lang(["who", "are"]), protocol=4))
+    obj = load_plain(f, [f"{__name__}.Lang"])
+    assert type(obj) is Record and obj.index2word == {0: "SOS", 1: "EOS", 2: "who", 3: "are"} and obj.n_words == 4
+
+
+def test_os_system_is_refused_and_never_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    f = tmp_path / "evil.pkl"
+    f.write_bytes(pickle.dumps({"words": ["a"], "payload": Evil()}))
+    with pytest.raises(WeightsError, match=r"refused to unpickle global (posix|os|nt)\.system"):
+        load_plain(f, [f"{__name__}.Lang"])
+    assert not (tmp_path / "never-written").exists()
+
+
+def test_a_class_not_named_is_refused(tmp_path):
+    f = tmp_path / "lang.pkl"
+    f.write_bytes(pickle.dumps(Lang(["who"])))
+    with pytest.raises(WeightsError, match=rf"refused to unpickle global {__name__}\.Lang .*plain records: none"):
+        load_plain(f)
+
+
+def test_a_truncated_pickle_is_one_line_error(tmp_path):
+    f = tmp_path / "cut.pkl"
+    f.write_bytes(pickle.dumps(list(range(100)))[:20])
+    with pytest.raises(WeightsError, match=r"cannot read .* as plain pickled data"):
+        load_plain(f)
+
+
+def test_a_file_layer_names_its_rows_from_a_pickled_vocabulary(tmp_path):
+    save_file({"decoder.out.weight": np.eye(4, 2, dtype=np.float32), "decoder.out.bias": np.zeros(4, np.float32)},
+              tmp_path / "model.safetensors")
+    (tmp_path / "lang.pkl").write_bytes(pickle.dumps(Lang(["who", "are"])))
+    spec = {"name": "gru", "source": "file", "params": {
+        "path": "model.safetensors", "weight_key": "decoder.out.weight", "bias_key": "decoder.out.bias",
+        "tokens": {"pickle": "lang.pkl", "classes": [f"{__name__}.Lang"], "attribute": "index2word"}}}
+    layer = load_model(spec, root=tmp_path)
+    assert layer.tokens == ["SOS", "EOS", "who", "are"] and layer.files[-1] == tmp_path / "lang.pkl"
+    assert layer.tied is None  # no other tensor of the head's shape in the file: it cannot tell
+    spec["params"]["tokens"]["attribute"] = "word2index"
+    with pytest.raises(WeightsError, match="no 'word2index' in the pickled Record; found: index2word, n_words"):
+        load_model(spec, root=tmp_path)
