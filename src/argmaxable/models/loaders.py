@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from argmaxable.models.vocab import read_vocab, readable_tokens
-from argmaxable.models.weights import WeightsError, load_layer, open_tensors, read_member
+from argmaxable.models.weights import WeightsError, load_layer, open_tensors, read_member, to_numpy
 
 
 @dataclass
