@@ -208,7 +208,8 @@ def plot_steps(table_paths: Sequence[str | os.PathLike], names: Sequence[str], o
         ax.set_ylabel("approximate-stage steps")
     for ax in list(axes.flat)[len(table_paths):]:
         ax.set_visible(False)
-    handles = [Line2D([], [], ls="", marker=".", color="tab:blue", label="argmaxable: steps the approximate stage took"),
+    handles = [Line2D([], [], ls="", marker=".", color="tab:blue",
+                      label="argmaxable: steps the approximate stage took"),
                Line2D([], [], ls="", marker=".", color="tab:purple",
                       label="argmaxable, approximate stage failed (drawn at the top; the exact LP decided)"),
                Line2D([], [], ls="", marker="x", color="tab:red", label="unargmaxable (exact LP; drawn at the top)")]
