@@ -61,10 +61,11 @@ OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 # A number that a run measures, when it appears in prose outside a placeholder: a decimal or power of ten, a
 # count out of a total, a time or a percentage (item numbers such as "Fig. 5.2" and sizes such as "d = 2" are
 # configuration, not measurements). :func:`bare_numbers` finds them; the tests keep every declaration free of them.
-MEASURED = re.compile(r"(?<![\w.])(\d+\.\d+(?!\.\d)|\d+(\.\d+)?e-?\d+|\d+\s*(of|/)\s*\d+"
-                      r"|\d+(\.\d+)?\s*(s|ms|min|h|%|x)(?!\w))")
-REFERENCE = re.compile(r"(Fig\.|Figs\.|Figure|Table|Tables|eq\.|Eq\.|Thm|Cor\.|Prop\.|§|appendix|section|ch\.)"
-                       r"\s*[A-Z]?\d+(\.\d+)*", re.IGNORECASE)
+MEASURED = re.compile(r"(?<![\w.])(\d+(\.\d+)?e-?\d+|\d+(\.\d+)?\s*(s|ms|min|h|%)(?!\w)|\d+(\.\d+)?x(?!\w)"
+                      r"|\d+\s*(of|/)\s*\d+|\d+\.\d+(?!\.\d))")
+REFERENCE = re.compile(r"(Fig\.|Figs\.|Figure|Table|Tables|eq\.|Eq\.|Thm|Theorem|Cor\.|Corollary|Prop\.|"
+                       r"Proposition|Definition|§|appendix|section|ch\.)\s*[A-Z]?\d+(\.\d+)*"
+                       r"(\s*(,|and|/|-)\s*[A-Z]?\d+(\.\d+)*)*", re.IGNORECASE)  # "Tables 5.1 and 5.2" too
 
 
 class DeclarationError(ValueError):
