@@ -355,3 +355,27 @@ def test_method_differences_come_from_the_config_and_repeat_on_their_items(small
     assert filled[0]["cite"] == "s.txt:4"
     items = assess_all(catalogue, load_declarations(report_dir, catalogue), results, "offline", methods=filled)
     assert [a.item for a in items if any("method: stall" in d for d in a.differences)] == ["Fig. 4"]
+
+
+def test_readme_blocks_are_generated_from_the_run_summary(small_run):
+    from argmaxable.report import README_BLOCKS, readme_blocks, update_readme
+
+    report_dir, results = small_run
+    detect = results / "detect" / "tiny"
+    detect.mkdir(parents=True)
+    (detect / "summary.json").write_text(json.dumps({"n": 5, "d": 2, "unargmaxable": 1, "seconds": 0.25,
+                                                     "activation_box": {"unargmaxable": 2}}))
+    make_report(report_dir, results, results / "report.md", results / "report.html", experiment="offline",
+                out_summary=results / "report_summary.json")
+    summary = json.loads((results / "report_summary.json").read_text())
+    assert summary["coverage"]["items"] == 7 and summary["models"][0]["unargmaxable"] == 1
+    blocks = readme_blocks(summary)
+    text = "a\n<!-- generated:coverage -->\nold 59 items\n<!-- /generated:coverage -->\nb <!-- generated:models -->" \
+           "<!-- /generated:models -->"
+    out = update_readme(text, blocks)
+    assert "old 59" not in out and summary["coverage_line"] in out and "| `tiny` | 5 x 2 | 1 | 2 | 0.2 |" in out
+    assert update_readme(out, blocks) == out  # idempotent
+    readme = (REPO / "README.md").read_text()
+    assert all(f"<!-- generated:{b} -->" in readme and f"<!-- /generated:{b} -->" in readme for b in README_BLOCKS)
+    with pytest.raises(DeclarationError, match="no <!-- generated:coverage -->"):
+        update_readme("no markers", blocks)

@@ -549,6 +549,45 @@ def coverage_line(items: list[Assessment]) -> str:
             f"{c['claims differ']} differ. {c['beyond the papers']} items beyond the papers.")
 
 
+def run_summary(items: list[Assessment], results_dir: Path) -> dict[str, Any]:
+    """What the README states about a run: coverage counts and, per checked model, its unargmaxable tokens
+    (paper's box, activation box) and the check's seconds (from ``detect/<model>/summary.json``)."""
+    models = []
+    for path in sorted(results_dir.glob("detect/*/summary.json")):
+        s = json.loads(path.read_text())
+        box = s.get("activation_box") or {}
+        models.append({"model": path.parent.name, "n": s.get("n"), "d": s.get("d"),
+                       "unargmaxable": s.get("unargmaxable"), "unargmaxable_activation_box": box.get("unargmaxable"),
+                       "seconds": s.get("seconds")})
+    return {"coverage": coverage_counts(items), "coverage_line": coverage_line(items), "models": models}
+
+
+README_BLOCKS = ("coverage", "models")  # <!-- generated:NAME --> ... <!-- /generated:NAME --> in README.md
+
+
+def readme_blocks(summary: dict[str, Any]) -> dict[str, str]:
+    """The README's generated blocks from a run's ``report_summary.json`` (see :func:`update_readme`)."""
+    stamp = f"(generated from the run of {summary.get('created', '?')}, code {summary.get('code_version', '?')})"
+    rows = [f"| `{m['model']}` | {m['n']} x {m['d']} | {m['unargmaxable']} | "
+            f"{'' if m['unargmaxable_activation_box'] is None else m['unargmaxable_activation_box']} | "
+            f"{m['seconds']:.1f} |" for m in summary["models"]]
+    table = ["| model | head | unargmaxable, \\|x_j\\| <= 100 | in the activation's box | check, s |",
+             "|---|---|---|---|---|", *rows]
+    return {"coverage": f"{summary['coverage_line']} {stamp}",
+            "models": "\n".join([*table, "", f"Check times are one job's wall time on a shared machine {stamp}."])}
+
+
+def update_readme(text: str, blocks: dict[str, str]) -> str:
+    """``text`` with each generated block replaced; a block whose markers are absent is an error."""
+    for name, body in blocks.items():
+        begin, end = f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
+        if begin not in text or end not in text:
+            raise DeclarationError(f"README has no {begin} ... {end} block")
+        head, rest = text.split(begin, 1)
+        text = f"{head}{begin}\n{body}\n{end}{rest.split(end, 1)[1]}"
+    return text
+
+
 def _detail(a: Assessment) -> str:
     """The relation line without its leading status, for a section headed by the status."""
     return a.line[len(a.status):].lstrip(" :") if a.line.startswith(a.status) else a.line
@@ -720,7 +759,7 @@ def make_report(report_dir: str | Path, results_dir: str | Path, out_md: str | P
     config : dict, optional
         The composed config, recorded in the sidecars and read by ``{cfg:...}`` placeholders.
     out_summary : path, optional
-        JSON of :func:`coverage_counts` (the README's generated summary reads it).
+        JSON of :func:`run_summary` with its provenance (``argmaxable report readme`` fills the README from it).
     """
     from argmaxable.provenance import atomic_path, metadata, write_json
 
@@ -742,5 +781,5 @@ def make_report(report_dir: str | Path, results_dir: str | Path, out_md: str | P
             tmp.write_text(text, encoding="utf-8")
         write_json(metadata(config, [*report_dir.glob("*.yaml")]), sidecar(path))
     if out_summary is not None:
-        write_json({**coverage_counts(items), "code_version": code_version()}, out_summary)
+        write_json({**run_summary(items, results_dir), **metadata(config, [])}, out_summary)
     return items
