@@ -428,7 +428,8 @@ def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experi
     needed = dict.fromkeys([*outputs, *(results_dir / spec["table"] for spec in specs),
                             *(results_dir / v["file"] for v in value_specs.values() if "file" in v)])
     a.missing = [str(p.relative_to(results_dir)) for p in needed if not p.exists()]  # every file it reads
-    a.missing += [v["glob"] for v in value_specs.values() if "glob" in v and not value_files(v, results_dir)]
+    a.missing += list(dict.fromkeys(v["glob"] for v in value_specs.values()
+                                    if "glob" in v and not value_files(v, results_dir)))
     if a.missing or not outputs:
         needs = decl.get("needs")
         a.status = "not run" if needs else "missing"
