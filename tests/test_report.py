@@ -379,3 +379,11 @@ def test_readme_blocks_are_generated_from_the_run_summary(small_run):
     assert all(f"<!-- generated:{b} -->" in readme and f"<!-- /generated:{b} -->" in readme for b in README_BLOCKS)
     with pytest.raises(DeclarationError, match="no <!-- generated:coverage -->"):
         update_readme("no markers", blocks)
+
+
+def test_a_value_naming_a_column_its_file_lacks_is_one_line_error(small_run):
+    _, results = small_run
+    decl = {"family": "fam", "outputs": ["fam/t.parquet"], "relation": {"offline": {"kind": "same", "note": "{v}"}},
+            "values": {"v": {"file": "fam/t.parquet", "column": "nope"}}}
+    with pytest.raises(DeclarationError, match=r"fam\.yaml: p Fig\. 1: a `values` entry names something"):
+        assess("p", {"item": "Fig. 1", "title": "t"}, decl, results, "offline")

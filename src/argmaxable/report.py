@@ -435,7 +435,11 @@ def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experi
         a.status = "not run" if needs else "missing"
         a.line = f"not run: needs {needs}" if needs else f"missing: {', '.join(a.missing) or 'no outputs declared'}"
         return a
-    values = {name: read_value(v, results_dir) for name, v in value_specs.items()}
+    try:
+        values = {name: read_value(v, results_dir) for name, v in value_specs.items()}
+    except (KeyError, IndexError, ValueError) as err:
+        raise DeclarationError(f"{a.family}.yaml: {paper} {a.item}: a `values` entry names something its file "
+                               f"does not have ({err}); fix the declaration's column/key/where") from None
     formats = {name: v.get("fmt") for name, v in value_specs.items()}
     text = lambda t: fill(t, values, formats, config)  # noqa: E731 - every prose field fills the same way
     a.differences = [text(d) for d in rel.get("differences", decl.get("differences", []))] + list(methods or [])
