@@ -387,3 +387,32 @@ def test_a_value_naming_a_column_its_file_lacks_is_one_line_error(small_run):
             "values": {"v": {"file": "fam/t.parquet", "column": "nope"}}}
     with pytest.raises(DeclarationError, match=r"fam\.yaml: p Fig\. 1: a `values` entry names something"):
         assess("p", {"item": "Fig. 1", "title": "t"}, decl, results, "offline")
+
+
+def test_transcribed_paper_tables_are_the_numbers_on_the_cited_seed_lines():
+    if not SEEDS.is_dir():
+        pytest.skip(f"no seeds at {SEEDS} (set ARGMAXABLE_SEEDS)")
+    from argmaxable.theory.reference import (
+        BASRI_JACOBS_APPENDIX_B,
+        BASRI_JACOBS_TABLE1,
+        REGIONS_BIAS,
+        REGIONS_NO_BIAS,
+    )
+
+    catalogue = load_catalogue(REPORT_DIR / "papers.yaml")
+    decls = load_declarations(REPORT_DIR, catalogue)
+
+    def cited(paper, item, i=0):
+        specs = decls[(paper, item)]["compare"]
+        spec = specs[i] if isinstance(specs, list) else specs
+        lines = (SEEDS / catalogue[paper]["seed"]).read_text().splitlines()
+        return [lines[n - 1] for n in (spec["cite"] if isinstance(spec["cite"], list) else [spec["cite"]])]
+
+    for item, grid in (("Table 2", REGIONS_NO_BIAS), ("Table 3", REGIONS_BIAS)):
+        rows = [_numbers(line)[-11:] for line in cited("acl2022", item)]  # n, then d = 1..10
+        assert {(int(r[0]), d): int(v) for r in rows for d, v in enumerate(r[1:], start=1)} == grid
+    printed = [line.split("\t") for line in cited("basri_jacobs", "Table 1")]
+    assert [(m, int(n), int(d), int(v)) for m, n, d, v in printed] == list(BASRI_JACOBS_TABLE1.itertuples(
+        index=False, name=None))
+    line = cited("basri_jacobs", "Fig. 5")[0]
+    assert all(f"m = {BASRI_JACOBS_APPENDIX_B[k]}" in line for k in ("m_bound", "m_simulation"))
