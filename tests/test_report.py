@@ -239,7 +239,7 @@ def test_note_numbers_are_read_back_from_the_files_they_cite(tmp_path):
                config={"detect": {"bound": 100.0}})
     slope, intercept = np.polyfit([8, 16, 32], [1, 3, 6], 1)
     assert a.line == (f"substitute data: mean 32 vs 29.88 s; epochs up to 5 s; m = {slope:.4f} d {intercept:.4f}, "
-                      "m(16) = 3, bound 100 Paper's claim: differs.")
+                      "m(16) = 3, bound 100; ours differs from the paper's claim")
     assert a.claim["verdict"] == "differs" and a.claim["cause"] == "DFT 32 s vs BSL 29.88 s"
     assert a.claim["cite"] == "s.txt:7"
     # every number the note states is one the files hold

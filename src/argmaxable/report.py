@@ -455,7 +455,8 @@ def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experi
                    "cause": text(claim["cause"]) if verdict == "differs" and claim.get("cause") else ""}
     if pv := rel.get("paper_values", decl.get("paper_values")):
         a.paper_values, a.paper_cite = pd.DataFrame(pv["rows"]), _cite(pv["cite"], seed, seeds)
-    claim_text = f" Paper's claim: {a.claim['verdict']}." if a.claim else ""
+    claim_text = (f"; ours {'agrees with' if a.claim['verdict'] == 'agrees' else 'differs from'} the paper's "
+                  "claim") if a.claim else ""
     if decl.get("beyond"):
         a.status, a.line = "beyond the papers", f"beyond the papers: {note}{claim_text}"
         return a
@@ -473,7 +474,7 @@ def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experi
                             for spec, (_, text, _) in zip(specs, done, strict=True))
         a.comparison = pd.concat([cells.assign(column=spec["ours"]) if len(done) > 1 else cells
                                   for spec, (_, _, cells) in zip(specs, done, strict=True)], ignore_index=True)
-        a.cited = [_cite(spec["cite"], seed, seeds) for spec in specs if spec.get("cite")]
+        a.cited = list(dict.fromkeys(_cite(spec["cite"], seed, seeds) for spec in specs if spec.get("cite")))
         a.line = f"{a.status} ({summary}){': ' + note if note else ''}{claim_text}"
     else:
         a.status, a.line = "same inputs", (f"same inputs: {note}" if note else "same inputs") + claim_text
