@@ -153,12 +153,12 @@ def plot_fraction(curves: pd.DataFrame, probability: float):
         ax.set_title(f"{matrix} ({N} x {d}); {int(sub['trials'].iloc[0])} sets per m", fontsize=9)
         ax.set_xlabel("m")
         ax.set_ylabel("share of random m-sets")
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=6, loc="lower left")  # the curves start at the top left and fall to the right
         ax.grid(alpha=0.3)
     with_paper = [m for m in panels if m in PAPER_FIG1]
     lines = (f"vertical lines: the paper's m ({', '.join(with_paper)})" if with_paper else
              f"the paper prints m only for {', '.join(PAPER_FIG1)}, none of them drawn here")
-    fig.suptitle(f"004 Fig. 1: top-m sets and prescribed probabilities (eps = 0.05, delta = 0.1); legend: largest m "
+    fig.suptitle(f"004 Fig. 1: top-m sets and prescribed probabilities (eps = 0.05, delta = 0.1)\nlegend: largest m "
                  f"with share >= {probability}; {lines}; curves stop at their first zero", fontsize=9)
     fig.tight_layout()
     return fig
