@@ -297,12 +297,12 @@ def check_claim(checks: list[dict], values: dict[str, Any]) -> tuple[str, str]:
     parts, holds = [], True
     for chk in checks:
         left = values[chk["left"]]
-        right = (values[chk["right"]] if isinstance(chk["right"], str) else chk["right"]) * chk.get("times", 1)
-        ok = bool(OPS[chk["op"]](left, right))
+        raw = values[chk["right"]] if isinstance(chk["right"], str) else chk["right"]
+        ok = bool(OPS[chk["op"]](left, raw * chk.get("times", 1)))
         holds &= ok
         rname = chk["right"] if isinstance(chk["right"], str) else "the paper's"
-        rname = f"{chk['times']:g} x {rname}" if "times" in chk else rname
-        parts.append(f"{chk['left']} {_format(left, None)} {chk['op']} {rname} {_format(right, None)}: "
+        times = f"{chk['times']:g} x " if "times" in chk else ""
+        parts.append(f"{chk['left']} {_format(left, None)} {chk['op']} {times}{rname} {_format(raw, None)}: "
                      f"{'holds' if ok else 'fails'}")
     return ("agrees" if holds else "differs"), "; ".join(parts)
 
