@@ -287,7 +287,8 @@ def fill(text: str, values: dict[str, Any], formats: dict[str, str | None], conf
     return PLACEHOLDER.sub(one, text)
 
 
-def check_claim(checks: list[dict], values: dict[str, Any]) -> tuple[str, str]:
+def check_claim(checks: list[dict], values: dict[str, Any], formats: dict[str, str | None] | None = None
+                ) -> tuple[str, str]:
     """Whether ours agrees with the paper's claim: every ``{left, op, right}`` check holds.
 
     ``left``/``right`` name values (``right`` may be a number: the paper's, as its claim states it);
@@ -302,7 +303,9 @@ def check_claim(checks: list[dict], values: dict[str, Any]) -> tuple[str, str]:
         holds &= ok
         rname = chk["right"] if isinstance(chk["right"], str) else "the paper's"
         times = f"{chk['times']:g} x " if "times" in chk else ""
-        parts.append(f"{chk['left']} {_format(left, None)} {chk['op']} {times}{rname} {_format(raw, None)}: "
+        fmt = formats or {}
+        parts.append(f"{chk['left']} {_format(left, fmt.get(chk['left']))} {chk['op']} {times}{rname} "
+                     f"{_format(raw, fmt.get(chk['right']) if isinstance(chk['right'], str) else None)}: "
                      f"{'holds' if ok else 'fails'}")
     return ("agrees" if holds else "differs"), "; ".join(parts)
 
@@ -449,7 +452,7 @@ def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experi
     a.provenance = [rec for p in outputs if (rec := provenance(p))]
     note = text(rel.get("note", decl.get("note", "")))
     if claim := rel.get("claim", decl.get("claim")):
-        verdict, detail = check_claim(claim.get("check", []), values)
+        verdict, detail = check_claim(claim.get("check", []), values, formats)
         a.claim = {"text": claim["text"], "cite": _cite(claim["cite"], seed, seeds) if "cite" in claim else "",
                    "verdict": verdict, "detail": detail,
                    "cause": text(claim["cause"]) if verdict == "differs" and claim.get("cause") else ""}
