@@ -25,6 +25,8 @@ def built(tmp_path: Path, cfg: DatasetConfig, data_root: Path):
     assert stats["k"] == max(len(y) for y in dsd["train"]["labels"])
     assert sum(stats["histogram_active"]["train"].values()) == len(dsd["train"])
     assert (out / "active_labels.png").is_file() and (out / "active_labels.pdf").is_file()
+    inputs = json.loads((out / "active_labels.png.meta.json").read_text())["inputs"]
+    assert list(inputs) == [str(out / "stats.json")]  # where the input lives, not the temporary build directory
     assert not list(tmp_path.glob(".out.*"))  # the temporary build directory is gone
     return dsd, names, stats
 

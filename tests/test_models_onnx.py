@@ -242,8 +242,11 @@ def test_download_wheel_check_two_boxes_tables_and_figures(tmp_path, monkeypatch
     text = make_paper_tables(summaries, tmp_path / "paper_tables.md")
     assert text.index("## 002 Table 5: Helsinki NLP OPUS") < text.index("## not in the papers")
     plot_unargmaxable_per_model(summaries, tmp_path / "fig6.png")
-    plot_steps([tmp_path / "cat.parquet"], ["tiny ocr"], tmp_path / "fig11.png", figure="fig11")
-    assert (tmp_path / "fig6.png").stat().st_size > 0 and (tmp_path / "fig11.png.meta.json").is_file()
+    steps = plot_steps([tmp_path / "cat.parquet"] * 2, ["tiny ocr", "same, wider"], tmp_path / "fig12.png",
+                       figure="fig12", widths=[2, 3], summary_path=tmp_path / "fig12.csv")
+    assert steps["approximate_failed"].tolist() == [int((frame.query("box == 'paper'")["steps"] < 0).sum())] * 2
+    assert pd.read_csv(tmp_path / "fig12.csv")["d"].tolist() == [2, 3]
+    assert (tmp_path / "fig6.png").stat().st_size > 0 and (tmp_path / "fig12.png.meta.json").is_file()
 
 
 def _stacked(path, between="Identity", activation="Relu"):

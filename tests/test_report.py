@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -17,6 +19,7 @@ from argmaxable.report import (
     assess,
     assess_all,
     coverage,
+    coverage_counts,
     load_catalogue,
     load_declarations,
     make_report,
@@ -28,8 +31,7 @@ REPORT_DIR = Path(__file__).resolve().parents[1] / "workflow" / "report"
 def test_catalogue_lists_every_item_once_and_every_item_is_declared():
     catalogue = load_catalogue(REPORT_DIR / "papers.yaml")
     keys = [(p, it["item"]) for p, spec in catalogue.items() for it in spec["items"]]
-    papers = [k for k in keys if k[0] != "beyond"]  # "beyond": items the papers do not have
-    assert len(keys) == len(set(keys)) and len(papers) == 59  # 21 (ACL 2022) + 30 (thesis) + 8 (Basri-Jacobs)
+    assert len(keys) == len(set(keys)) == 60  # 22 (ACL 2022, §5.1 too) + 30 (thesis ch. 4-5, app. A) + 8 (B-J)
     decls = load_declarations(REPORT_DIR, catalogue)
     assert set(keys) - set(decls) == set(), "catalogue items without a family declaration"
 
@@ -67,11 +69,13 @@ def small_run(tmp_path):
     same = {"offline": {"kind": "same", "note": "n"}}
     items = [
         {"paper": "p", "item": "Fig. 1", "outputs": ["fam/a.png", "fam/t.parquet"], "relation": same,
-         "compare": {"table": "fam/t.parquet", "key": ["k"], "ours": "ours", "paper": "paper", "where": "k < 3"}},
+         "compare": {"table": "fam/t.parquet", "key": ["k"], "ours": "ours", "paper": "paper",
+                     "where": {"k": [1, 2]}, "cite": 3}},
         {"paper": "p", "item": "Fig. 2", "outputs": ["fam/t.parquet"], "relation": same,
-         "compare": {"table": "fam/t.parquet", "key": ["k"], "ours": "ours", "paper": "paper", "tolerance": 1}},
+         "compare": {"table": "fam/t.parquet", "key": ["k"], "ours": "ours", "paper": "paper", "tolerance": 2,
+                     "tolerance_reason": "rounding in the paper", "cite": 3}},
         {"paper": "p", "item": "Fig. 3", "outputs": ["fam/t.parquet"], "relation": same,
-         "compare": {"table": "fam/t.parquet", "key": ["k"], "ours": "ours", "paper": "paper"}},
+         "compare": {"table": "fam/t.parquet", "key": ["k"], "ours": "ours", "paper": "paper", "cite": [3, 4]}},
         {"paper": "p", "item": "Fig. 4", "outputs": ["fam/b.png"],
          "relation": {"offline": {"kind": "substitute", "note": "other data"}}},
         {"paper": "p", "item": "Fig. 5", "outputs": ["fam/gone.png"], "needs": "another family's rule",
@@ -147,7 +151,8 @@ def test_paper_values_given_in_the_declaration_are_compared_per_column(tmp_path)
     (results / "t").mkdir(parents=True)
     pd.DataFrame({"d": ["25", "50", "test size"], "a": [229, 1500, 3372], "b": [880, 6498, 10000]}).to_csv(
         results / "t" / "t.csv", index=False)
-    specs = [{"table": "t/t.csv", "key": ["d"], "ours": col, "tolerance": 20,
+    specs = [{"table": "t/t.csv", "key": ["d"], "ours": col, "tolerance": 20, "tolerance_reason": "retrained",
+              "cite": 9,
               "paper": [{"d": 25, "paper": p25}, {"d": 50, "paper": p50}]}
              for col, p25, p50 in (("a", 229, 1515), ("b", 880, 6498))]
     decl = {"family": "f", "outputs": ["t/t.csv"], "relation": {"paper": {"kind": "same", "compare": specs}}}
@@ -165,7 +170,7 @@ def test_items_of_a_family_that_did_not_run_are_not_run():
 
 def test_a_missing_compared_table_makes_the_item_missing_not_the_run_fail(tmp_path):
     decl = {"family": "f", "outputs": [], "relation": {"offline": {"kind": "same"}},
-            "compare": {"table": "t/gone.parquet", "key": ["k"], "ours": "a", "paper": "b"}}
+            "compare": {"table": "t/gone.parquet", "key": ["k"], "ours": "a", "paper": "b", "cite": 1}}
     a = assess("p", {"item": "Table 1", "title": "t"}, decl, tmp_path, "offline")
     assert (a.status, a.missing) == ("missing", ["t/gone.parquet"])
 
@@ -173,6 +178,241 @@ def test_a_missing_compared_table_makes_the_item_missing_not_the_run_fail(tmp_pa
 def test_a_compare_naming_an_unknown_column_is_one_line_error(small_run):
     _, results = small_run
     decl = {"family": "fam", "outputs": ["fam/t.parquet"], "relation": {"offline": {"kind": "same"}},
-            "compare": {"table": "fam/t.parquet", "key": ["k"], "ours": "nope", "paper": "paper"}}
+            "compare": {"table": "fam/t.parquet", "key": ["k"], "ours": "nope", "paper": "paper", "cite": 1}}
     with pytest.raises(DeclarationError, match=r"fam\.yaml: p Fig\. 1: compare names column 'nope'"):
         assess("p", {"item": "Fig. 1", "title": "t"}, decl, results, "offline")
+
+
+def _compare_decl(**spec) -> dict:
+    return {"family": "fam", "outputs": ["fam/t.parquet"], "relation": {"offline": {"kind": "same"}},
+            "compare": {"table": "fam/t.parquet", "key": ["k"], "ours": "ours", "paper": "paper", **spec}}
+
+
+def test_a_tolerance_never_admits_the_difference_it_equals_and_self_checks_are_not_matches(small_run):
+    _, results = small_run  # ours 10, 20, 31 against 10, 20, 30
+    entry = {"item": "Fig. 1", "title": "t"}
+    at_diff = assess("p", entry, _compare_decl(tolerance=1, tolerance_reason="r", cite=1), results, "offline")
+    assert at_diff.status == "differs"  # |diff| = 1 is not inside ±1
+    assert assess("p", entry, _compare_decl(tolerance=1.5, tolerance_reason="r", cite=1), results,
+                  "offline").status == "within tolerance"
+    own = assess("p", entry, _compare_decl(self_check="our formula", where={"k": [1, 2]}), results, "offline")
+    assert own.status == "self-check" and "our formula" in own.line
+    assert assess("p", entry, _compare_decl(self_check="our formula"), results, "offline").status == "differs"
+    counts = coverage_counts([own, at_diff])
+    assert (counts["self-check"], counts["exact match"], counts["differs"]) == (1, 0, 1)
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ({}, r"needs `cite`"),
+    ({"cite": 1, "tolerance": 2}, r"tolerance without `tolerance_reason`"),
+])
+def test_a_compare_without_citation_or_a_tolerance_without_reason_is_one_line_error(tmp_path, spec, message):
+    d = _catalogue(tmp_path, [{"paper": "p", "item": "Fig. 1", "outputs": ["t.parquet"],
+                               "relation": {"offline": {"kind": "same"}},
+                               "compare": {"table": "t.parquet", "key": ["k"], "ours": "a", "paper": "b", **spec}}])
+    with pytest.raises(DeclarationError, match=message):
+        load_declarations(d, load_catalogue(d / "papers.yaml"))
+
+
+def test_note_numbers_are_read_back_from_the_files_they_cite(tmp_path):
+    results = tmp_path / "results"
+    for head, times in (("bsl", [30.25, 29.5]), ("dft", [31.0, 33.0])):
+        for seed, t in enumerate(times):
+            run = results / "runs" / head / f"seed{seed}"
+            run.mkdir(parents=True)
+            (run / "train.json").write_text(json.dumps({"time_to_best_s": t, "wall_time_s": 10.0 * (seed + 1),
+                                                        "epochs": 4}))
+    pd.DataFrame({"d": [8, 16, 32], "m": [1, 3, 6]}).to_csv(results / "fit.csv", index=False)
+    decl = {"family": "fam", "outputs": ["fit.csv"],
+            "values": {"bsl": {"glob": "runs/bsl/*/train.json", "key": "time_to_best_s", "agg": "mean", "fmt": ".2f"},
+                       "dft": {"glob": "runs/dft/*/train.json", "key": "time_to_best_s", "agg": "mean"},
+                       "epoch_max": {"glob": "runs/*/*/train.json", "key": "wall_time_s", "per": "epochs",
+                                     "agg": "max"},
+                       "slope": {"file": "fit.csv", "column": "m", "x": "d", "agg": "slope", "fmt": ".4f"},
+                       "intercept": {"file": "fit.csv", "column": "m", "x": "d", "agg": "intercept", "fmt": ".4f"},
+                       "m16": {"file": "fit.csv", "column": "m", "where": {"d": 16}}},
+            "claim": {"text": "the DFT converges faster", "cite": 7,
+                      "check": [{"left": "dft", "op": "<", "right": "bsl"}], "cause": "DFT {dft} s vs BSL {bsl} s"},
+            "relation": {"offline": {"kind": "substitute", "note": "mean {dft} vs {bsl} s; epochs up to {epoch_max} "
+                                     "s; m = {slope} d {intercept}, m(16) = {m16}, bound {cfg:detect.bound}"}}}
+    a = assess("p", {"item": "Fig. 1", "title": "t"}, decl, results, "offline", seed="s.txt",
+               config={"detect": {"bound": 100.0}})
+    slope, intercept = np.polyfit([8, 16, 32], [1, 3, 6], 1)
+    assert a.line == (f"substitute data: mean 32 vs 29.88 s; epochs up to 5 s; m = {slope:.4f} d {intercept:.4f}, "
+                      "m(16) = 3, bound 100; ours differs from the paper's claim")
+    assert a.claim["verdict"] == "differs" and a.claim["cause"] == "DFT 32 s vs BSL 29.88 s"
+    assert a.claim["cite"] == "s.txt:7"
+    # every number the note states is one the files hold
+    for number in re.findall(r"\d+(?:\.\d+)?", a.line.split("bound")[0]):
+        assert float(number) in {32.0, 29.88, 5.0, round(slope, 4), abs(round(intercept, 4)), 3.0, 16.0, 1.0}
+
+
+def test_a_placeholder_naming_no_value_is_one_line_error(tmp_path):
+    d = _catalogue(tmp_path, [{"paper": "p", "item": "Fig. 1", "outputs": ["a.png"],
+                               "relation": {"offline": {"kind": "same", "note": "took {seconds} s"}}}])
+    with pytest.raises(DeclarationError, match=r"note names \{seconds\}, which no `values` entry declares"):
+        load_declarations(d, load_catalogue(d / "papers.yaml"))
+
+
+def test_items_beyond_the_papers_have_their_own_section_and_count(small_run):
+    report_dir, results = small_run
+    fam = yaml.safe_load((report_dir / "fam.yaml").read_text())
+    fam["items"].append({"beyond": True, "item": "quantisation", "title": "Unargmaxable tokens after int4",
+                         "outputs": ["fam/b.png"], "relation": {"offline": {"kind": "same", "note": "ours only"}}})
+    (report_dir / "fam.yaml").write_text(yaml.safe_dump(fam))
+    items = make_report(report_dir, results, results / "report.md", results / "report.html", experiment="offline")
+    beyond = [a for a in items if a.status == "beyond the papers"]
+    assert [a.item for a in beyond] == ["quantisation"]
+    md = (results / "report.md").read_text()
+    assert md.index("## Beyond the papers") > md.index("### Fig. 7")
+    assert "7 items of the papers" in md and "1 items beyond the papers" in md
+
+
+REPO = Path(__file__).resolve().parents[1]
+SEEDS = Path(os.environ.get("ARGMAXABLE_SEEDS", "/work/shared/seeds"))
+
+
+def _all_prose(decls: dict, methods: list[dict]) -> list[tuple[str, str]]:
+    from argmaxable.report import _prose
+
+    return [(f"{k[0]} {k[1]} {w}", t) for k, v in decls.items() for w, t in _prose(v)] + \
+        [(f"methods: {m['what']}", m["ours"]) for m in methods]
+
+
+def test_no_declared_prose_types_a_measured_number_and_every_placeholder_resolves():
+    from argmaxable.config import load_config, to_plain
+    from argmaxable.report import PLACEHOLDER, _config_value, bare_numbers, load_methods
+
+    catalogue = load_catalogue(REPORT_DIR / "papers.yaml")
+    decls = load_declarations(REPORT_DIR, catalogue)
+    methods = load_methods(REPORT_DIR / "papers.yaml")
+    config = to_plain(load_config())
+    bare = {where: found for where, text in _all_prose(decls, methods) if (found := bare_numbers(text))}
+    assert bare == {}, f"measured numbers typed into prose (write a {{value}} placeholder): {bare}"
+    for where, text in _all_prose(decls, methods):
+        for name in PLACEHOLDER.findall(text):
+            if name.startswith("cfg:"):
+                assert "not recorded" not in str(_config_value(config, name[4:])), f"{where}: {name}"
+    assert bare_numbers("mean 1.8 vs 1.7 min, 2-17 s per epoch, 14 of 15 runs, 4.8e-9, 9.1x") == [
+        "1.8", "1.7 min", "17 s", "14 of 15", "4.8e-9", "9.1x"]
+    assert bare_numbers("Fig. 5.2, Tables 5.1 and 5.2, Table 4.1, d = 2, {took} s, n <= 5") == []
+
+
+def _seed_lines(catalogue: dict, paper: str, cite) -> str:
+    seed = catalogue[cite["paper"]]["seed"] if isinstance(cite, dict) else catalogue[paper]["seed"]
+    lines = cite["line"] if isinstance(cite, dict) else cite
+    text = (SEEDS / seed).read_text().splitlines()
+    return " ".join(text[n - 1] for n in (lines if isinstance(lines, list) else [lines]))
+
+
+def _numbers(text: str) -> list[str]:
+    return re.findall(r"\d+(?:[./]\d+)?", text)
+
+
+def test_paper_numbers_in_claims_and_tables_are_printed_on_the_cited_seed_lines():
+    if not SEEDS.is_dir():
+        pytest.skip(f"no seeds at {SEEDS} (set ARGMAXABLE_SEEDS)")
+    from argmaxable.report import load_methods
+
+    catalogue = load_catalogue(REPORT_DIR / "papers.yaml")
+    checked = 0
+    for (paper, item), decl in load_declarations(REPORT_DIR, catalogue).items():
+        for holder in [decl, *decl.get("relation", {}).values()]:
+            if claim := holder.get("claim"):
+                line = _seed_lines(catalogue, paper, claim["cite"])
+                missing = [n for n in _numbers(claim["text"]) if n not in _numbers(line)]
+                assert not missing, f"{paper} {item}: claim numbers {missing} are not on its seed line"
+                checked += 1
+            if pv := holder.get("paper_values"):
+                line = _seed_lines(catalogue, paper, pv["cite"])
+                for row in pv["rows"]:
+                    for v in row.values():  # numbers must be printed there; labels name the row
+                        number = re.fullmatch(r"\d+(?:[./]\d+)?", str(v))
+                        assert not number or str(v) in line, f"{paper} {item}: {v!r} is not on its lines"
+                checked += 1
+            specs = holder.get("compare") or []
+            for spec in specs if isinstance(specs, list) else [specs]:
+                if spec.get("cite") and isinstance(spec.get("paper"), list):
+                    line = _seed_lines(catalogue, paper, spec["cite"])
+                    assert all(str(r["paper"]) in _numbers(line) for r in spec["paper"]), f"{paper} {item}"
+                    checked += 1
+    for m in load_methods(REPORT_DIR / "papers.yaml"):
+        line = _seed_lines(catalogue, "", m["cite"])
+        assert all(n in _numbers(line) for n in _numbers(m["paper"])), m["what"]
+    assert checked >= 15
+
+
+def test_method_differences_come_from_the_config_and_repeat_on_their_items(small_run):
+    from argmaxable.core.reflect import stall_window
+    from argmaxable.report import method_differences
+
+    report_dir, results = small_run
+    catalogue = load_catalogue(report_dir / "papers.yaml")
+    methods = [{"what": "stall", "ours": "{stall_min}-{stall_max} steps, patience {cfg:detect.patience}",
+                "paper": "patience 2500", "cite": {"paper": "p", "line": 4}, "items": ["p Fig. 4"]}]
+    filled = method_differences(methods, catalogue, results, {"detect": {"patience": 2500}})
+    assert filled[0]["ours"] == f"{stall_window(10**9, 1)}-{stall_window(1, 10**9)} steps, patience 2500"
+    assert filled[0]["cite"] == "s.txt:4"
+    items = assess_all(catalogue, load_declarations(report_dir, catalogue), results, "offline", methods=filled)
+    assert [a.item for a in items if any("method: stall" in d for d in a.differences)] == ["Fig. 4"]
+
+
+def test_readme_blocks_are_generated_from_the_run_summary(small_run):
+    from argmaxable.report import README_BLOCKS, readme_blocks, update_readme
+
+    report_dir, results = small_run
+    detect = results / "detect" / "tiny"
+    detect.mkdir(parents=True)
+    (detect / "summary.json").write_text(json.dumps({"n": 5, "d": 2, "unargmaxable": 1, "seconds": 0.25,
+                                                     "activation_box": {"unargmaxable": 2}}))
+    make_report(report_dir, results, results / "report.md", results / "report.html", experiment="offline",
+                out_summary=results / "report_summary.json")
+    summary = json.loads((results / "report_summary.json").read_text())
+    assert summary["coverage"]["items"] == 7 and summary["models"][0]["unargmaxable"] == 1
+    blocks = readme_blocks(summary)
+    text = "a\n<!-- generated:coverage -->\nold 59 items\n<!-- /generated:coverage -->\nb <!-- generated:models -->" \
+           "<!-- /generated:models -->"
+    out = update_readme(text, blocks)
+    assert "old 59" not in out and summary["coverage_line"] in out and "| `tiny` | 5 x 2 | 1 | 2 | 0.2 |" in out
+    assert update_readme(out, blocks) == out  # idempotent
+    readme = (REPO / "README.md").read_text()
+    assert all(f"<!-- generated:{b} -->" in readme and f"<!-- /generated:{b} -->" in readme for b in README_BLOCKS)
+    with pytest.raises(DeclarationError, match="no <!-- generated:coverage -->"):
+        update_readme("no markers", blocks)
+
+
+def test_a_value_naming_a_column_its_file_lacks_is_one_line_error(small_run):
+    _, results = small_run
+    decl = {"family": "fam", "outputs": ["fam/t.parquet"], "relation": {"offline": {"kind": "same", "note": "{v}"}},
+            "values": {"v": {"file": "fam/t.parquet", "column": "nope"}}}
+    with pytest.raises(DeclarationError, match=r"fam\.yaml: p Fig\. 1: a `values` entry names something"):
+        assess("p", {"item": "Fig. 1", "title": "t"}, decl, results, "offline")
+
+
+def test_transcribed_paper_tables_are_the_numbers_on_the_cited_seed_lines():
+    if not SEEDS.is_dir():
+        pytest.skip(f"no seeds at {SEEDS} (set ARGMAXABLE_SEEDS)")
+    from argmaxable.theory.reference import (
+        BASRI_JACOBS_APPENDIX_B,
+        BASRI_JACOBS_TABLE1,
+        REGIONS_BIAS,
+        REGIONS_NO_BIAS,
+    )
+
+    catalogue = load_catalogue(REPORT_DIR / "papers.yaml")
+    decls = load_declarations(REPORT_DIR, catalogue)
+
+    def cited(paper, item, i=0):
+        specs = decls[(paper, item)]["compare"]
+        spec = specs[i] if isinstance(specs, list) else specs
+        lines = (SEEDS / catalogue[paper]["seed"]).read_text().splitlines()
+        return [lines[n - 1] for n in (spec["cite"] if isinstance(spec["cite"], list) else [spec["cite"]])]
+
+    for item, grid in (("Table 2", REGIONS_NO_BIAS), ("Table 3", REGIONS_BIAS)):
+        rows = [_numbers(line)[-11:] for line in cited("acl2022", item)]  # n, then d = 1..10
+        assert {(int(r[0]), d): int(v) for r in rows for d, v in enumerate(r[1:], start=1)} == grid
+    printed = [line.split("\t") for line in cited("basri_jacobs", "Table 1")]
+    assert [(m, int(n), int(d), int(v)) for m, n, d, v in printed] == list(BASRI_JACOBS_TABLE1.itertuples(
+        index=False, name=None))
+    line = cited("basri_jacobs", "Fig. 5")[0]
+    assert all(f"m = {BASRI_JACOBS_APPENDIX_B[k]}" in line for k in ("m_bound", "m_simulation"))

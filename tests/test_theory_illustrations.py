@@ -43,9 +43,13 @@ def test_braid_reflect_toy_shows_all_three_outcomes_and_its_trace_ends_with_the_
     verdicts = braid_reflect_table(bound=100.0, eps=1e-8, patience=50)
     assert verdicts["outcome"].tolist() == verdicts["expected"].tolist()
     t = int(verdicts["steps"].idxmax())
-    xs = reflect_trace(REFLECT_W, REFLECT_B, t, steps=int(verdicts["steps"].max()), bound=100.0, eps=1e-8)
+    xs, winners = reflect_trace(REFLECT_W, REFLECT_B, t, steps=int(verdicts["steps"].max()), eps=1e-8)
     assert len(xs) == verdicts["steps"].max()  # x0 .. x_{steps-1}: one argmax evaluation each
     assert np.argmax(REFLECT_W @ xs[-1] + REFLECT_B) == t and np.argmax(REFLECT_W @ xs[0] + REFLECT_B) != t
+    # Each step reflects x across the hyperplane of the class then winning: the iterates move (no x0 = x1
+    # drawn on top of each other) and the reflected-away class was the argmax before the step.
+    assert (np.linalg.norm(np.diff(xs, axis=0), axis=1) > 1e-9).all()
+    assert [int(np.argmax(REFLECT_W @ x + REFLECT_B)) for x in xs[:-1]] == winners.tolist()
 
 
 def test_setup_tables_put_ours_beside_the_papers(tmp_path):

@@ -116,3 +116,14 @@ def test_run_basri_jacobs(tmp_path):
     crossing = pd.read_parquet(out["crossings"]).set_index("curve").loc["bound_gumbel"]
     above = curve.loc[curve["bound_gumbel"] >= 0.99, "m"]
     assert crossing["largest_m_at_or_above"] == above.max() and crossing["first_m_below"] == above.max() + 1
+    sim = pd.read_parquet(out["crossings"]).set_index("curve").loc["simulation"]
+    assert sim["first_m_not_above"] == curve.loc[curve["simulation"] <= 0.99, "m"].min()  # "> 0.99" read strictly
+
+
+def test_wilson_interval_holds_the_share_and_narrows_with_trials():
+    from argmaxable.theory.basri_jacobs import wilson
+
+    lo, hi = wilson(np.array([0.99, 1.0]), 200)
+    assert lo[0] < 0.99 < hi[0] and hi[1] == pytest.approx(1.0) and lo[1] < 1.0
+    lo2, hi2 = wilson(np.array([0.99]), 2000)
+    assert hi2[0] - lo2[0] < hi[0] - lo[0]

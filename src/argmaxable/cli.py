@@ -14,6 +14,7 @@ User errors (bad files, missing keys, bad settings) print one line to stderr and
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -339,6 +340,17 @@ def cmd_config_show(args) -> int:
     return 0
 
 
+def cmd_report_readme(args) -> int:
+    from argmaxable.report import readme_blocks, update_readme
+
+    summary, readme = Path(args.summary), Path(args.readme)
+    if not summary.is_file():
+        raise UsageError(f"no run summary {str(summary)!r}: run the pipeline (rule make_report writes it)")
+    readme.write_text(update_readme(readme.read_text(), readme_blocks(json.loads(summary.read_text()))))
+    print(f"{readme}: generated blocks filled from {summary}")
+    return 0
+
+
 def _add_layer_options(p: argparse.ArgumentParser, bound_default: str) -> None:
     p.add_argument("path", help="weights file (.npz, .npy, .pt/.pth/.bin, .safetensors), an ONNX model (.onnx), "
                    "a GGUF model (.gguf), a Hugging Face model directory (save_pretrained) or hub id (owner/name: "
@@ -368,7 +380,7 @@ def _add_layer_options(p: argparse.ArgumentParser, bound_default: str) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="argmaxable", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"argmaxable {__version__}")
-    groups = parser.add_subparsers(dest="group", required=True, metavar="{check,verify,config}")
+    groups = parser.add_subparsers(dest="group", required=True, metavar="{check,verify,config,report}")
 
     check = groups.add_parser("check", help="check a softmax layer or sigmoid label assignments")
     checks = check.add_subparsers(dest="what", required=True, metavar="{softmax,assignments}")
@@ -403,6 +415,15 @@ def build_parser() -> argparse.ArgumentParser:
     show = configs.add_parser("show", help="print the composed, validated config")
     show.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. experiment=paper detect.bound=50")
     show.set_defaults(func=cmd_config_show)
+
+    report = groups.add_parser("report", help="the replication report's outputs")
+    reports = report.add_subparsers(dest="what", required=True, metavar="{readme}")
+    readme = reports.add_parser("readme", help="fill README.md's generated blocks (coverage, per-model counts "
+                                "and check times) from a run's report_summary.json")
+    readme.add_argument("--summary", default="results/report_summary.json", help="the run's summary "
+                        "(default: results/report_summary.json)")
+    readme.add_argument("--readme", default="README.md", help="the README to update (default: README.md)")
+    readme.set_defaults(func=cmd_report_readme)
     return parser
 
 

@@ -159,6 +159,7 @@ def paper_figure_targets():
         f"{DETECT_TABLES}/paper_tables.md",
         f"{DETECT_FIGURES}/fig6_unargmaxable_per_model.png",
         *(f"{DETECT_FIGURES}/{fig}_steps_per_token.png" for fig in STEPS_FIGURES),
+        *(f"{DETECT_TABLES}/{fig}_steps_summary.csv" for fig in STEPS_FIGURES),
     ]
 
 
@@ -200,9 +201,11 @@ rule plot_steps:
     wildcard_constraints:
         figure="|".join(STEPS_FIGURES),
     input:
-        lambda wc: expand(f"{DETECT}/{{model}}/categories.parquet", model=steps_models(wc.figure)),
+        tables=lambda wc: expand(f"{DETECT}/{{model}}/categories.parquet", model=steps_models(wc.figure)),
+        summaries=lambda wc: expand(f"{DETECT}/{{model}}/summary.json", model=steps_models(wc.figure)),
     output:
-        f"{DETECT_FIGURES}/{{figure}}_steps_per_token.png",
+        figure=f"{DETECT_FIGURES}/{{figure}}_steps_per_token.png",
+        summary=f"{DETECT_TABLES}/{{figure}}_steps_summary.csv",
     log:
         f"{DETECT}/logs/plot_steps/{{figure}}.log",
     params:

@@ -22,6 +22,7 @@ rule make_report:
     output:
         md=f"{RESULTS}/report.md",
         html=f"{RESULTS}/report.html",
+        summary=f"{RESULTS}/report_summary.json",  # the README's generated blocks: argmaxable report readme
     log:
         f"{RESULTS}/logs/make_report.log",
     params:

@@ -12,6 +12,7 @@ sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115 - the job's log for the
 try:
     make_report(Path(snakemake.input.declarations[0]).parent, Path(snakemake.output.md).parent,
                 snakemake.output.md, snakemake.output.html, experiment=snakemake.params.experiment,
-                families=snakemake.params.families, config=from_snakemake(snakemake))
+                families=snakemake.params.families, config=from_snakemake(snakemake),
+                out_summary=snakemake.output.summary)
 except DeclarationError as err:  # one line in the job's log, no traceback
     sys.exit(f"argmaxable: {err}")

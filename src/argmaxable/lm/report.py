@@ -9,7 +9,7 @@ family's per-category table of the same model (``results/detect/<model>/categori
 - ``lm_table9``: ACL 2022 Table 9 / thesis Table A.3 (ranges of the per-position min and max input), the
   paper's two OPUS rows beside ours (a substitute: our small LM, not the paper's models);
 - figure ``lm_unargmaxable_by_rank``: share of unargmaxable tokens per frequency-rank bucket, one line per d
-  (the small-d effect: frequent tokens crowd out rare ones).
+  (the small-d effect: frequent tokens crowd out rare ones); its points are the table ``lm_rank_buckets``.
 
 A detection table with a ``box`` column (the paper's box |x_j| <= 100 and the box the head's activation leaves)
 gives one row per box; without it every row is the paper's box.
@@ -28,7 +28,7 @@ import pandas as pd
 
 from argmaxable.provenance import save_figure, write_table
 
-TABLES = ("lm_models", "lm_unargmaxable_tokens", "lm_activations", "lm_table9")
+TABLES = ("lm_models", "lm_unargmaxable_tokens", "lm_activations", "lm_table9", "lm_rank_buckets")
 FIGURES = ("lm_unargmaxable_by_rank",)
 NAMED = 12  # unargmaxable tokens named in lm_models (the most frequent ones; all are in lm_unargmaxable_tokens)
 BUCKET = 250  # frequency ranks per bucket of the figure (16 buckets for 4000 tokens)
@@ -159,6 +159,9 @@ def make_report(models: Sequence[str], vocab_path: str | os.PathLike, model_dirs
         "lm_unargmaxable_tokens": pd.concat(listed)[columns] if listed else pd.DataFrame(columns=columns),
         "lm_activations": pd.concat(stats, ignore_index=True),
         "lm_table9": pd.DataFrame(t9, columns=["model", "source", "min range", "max range", "min", "max"]),
+        "lm_rank_buckets": pd.DataFrame([{"d": d, "box": box, "bucket": int(first), "share_unargmaxable": float(v)}
+                                         for (d, box), share in sorted(shares.items())
+                                         for first, v in share.items()]),  # the figure's points
     }
     inputs = [vocab_path, *activation_paths, *category_paths]
     for path in table_paths:

@@ -134,51 +134,99 @@ def plot_unargmaxable_per_model(summary_paths: Iterable[str | os.PathLike], out_
     plt.close(fig)
 
 
-STEPS_TITLES = {  # the figures plot_steps draws, by the paper's figure
-    "fig11": "ACL 2022 Fig. 11 / thesis Fig. 4.6: approximate-stage steps per token (paper: one ensemble)",
-    "fig12": "ACL 2022 Fig. 12 / thesis Fig. 4.7: approximate-stage steps per token (paper: students, teachers)",
+STEPS_CLAIMS = {  # the claim each steps figure tests, by the paper's figure (ACL 2022 line 681; thesis 2732)
+    "fig11": "ACL 2022 Fig. 11 / thesis Fig. 4.6: members of one ensemble differ a lot in how many argmaxable "
+             "tokens the approximate stage cannot prove (paper: 366 vs 8 and 3)",
+    "fig12": "ACL 2022 Fig. 12 / thesis Fig. 4.7: the narrower (student) heads need fewer approximate-stage steps "
+             "than the wider (teacher) ones",
 }
 
 
+def steps_summary(table_paths: Sequence[str | os.PathLike], names: Sequence[str],
+                  widths: Sequence[int]) -> pd.DataFrame:
+    """Per model (the paper's box): tokens, width d, tokens the approximate stage proved, could not prove (all, and
+    those the LP then found argmaxable: the paper's Fig. 11 count), found unargmaxable, and the mean and median
+    steps of the proven ones (the numbers Figs. 11/12 show)."""
+    rows = []
+    for path, name, d in zip(table_paths, names, widths, strict=True):
+        frame = pd.read_parquet(path)
+        if "box" in frame:
+            frame = frame[frame["box"] == "paper"]
+        steps = frame["steps"].to_numpy()
+        proven = steps[steps >= 0]
+        rows.append({"model": name, "d": int(d), "tokens": len(frame), "proven_approximate": len(proven),
+                     "approximate_failed": int((steps < 0).sum()),
+                     "argmaxable_approximate_failed": int(((steps < 0) & (frame["status"] == "argmaxable")).sum()),
+                     "unargmaxable": int((frame["status"] == "unargmaxable").sum()),
+                     "mean_steps": float(proven.mean()) if len(proven) else float("nan"),
+                     "median_steps": float(np.median(proven)) if len(proven) else float("nan")})
+    return pd.DataFrame(rows)
+
+
 def plot_steps(table_paths: Sequence[str | os.PathLike], names: Sequence[str], out_path: str | os.PathLike, *,
-               figure: str, config: Any = None):
+               figure: str, widths: Sequence[int], summary_path: str | os.PathLike | None = None,
+               config: Any = None) -> pd.DataFrame:
     """ACL Figs. 11/12 / thesis Figs. 4.6/4.7: approximate-stage steps per token, tokens in vocabulary order
     (for the papers' BPE vocabularies: most to least frequent), one panel per model, the paper's box.
 
     A blue dot is the number of braid-reflect steps that proved a token argmaxable; a purple dot at the
     top marks a token the approximate stage could not prove that the exact LP found argmaxable, a red one
-    a token the LP proved unargmaxable.
+    a token the LP proved unargmaxable. Fig. 11 orders the panels as given, Fig. 12 by width d (its claim
+    compares narrow and wide heads); each title states the claim the figure tests and ours. The per-model
+    numbers (:func:`steps_summary`) go to ``summary_path`` (CSV) when given; they are returned.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
+    summary = steps_summary(table_paths, names, widths)
+    order = list(range(len(table_paths)))
+    if figure == "fig12":
+        order.sort(key=lambda i: widths[i])
     cols = min(3, len(table_paths))
     rows = -(-len(table_paths) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.2 * rows), squeeze=False)
-    for ax, path, name in zip(axes.flat, table_paths, names, strict=False):
-        frame = pd.read_parquet(path, columns=None)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows + 1.0), squeeze=False)
+    for ax, i in zip(axes.flat, order, strict=False):
+        frame = pd.read_parquet(table_paths[i])
         if "box" in frame:
             frame = frame[frame["box"] == "paper"]
         steps = frame["steps"].to_numpy()
         cat = frame["category"].to_numpy()
         proven = steps >= 0
         top = max(int(steps.max()), 1) * 1.1 if len(steps) else 1
-        ax.scatter(cat[proven], steps[proven], s=2, color="tab:blue", label="argmaxable (approximate)")
+        ax.scatter(cat[proven], steps[proven], s=2, color="tab:blue")
         exact = (~proven) & (frame["status"].to_numpy() == "argmaxable")
         unarg = frame["status"].to_numpy() == "unargmaxable"
-        ax.scatter(cat[exact], np.full(exact.sum(), top), s=4, color="tab:purple",
-                   label=f"argmaxable, approximate failed ({exact.sum()})")
-        ax.scatter(cat[unarg], np.full(unarg.sum(), top), s=4, color="tab:red", marker="x",
-                   label=f"unargmaxable ({unarg.sum()})")
-        ax.set_title(name, fontsize=9)
+        ax.scatter(cat[exact], np.full(exact.sum(), top), s=4, color="tab:purple")
+        ax.scatter(cat[unarg], np.full(unarg.sum(), top), s=4, color="tab:red", marker="x")
+        ax.set_ylim(0, top * 1.08)
+        row = summary.iloc[i]
+        ax.set_title(f"{names[i]} (d = {widths[i]})\nargmaxable, approximate stage failed: "
+                     f"{row.argmaxable_approximate_failed}; unargmaxable: {row.unargmaxable}\n"
+                     f"mean steps of the proven: {row.mean_steps:.3g}", fontsize=8)
         ax.set_xlabel("vocabulary token (index)")
         ax.set_ylabel("approximate-stage steps")
-        ax.legend(fontsize=6, loc="upper left")
     for ax in list(axes.flat)[len(table_paths):]:
         ax.set_visible(False)
-    fig.suptitle(STEPS_TITLES[figure])
-    fig.tight_layout()
+    handles = [Line2D([], [], ls="", marker=".", color="tab:blue",
+                      label="argmaxable: steps the approximate stage took"),
+               Line2D([], [], ls="", marker=".", color="tab:purple",
+                      label="argmaxable, approximate stage failed (drawn at the top; the exact LP decided)"),
+               Line2D([], [], ls="", marker="x", color="tab:red", label="unargmaxable (exact LP; drawn at the top)")]
+    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=7, frameon=False)
+    if figure == "fig12":
+        narrow, wide = summary.loc[summary["d"].idxmin()], summary.loc[summary["d"].idxmax()]
+        ours = (f"ours: mean steps {narrow.mean_steps:.3g} at d = {narrow.d} vs {wide.mean_steps:.3g} at "
+                f"d = {wide.d}")
+    else:
+        ours = ("ours: argmaxable tokens the approximate stage failed on "
+                + ", ".join(map(str, summary["argmaxable_approximate_failed"])))
+    fig.suptitle(f"{STEPS_CLAIMS[figure]}\n{ours}", fontsize=9)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     save_figure(fig, out_path, config=config, inputs=list(table_paths))
     plt.close(fig)
+    if summary_path is not None:
+        write_table(summary, summary_path, config=config, inputs=list(table_paths))
+    return summary

@@ -106,6 +106,16 @@ def _band(ax, frame: pd.DataFrame, x: str, y: str, label: str, **kw) -> None:
     ax.fill_between(g.index, g["mean"] - g["std"], g["mean"] + g["std"], alpha=0.2, **kw)
 
 
+def _d_ticks(ax, values) -> None:
+    """Label a log d axis at the widths that ran (not only at powers of ten)."""
+    from matplotlib.ticker import NullFormatter, NullLocator
+
+    ticks = sorted({int(v) for v in values})
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame, loss_curve_d: int | None):
     """The thesis figures as matplotlib figures, keyed by name."""
     import matplotlib.pyplot as plt  # the backend is the caller's (Agg where there is no display)
@@ -121,6 +131,7 @@ def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame
         _band(ax, test[(test["dataset"] == ds) & (test["head"] == "bsl")], "d", "pct", ds)
     ax.set(xscale="log", xlabel="d (BSL bottleneck width)", ylabel="% test assignments argmaxable",
            title="thesis Fig. 4.3: BSL, argmaxable test assignments")
+    _d_ticks(ax, test["d"])
     ax.legend()
     figs["fig_4_3"] = fig
 
@@ -134,6 +145,7 @@ def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame
         for head, c in colours.items():
             _band(ax, test[(test["dataset"] == ds) & (test["head"] == head)], "d", "pct", head.upper(), color=c)
         ax.set(xscale="log", title=ds, xlabel="d", ylabel="% eps-argmaxable")
+        _d_ticks(ax, test.loc[test["dataset"] == ds, "d"])
         ax.legend()
     figs["fig_5_6a"] = fig
 
@@ -146,6 +158,7 @@ def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame
             p = r.groupby("d")["trainable_head"].median()
             twin.plot(p.index, p.values, ls="--", color=c)
         ax.set(xscale="log", title=ds, xlabel="d", ylabel="test F1@k")
+        _d_ticks(ax, runs.loc[runs["dataset"] == ds, "d"])
         twin.set_ylabel("trainable head parameters (dashed)")
         ax.legend()
     figs["fig_5_6b"] = fig

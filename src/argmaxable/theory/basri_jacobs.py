@@ -111,17 +111,36 @@ def appendix_b(settings: dict, *, seed: int) -> pd.DataFrame:
     return df
 
 
+def wilson(hits: np.ndarray, trials: int, z: float = 1.96) -> tuple[np.ndarray, np.ndarray]:
+    """95% Wilson score interval of a share ``hits`` (a fraction) estimated from ``trials`` draws."""
+    centre = (hits + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * np.sqrt(hits * (1 - hits) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return centre - half, centre + half
+
+
 def crossings(df: pd.DataFrame, probability: float) -> pd.DataFrame:
-    """For each curve, the largest m with P >= probability and the first m with P < probability."""
+    """For each curve, the largest m with P >= probability, the first m with P < probability and the first m
+    with P <= probability (the strict reading, "achieves more than probability"); for the simulation also the
+    m whose 95% Wilson interval contains ``probability`` (the range its Monte Carlo cannot tell apart)."""
     rows = []
     for col in ("bound_gumbel", "bound_direct", "simulation"):
         above = df["m"][df[col] >= probability]
         below = df["m"][df[col] < probability]
-        rows.append({"curve": col, "largest_m_at_or_above": int(above.max()) if len(above) else 0,
-                     "first_m_below": int(below.min()) if len(below) else None})
+        not_above = df["m"][df[col] <= probability]
+        row = {"curve": col, "largest_m_at_or_above": int(above.max()) if len(above) else 0,
+               "first_m_below": int(below.min()) if len(below) else None,
+               "first_m_not_above": int(not_above.min()) if len(not_above) else None,
+               "m_interval_low": None, "m_interval_high": None}
+        if col == "simulation":
+            lo, hi = wilson(df[col].to_numpy(), int(df["trials"].iloc[0]))
+            unsure = df["m"][(lo <= probability) & (probability <= hi)]
+            if len(unsure):
+                row["m_interval_low"], row["m_interval_high"] = int(unsure.min()), int(unsure.max())
+        rows.append(row)
     out = pd.DataFrame(rows)
     out["paper"] = [BASRI_JACOBS_APPENDIX_B["m_bound"], None, BASRI_JACOBS_APPENDIX_B["m_simulation"]]
-    return out.astype({"first_m_below": "Int64", "paper": "Int64"})
+    ints = ["first_m_below", "first_m_not_above", "m_interval_low", "m_interval_high", "paper"]
+    return out.astype(dict.fromkeys(ints, "Int64"))
 
 
 def plot_fig2(df: pd.DataFrame, probability: float):
@@ -158,10 +177,14 @@ def plot_appendix_b(df: pd.DataFrame, probability: float, N: int, d: int):
     ax.plot(df["m"], df["bound_gumbel"], "--", color="tab:purple", label="bound, Gumbel form")
     ax.plot(df["m"], df["bound_direct"], ":", color="tab:green", label="bound, direct Phi^(N-m)")
     ax.axhline(probability, color="k", lw=0.8, linestyle=":")
+    if (N, d) == (BASRI_JACOBS_APPENDIX_B["N"], BASRI_JACOBS_APPENDIX_B["d"]):  # the appendix's crossings
+        for key, colour, what in (("m_bound", "tab:purple", "bound"), ("m_simulation", "tab:blue", "simulation")):
+            ax.axvline(BASRI_JACOBS_APPENDIX_B[key], color=colour, lw=0.8, alpha=0.6,
+                       label=f"paper's {what} crossing: m = {BASRI_JACOBS_APPENDIX_B[key]}")
     ax.set_xlabel("m")
     ax.set_ylabel("top-m probability")
     ax.set_title(f"004 Fig. 5 (appendix B): bound vs simulation, random {N} x {d} matrix", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6)
     fig.tight_layout()
     return fig
 

@@ -22,8 +22,6 @@ import numpy as np
 import pandas as pd
 
 import argmaxable as am
-from argmaxable.core.box import make_box
-from argmaxable.core.reflect import reflect
 from argmaxable.core.systems import CategorySystem
 from argmaxable.theory.common import write_figure, write_tables
 from argmaxable.theory.cover import all_assignments
@@ -184,33 +182,85 @@ def plot_fig8():
     return fig
 
 
-def reflect_trace(W: np.ndarray, b: np.ndarray | None, target: int, *, steps: int, bound: float, eps: float):
-    """Iterates x_0 = w_t, x_1, ... of braid reflection for one class (the core's own step, 002 Fig. 5)."""
+def reflect_trace(W: np.ndarray, b: np.ndarray | None, target: int, *, steps: int, eps: float):
+    """Iterates x_0, x_1, ... of braid reflection for one class, with the core's own step (002 Fig. 5).
+
+    Each step asks the core's system for the row to reflect across (the current winner's hyperplane with the
+    target) and reflects x across it, as :func:`argmaxable.core.reflect.reflect` does; it stops once the
+    target wins by more than ``eps``. Returns the iterates (k + 1, 2) and the winner reflected away from at
+    each step (k,).
+    """
     system = CategorySystem(W, b)
-    box = make_box(W.shape[1], bound)
-    xs = []
-    for k in range(steps + 1):
-        out = reflect(system, np.array([target]), patience=k, box=box, eps=eps)
-        xs.append(out.x[0].copy())
-        if out.proven[0]:
+    items = np.array([target])
+    x = system.start(items).astype(np.float64)  # (1, 2)
+    xs, winners = [x[0].copy()], []
+    for _ in range(steps):
+        worst, margin = system.evaluate(items, x, eps)
+        if margin[0] > eps:
             break
-    return np.array(xs)  # (k, 2)
+        a, c = system.rows(items, worst)
+        x = x - (2.0 * (a[0] @ x[0] + c[0]) / (a[0] @ a[0])) * a
+        xs.append(x[0].copy())
+        winners.append(int(worst[0]))
+    return np.array(xs), np.array(winners, dtype=int)
+
+
+def _label_points(ax, xs: np.ndarray) -> None:
+    """Label iterates x0, x1, ...; iterates at the same place share one label ("x1 = x3")."""
+    groups: dict[tuple, list[int]] = {}
+    for k, x in enumerate(xs):
+        groups.setdefault(tuple(np.round(x, 6)), []).append(k)
+    for ks in groups.values():
+        ax.annotate(" = ".join(f"x{k}" for k in ks), xs[ks[0]], textcoords="offset points", xytext=(5, -10 if
+                    ks[0] % 2 else 5), fontsize=7, bbox={"boxstyle": "round,pad=0.1", "fc": "white", "alpha": 0.7})
+
+
+def _zoom(ax, points: np.ndarray, margin: float) -> None:
+    """Square axes limits around ``points`` with ``margin`` on every side."""
+    centre = (points.max(axis=0) + points.min(axis=0)) / 2
+    half = (points.max(axis=0) - points.min(axis=0)).max() / 2 + margin
+    ax.set_xlim(centre[0] - half, centre[0] + half)
+    ax.set_ylim(centre[1] - half, centre[1] + half)
 
 
 def plot_braid_reflect(verdicts: pd.DataFrame, *, bound: float, eps: float):
-    """002 Figs 4, 5, 9 / thesis Fig. 4.4: the reflection path of the hardest class, and each class's verdict."""
+    """002 Figs 4, 5, 9 / thesis Fig. 4.4: (a) the reflection path of the hardest class proven by the
+    approximate stage, (b) one reflection step, (c) each class's verdict from the combined algorithm."""
     import matplotlib.pyplot as plt
 
     target = int(verdicts["steps"].idxmax())
-    xs = reflect_trace(REFLECT_W, REFLECT_B, target, steps=int(verdicts["steps"].max()), bound=bound, eps=eps)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4), gridspec_kw={"width_ratios": [1.2, 1]})
+    xs, winners = reflect_trace(REFLECT_W, REFLECT_B, target, steps=int(verdicts["steps"].max()), eps=eps)
+    fig, (left, mid, right) = plt.subplots(1, 3, figsize=(13, 4.2), gridspec_kw={"width_ratios": [1, 1, 1.1]})
     extent = max(2.5, np.abs(xs).max() * 1.3)
-    draw_arrangement(left, REFLECT_W, REFLECT_B, extent=extent, labels=False, lines=False)
+    draw_arrangement(left, REFLECT_W, REFLECT_B, extent=extent, labels=False, lines=False, pixels=900)
     left.plot(xs[:, 0], xs[:, 1], "k.-", lw=1)
-    for k, x in enumerate(xs):
-        left.annotate(f"x{k}", x, textcoords="offset points", xytext=(4, 4), fontsize=7)
-    left.set_title(f"(a) braid reflect for c{target + 1}: x0 = w_t, then reflect\nacross the hyperplane "
-                   "with the current winner (colour: argmax)", fontsize=8)
+    _label_points(left, xs)
+    _zoom(left, xs, 0.25)
+    left.set_title(f"(a) braid reflect for c{target + 1}: {len(xs) - 1} reflections from x0 = w_t\n"
+                   "until c_t wins (colour: argmax; zoomed on the path)", fontsize=8)
+    # (b): the first step alone: x0 lies where the winner c_i beats c_t; reflect across H(c_t, c_i).
+    i = winners[0]
+    a_row = REFLECT_W[target] - REFLECT_W[i]
+    c_row = REFLECT_B[target] - REFLECT_B[i]
+    g1, _, X = _grid(extent, 900)
+    ahead = (X @ a_row + c_row > 0).reshape(g1.shape)
+    mid.imshow(ahead, origin="lower", extent=(-extent, extent, -extent, extent), alpha=0.3, cmap="coolwarm_r",
+               vmin=0, vmax=1, interpolation="nearest")
+    t = np.linspace(-extent, extent, 2)
+    if abs(a_row[1]) > abs(a_row[0]):
+        mid.plot(t, -(a_row[0] * t + c_row) / a_row[1], "k-", lw=1, label=f"H(c{target + 1}, c{i + 1})")
+    else:
+        mid.plot(-(a_row[1] * t + c_row) / a_row[0], t, "k-", lw=1, label=f"H(c{target + 1}, c{i + 1})")
+    mid.annotate("", xs[1], xs[0], arrowprops={"arrowstyle": "->", "lw": 1.2})
+    mid.plot(*xs[:2].T, "k.")
+    mid.annotate("x0", xs[0], textcoords="offset points", xytext=(5, 5), fontsize=8)
+    mid.annotate("x1", xs[1], textcoords="offset points", xytext=(5, 5), fontsize=8)
+    _zoom(mid, xs[:2], 2 * np.linalg.norm(xs[1] - xs[0]))
+    mid.set_aspect("equal")
+    mid.set_xlabel("x1")
+    mid.legend(fontsize=7, loc="lower left")
+    mid.set_title(f"(b) one step (002 Fig. 5): x0, where c{i + 1} beats c{target + 1} (red),\nreflected "
+                  f"across H to where P(c{target + 1}) > P(c{i + 1}) (blue)", fontsize=8)
     right.axis("off")
     cells = [[f"c{r.item + 1}", r.stage, str(r.steps) if r.steps >= 0 else "-", r.status]
              for r in verdicts.itertuples()]

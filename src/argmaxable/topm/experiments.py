@@ -142,19 +142,24 @@ def plot_fraction(curves: pd.DataFrame, probability: float):
         N, d = int(sub["N"].iloc[0]), int(sub["d"].iloc[0])
         for (kind, test), cur in sub.groupby(["kind", "test"]):
             ax.plot(cur["m"], cur["fraction"], "-" if kind == "trained" else ":", marker="o", ms=3,
-                    color="tab:blue" if test == "top-m" else "tab:red", label=f"{test}, {kind}")
+                    color="tab:blue" if test == "top-m" else "tab:red",
+                    label=f"{test}, {kind}: m = {largest_passing(cur, probability)}")
         m = np.arange(1, min(d - 4, int(sub["m"].max())) + 1)
         ax.plot(m, bound(N, d, m), "--", color="tab:purple", label="Cor. 1 bound (Gaussian)")
         for test, m_paper in PAPER_FIG1.get(matrix, {}).items():
-            ax.axvline(m_paper, color="tab:blue" if test == "top-m" else "tab:red", alpha=0.4, lw=0.8)
+            ax.axvline(m_paper, color="tab:blue" if test == "top-m" else "tab:red", alpha=0.4, lw=0.8,
+                       label=f"paper's m, {test}: {m_paper}")
         ax.axhline(probability, color="k", lw=0.6, linestyle=":")
         ax.set_title(f"{matrix} ({N} x {d}); {int(sub['trials'].iloc[0])} sets per m", fontsize=9)
         ax.set_xlabel("m")
         ax.set_ylabel("share of random m-sets")
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=6, loc="lower left")  # the curves start at the top left and fall to the right
         ax.grid(alpha=0.3)
-    fig.suptitle("004 Fig. 1: top-m sets and prescribed probabilities (eps = 0.05, delta = 0.1); vertical lines: "
-                 "the paper's m; curves stop at their first zero", fontsize=9)
+    with_paper = [m for m in panels if m in PAPER_FIG1]
+    lines = (f"vertical lines: the paper's m ({', '.join(with_paper)})" if with_paper else
+             f"the paper prints m only for {', '.join(PAPER_FIG1)}, none of them drawn here")
+    fig.suptitle(f"004 Fig. 1: top-m sets and prescribed probabilities (eps = 0.05, delta = 0.1)\nlegend: largest m "
+                 f"with share >= {probability}; {lines}; curves stop at their first zero", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -290,6 +295,7 @@ def plot_rows(stats: dict) -> object:
             for kind, color in (("gaussian", "tab:orange"), ("trained", "tab:blue")):
                 ax.hist(pair[kind][row], bins=60, alpha=0.6, color=color, density=True, label=kind)
             ax.set_xlabel(what)
+            ax.set_ylabel("density (histogram, area 1)")
             ax.set_title(model if row == 0 else "", fontsize=9)
             ax.legend(fontsize=7)
     fig.suptitle("004 Fig. 7: trained rows vs a Gaussian matrix with the same mean row norm", fontsize=9)

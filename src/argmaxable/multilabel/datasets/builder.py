@@ -26,7 +26,7 @@ import pandas as pd
 
 from argmaxable.multilabel.datasets.schema import DatasetConfig
 from argmaxable.multilabel.datasets.splits import frequent_labels
-from argmaxable.provenance import metadata, save_figure, write_json
+from argmaxable.provenance import metadata, save_figure, sidecar, write_json
 
 SOURCES = ("debtags", "mimic3", "bioasq", "openimages")
 SPLITS = ("train", "dev", "test")
@@ -148,6 +148,8 @@ def build(cfg: DatasetConfig, out_dir: Path, data_root: Path, *, config: Any = N
         os.replace(tmp, out_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    for suffix in (".png", ".pdf"):  # record the figure's input where it now lives, not the temporary directory
+        write_json(metadata(config, [out_dir / "stats.json"]), sidecar(out_dir / f"active_labels{suffix}"))
 
 
 def _to_arrow(splits: dict[str, pd.DataFrame]):
