@@ -115,3 +115,22 @@ def test_bad_sizes_are_refused_with_one_line():
 
 def test_the_package_exposes_the_layers_lazily():
     assert am.layers.SphericalSoftmaxHead is SphericalSoftmaxHead
+
+
+def test_centred_order_is_a_row_permutation_gathering_low_indices_around_angle_zero():
+    n, k = 9, 2
+    torch.manual_seed(0)
+    head = DFTSoftmaxHead(3, n, k, slack=1, order="centred")
+    W, _ = head.weights()
+    torch.manual_seed(0)
+    W_index, _ = DFTSoftmaxHead(3, n, k, slack=1).weights()
+    fixed = W_index[:, :2 * k]
+    angles = np.round(np.degrees(np.arctan2(W[:, 1], W[:, 0])))  # first frequency: cos t, sin t
+    assert angles.tolist() == [0, -40, 40, -80, 80, -120, 120, -160, 160]
+    np.testing.assert_array_equal(W[:, 2 * k:], W_index[:, 2 * k:])  # the slack column is not permuted
+    np.testing.assert_array_equal(W[[0, 2, 4, 6, 8, 7, 5, 3, 1], :2 * k], fixed)
+    feats = torch.randn(2, 3)
+    x = head.projection(feats).detach().double().numpy()
+    np.testing.assert_allclose(head(feats).detach().double().numpy(), x @ W.T, atol=1e-5)
+    with pytest.raises(ValueError, match="'order' parameter of DFTSoftmaxHead"):
+        DFTSoftmaxHead(3, n, k, order="random")

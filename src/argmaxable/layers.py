@@ -192,6 +192,11 @@ class DFTSoftmaxHead(nn.Module):
         Length of the rankings guaranteed (k >= 1, 2k+1 <= n); the bottleneck has 2k+s features.
     slack : int, default 0
         Learnable slack columns s.
+    order : {"index", "centred"}, default "index"
+        Where category i sits on the curve: at angle ``2 pi i / n`` (the thesis's order), or ``centred``: at
+        angles 0, -1, +1, -2, +2, ... steps of ``2 pi / n`` for i = 0, 1, 2, 3, 4, ..., so that categories of low
+        index (the frequent tokens of a vocabulary sorted by frequency) gather around angle 0 and one cosine
+        feature ranks them by index. A permutation of the rows: the guarantee is the same.
 
     Examples
     --------
@@ -209,18 +214,24 @@ class DFTSoftmaxHead(nn.Module):
     (['argmaxable', 'argmaxable', 'argmaxable', 'argmaxable'], True)
     """
 
-    def __init__(self, in_features: int, n: int, k: int, slack: int = 0):
+    def __init__(self, in_features: int, n: int, k: int, slack: int = 0, order: str = "index"):
         super().__init__()
+        if order not in ("index", "centred"):
+            raise ValueError(f"The 'order' parameter of DFTSoftmaxHead must be 'index' or 'centred'. Got {order!r}.")
         if k < 1:
             raise ValueError(f"The 'k' parameter of DFTSoftmaxHead must be >= 1 (rankings of k categories). Got {k}.")
         check_dft_size(n, k)
-        self.n, self.k = n, k
+        self.n, self.k, self.order = n, k, order
         self.projection = nn.Linear(in_features, 2 * k + slack)
         self.slack = _slack(n, slack)
         self.register_buffer("fixed", torch.from_numpy(self._fixed()).float(), persistent=False)  # (n, 2k)
 
     def _fixed(self) -> np.ndarray:
-        return math.sqrt(self.n / 2) * dft_matrix(self.n, self.k)[:, 1:]
+        W = math.sqrt(self.n / 2) * dft_matrix(self.n, self.k)[:, 1:]
+        if self.order == "centred":  # i -> 0, n-1, 1, n-2, 2, ...: row i at angle -/+ ceil(i/2) 2 pi / n
+            i = np.arange(self.n)
+            W = W[np.where(i % 2, self.n - (i + 1) // 2, i // 2)]
+        return W
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         """Logits (B, in_features) -> (B, n)."""

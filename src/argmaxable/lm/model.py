@@ -17,7 +17,8 @@ from argmaxable.layers import DFTSoftmaxHead, SphericalSoftmaxHead
 
 ACTIVATIONS = {"gelu": nn.GELU, "silu": nn.SiLU, "relu": nn.ReLU, "tanh": nn.Tanh}  # names of core.activation_bounds
 # Softmax heads of width d: plain; rows on a sphere, no bias (every token argmaxable, thesis §5.2.1); the DFT head
-# (Prop. 5.3) with k = d/2, or with k = d/4 and d - 2k learnable slack columns (every top-k ranking argmaxable).
+# (Prop. 5.3) with k = d/2, or with k = d/4 and d - 2k learnable slack columns (every top-k ranking argmaxable),
+# its rows in "centred" order: the vocabulary is sorted by frequency, so a cosine feature can carry the unigram prior.
 HEADS = ("linear", "spherical", "dft", "dft_slack")
 
 
@@ -52,7 +53,7 @@ def softmax_head(kind: str, d: int, n: int) -> nn.Module:
         return SphericalSoftmaxHead(d, n, bias=False)
     if kind in ("dft", "dft_slack"):
         k, slack = dft_sizes(kind, d)
-        return DFTSoftmaxHead(d, n, k, slack=slack)
+        return DFTSoftmaxHead(d, n, k, slack=slack, order="centred")  # rows 0, 1, ...: the frequent tokens
     raise ValueError(f"The 'head' parameter must be one of {HEADS}. Got {kind!r}.")
 
 
