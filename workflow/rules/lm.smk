@@ -15,7 +15,8 @@ from argmaxable.lm.prevention import FIGURE as LM_PREVENTION_FIGURE, TABLE as LM
 from argmaxable.lm.train import HEAD_KEY as LM_HEAD_KEY, MODEL_KEY as LM_MODEL_KEY
 
 LM = f"{RESULTS}/lm"
-LM_SETTINGS = OmegaConf.to_container(CFG.lm, resolve=True)
+# The runs' settings: prevention's choice of runs is left out, so that changing it retrains nothing.
+LM_SETTINGS = {k: v for k, v in OmegaConf.to_container(CFG.lm, resolve=True).items() if k != "prevention"}
 LM_MODELS = {LM_MODEL_KEY.format(d=d): d for d in CFG.lm.d} if CFG.lm.enabled else {}
 for _key in LM_MODELS:
     if _key not in CFG.model:
