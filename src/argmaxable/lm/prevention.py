@@ -111,16 +111,20 @@ def _figure(table: pd.DataFrame):
         rows = rows.sort_values("d")
         ax.plot(rows["d"], rows["held-out perplexity"], marker="o", color=f"C{i}", label=LABELS.get(head, head))
         for d, ppl, lost in zip(rows["d"], rows["held-out perplexity"], rows["tokens unargmaxable"], strict=True):
-            ax.annotate(f"{int(lost)}", (d, ppl), textcoords="offset points", xytext=(4, 4 if i != 1 else -11),
-                        fontsize=7, color=f"C{i}")
+            below = -12 if head == "linear" else 5  # the plain head is the lowest line
+            ax.annotate(f"{int(lost)} lost", (d, ppl), textcoords="offset points", xytext=(5, below), fontsize=7,
+                        color=f"C{i}")
     ax.set_xscale("log", base=2)
+    ax.margins(x=0.15)
+    if table["held-out perplexity"].max() > 4 * table["held-out perplexity"].min():
+        ax.set_yscale("log")
     ds = sorted(table["d"].unique())
     ax.set_xticks(ds, [str(d) for d in ds])
     ax.set_xlabel("d (width of the softmax head's input)")
     ax.set_ylabel("held-out perplexity")
     n = int(table["n"].iloc[0])
-    ax.set_title(f"Small debtags LM, {n} tokens: perplexity per head\n(numbers: tokens that can never be the "
-                 "argmax, |x_j| <= 100)", fontsize=9)
+    ax.set_title(f"Small debtags LM, {n} tokens: held-out perplexity per head\n(lost: tokens that can never be "
+                 "the argmax, inputs |x_j| <= 100)", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
