@@ -211,3 +211,12 @@ def test_softmax_head_refuses_an_odd_dft_width_and_an_unknown_head():
         softmax_head("dft", 3, 10)
     with pytest.raises(ValueError, match="'head' parameter must be one of"):
         softmax_head("mos", 4, 10)
+
+
+def test_dry_run_names_a_prevention_width_without_its_plain_baseline(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "-s", str(REPO / "Snakefile"),
+                          "-d", str(tmp_path), "--config", "overrides=lm.prevention.d=[4,12]"],
+                         capture_output=True, text=True, cwd=REPO)
+    assert out.returncode != 0
+    assert "lm.prevention.d has 12, which lm.d lacks (its plain run is the baseline)" in out.stderr
+    assert "Traceback" not in out.stderr
