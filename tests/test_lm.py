@@ -17,10 +17,11 @@ import argmaxable as am
 from argmaxable.config import load_config
 from argmaxable.download import download_model
 from argmaxable.lm.corpus import build_vocab, encode, windows
-from argmaxable.lm.model import WindowLM
+from argmaxable.lm.model import WindowLM, softmax_head
+from argmaxable.lm.prevention import check_head, make_table
 from argmaxable.lm.report import FIGURES, TABLES, by_box, make_report
 from argmaxable.lm.schema import LMConfig
-from argmaxable.lm.train import MODEL_KEY, train_lm
+from argmaxable.lm.train import HEAD_KEY, MODEL_KEY, train_lm
 from argmaxable.models.detect import check_model
 from argmaxable.models.loaders import load_model
 from argmaxable.multilabel.encoders import tokenize
@@ -178,3 +179,44 @@ def test_report_gives_one_row_per_box_of_a_two_box_detection_table(tiny_run, tmp
     rows = tables["lm_models"].set_index("box")["# unargmaxable"]
     assert rows.to_dict() == {"paper": int((paper["status"] == "unargmaxable").sum()), "gelu": len(paper)}
     assert (tables["lm_unargmaxable_tokens"]["box"] == "gelu").sum() == len(paper)
+
+
+def test_guaranteed_heads_lose_no_token_where_the_plain_head_loses_some(tiny_run):
+    """Issue 24 on the tiny corpus (14 tokens, d = 2): the spherical and DFT heads train, save the W of their
+    weights(), keep every token (and the DFT head every sampled top-1 ranking) with verified certificates, and
+    the table puts them beside the plain run, which loses tokens."""
+    tmp, cfg = tiny_run["tmp"], tiny_run["cfg"]
+    runs, checks = [], []
+    for head in ("spherical", "dft"):
+        run = tmp / "prevention" / HEAD_KEY.format(head=head, d=2)
+        record = train_lm(tmp / "vocab.parquet", run, tmp / f"act_{head}.parquet", d=2, cfg=cfg, head=head,
+                          texts={"train": TRAIN, "heldout": HELDOUT})
+        assert record["model"] == f"{head}_d2" and record["heldout_perplexity"] < 14  # better than uniform
+        check = check_head(run, tmp / f"check_{head}.parquet", rankings=5, seed=0, check=DETECT).iloc[0]
+        assert check["tokens argmaxable"] == 14 and check["token certificates verified"]
+        runs.append(run)
+        checks.append(tmp / f"check_{head}.parquet")
+    assert check["rankings argmaxable"] == check["rankings sampled"] == 5 and check["ranking certificates verified"]
+    table = make_table([tmp / "lm" / tiny_run["key"]], [tmp / "categories.parquet"], runs, checks,
+                       [tmp / "prev.parquet", tmp / "prev.md"], [tmp / "prev.png"]).set_index("head")
+    assert table.loc["linear", "tokens unargmaxable"] == (by_box(pd.read_parquet(tmp / "categories.parquet"))[
+        "paper"]["status"] == "unargmaxable").sum() > 0
+    assert table.loc[["spherical", "dft"], "tokens unargmaxable"].tolist() == [0, 0]
+    assert table.loc["linear", "held-out perplexity"] == round(tiny_run["record"]["heldout_perplexity"], 1)
+    assert (tmp / "prev.png").stat().st_size > 0 and "spherical" in (tmp / "prev.md").read_text()
+
+
+def test_softmax_head_refuses_an_odd_dft_width_and_an_unknown_head():
+    with pytest.raises(ValueError, match="even width d = 2k"):
+        softmax_head("dft", 3, 10)
+    with pytest.raises(ValueError, match="'head' parameter must be one of"):
+        softmax_head("mos", 4, 10)
+
+
+def test_dry_run_names_a_prevention_width_without_its_plain_baseline(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "-s", str(REPO / "Snakefile"),
+                          "-d", str(tmp_path), "--config", "overrides=lm.prevention.d=[4,12]"],
+                         capture_output=True, text=True, cwd=REPO)
+    assert out.returncode != 0
+    assert "lm.prevention.d has 12, which lm.d lacks (its plain run is the baseline)" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -7,7 +7,9 @@ import pytest
 import torch
 
 import argmaxable as am
-from argmaxable.multilabel.heads import BSLHead, DFTHead, dft_apply, dft_matrix, make_head
+from argmaxable.constructions import dft_matrix
+from argmaxable.layers import DFTSigmoidHead, dft_apply
+from argmaxable.multilabel.heads import BSLHead, composite, make_head, trainable_parameters
 
 
 def _explicit(n, k):
@@ -37,22 +39,47 @@ def test_fft_forward_equals_the_explicit_matrix(n, k):
 
 def test_dft_head_forward_equals_its_full_matrix_and_composite_map():
     torch.manual_seed(0)
-    head = DFTHead(e=7, n=50, d=3, k=4).double()
+    head = DFTSigmoidHead(7, n=50, k=4, slack=3).double()
     e = torch.randn(5, 7, dtype=torch.float64)
     z = head(e).detach().numpy()
     x = head.projection(e).detach().numpy()
-    assert head.W().shape == (50, 2 * 4 + 1 + 3)
-    np.testing.assert_allclose(z, x @ head.W().T, atol=1e-10)
-    WP, Wb = head.composite()
+    assert head.weights()[0].shape == (50, 2 * 4 + 1 + 3)
+    np.testing.assert_allclose(z, x @ head.weights()[0].T, atol=1e-10)
+    WP, Wb = composite(head)
     np.testing.assert_allclose(z, e.numpy() @ WP.T + Wb, atol=1e-10)
+
+
+def test_dft_head_of_the_sweep_is_the_former_construction_on_a_fixed_seed():
+    """The sweep's DFT head (make_head("dft") -> argmaxable.layers) draws the same parameters in the same order as
+    the construction it replaced: nn.Linear(e, 2k+1+d), then d slack columns by kaiming_uniform_(a=sqrt(5)), then
+    the projection bias set to [sqrt(n) logit(k/n), 0, ...]; so the BSL-vs-DFT numbers do not move."""
+    e, n, d, k = 7, 50, 3, 4
+    torch.manual_seed(0)
+    projection = torch.nn.Linear(e, 2 * k + 1 + d)
+    slack = torch.empty(n, d)
+    torch.nn.init.kaiming_uniform_(slack, a=np.sqrt(5))
+    after_old = torch.rand(3)  # the RNG state both leave behind
+    bias = torch.zeros(2 * k + 1 + d)
+    bias[0] = np.sqrt(n) * np.log(k / (n - k))
+    old = [slack, projection.weight, bias]  # nn.Module order: own parameters, then the submodule's
+    torch.manual_seed(0)
+    head = make_head("dft", e, n, d, k)
+    assert [name for name, _ in head.named_parameters()] == ["slack", "projection.weight", "projection.bias"]
+    for new, ref in zip(head.parameters(), old, strict=True):
+        torch.testing.assert_close(new.detach(), ref.detach(), rtol=0, atol=0)
+    torch.testing.assert_close(torch.rand(3), after_old, rtol=0, atol=0)
+    feats = torch.randn(4, e, generator=torch.Generator().manual_seed(1))
+    x = (feats @ projection.weight.T + bias).detach().double().numpy()
+    expected = x @ np.hstack([_explicit(n, k), slack.double().numpy()]).T
+    np.testing.assert_allclose(head(feats).detach().double().numpy(), expected, atol=1e-5)
 
 
 def test_bsl_head_is_projection_then_bias_free_classifier():
     head = BSLHead(e=6, n=20, d=3)
-    assert head.classifier.bias is None and head.W().shape == (20, 3)
-    assert head.trainable_parameters() == 6 * 3 + 3 + 3 * 20
+    assert head.classifier.bias is None and head.weights()[0].shape == (20, 3)
+    assert trainable_parameters(head) == 6 * 3 + 3 + 3 * 20
     e = torch.randn(4, 6)
-    WP, Wb = head.composite()
+    WP, Wb = composite(head)
     np.testing.assert_allclose(head(e).detach().numpy(), e.numpy() @ WP.T + Wb, atol=1e-5)
 
 
@@ -85,7 +112,7 @@ def test_every_k_active_assignment_is_argmaxable_with_slack_columns():
     """Thesis Thm 5.4 with s random slack columns: W = [W^DFT, S] keeps every k-active assignment."""
     n, k = 16, 2
     torch.manual_seed(0)
-    W = DFTHead(e=4, n=n, d=3, k=k).W()
+    W = DFTSigmoidHead(4, n=n, k=k, slack=3).weights()[0]
     Y = [list(c) for r in range(k + 1) for c in itertools.combinations(range(n), r)]
     res = am.check_assignments(W, Y, workers=1)
     assert len(Y) == 1 + 16 + 120
@@ -96,7 +123,7 @@ def test_every_k_active_assignment_is_argmaxable_with_slack_columns():
 def test_initialisation_trick_gives_probability_k_over_n(n, k):
     """Thesis §5.1.3: projection bias [sqrt(n) logit(k/n), 0, ...] starts every label at probability k/n."""
     torch.manual_seed(0)
-    head = DFTHead(e=32, n=n, d=8, k=k)
+    head = DFTSigmoidHead(32, n=n, k=k, slack=8)
     p0 = torch.sigmoid(head(torch.zeros(1, 32)))
     np.testing.assert_allclose(p0.detach().numpy(), k / n, rtol=1e-4)
     p = torch.sigmoid(head(0.01 * torch.randn(64, 32)))  # features near zero: close to k/n on average

@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 
 import argmaxable as am
-from argmaxable.multilabel.heads import dft_matrix
+from argmaxable.constructions import dft_matrix
 from argmaxable.multilabel.schema import VerifyConfig
 from argmaxable.multilabel.verify import check_distinct, verify_arrays
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import argmaxable as am
-from argmaxable.multilabel.heads import dft_matrix
+from argmaxable.constructions import dft_matrix
 from argmaxable.theory.dft import alternation_table, alternations, radius_table, sample_k_active
 
 

@@ -21,5 +21,15 @@ __all__ = [
     "check_categories",
     "check_top_m",
     "core",
+    "layers",
     "verify_certificate",
 ]
+
+
+def __getattr__(name: str):
+    """``argmaxable.layers`` (the PyTorch heads) is imported on first use: the checks need no torch."""
+    if name == "layers":
+        import importlib
+
+        return importlib.import_module("argmaxable.layers")
+    raise AttributeError(f"module 'argmaxable' has no attribute {name!r}")

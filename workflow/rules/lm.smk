@@ -2,16 +2,21 @@
 # (issue 9, part 4). Run d is the model debtags_lm_d{d}: rule download_model takes its head from train_lm's
 # output directory and check_model checks it like any released model; make_lm_report names the unargmaxable
 # tokens per d and tabulates the range of the head's inputs (002 Table 9 / thesis Table A.3, substitute).
+# Prevention (issue 24): train_lm_head trains the same LM with a head of argmaxable.layers, check_lm_head checks
+# it, make_lm_prevention sets each beside the plain run of the same d (thesis §5.2, beyond the papers).
 import re
 
 from omegaconf import OmegaConf
 
 # Imported under lm_ names: every rules file shares one namespace (multilabel.smk has its own TABLES).
 from argmaxable.lm.report import FIGURES as LM_FIGURES, TABLES as LM_TABLES
-from argmaxable.lm.train import MODEL_KEY as LM_MODEL_KEY
+from argmaxable.lm.model import HEADS as LM_HEADS
+from argmaxable.lm.prevention import FIGURE as LM_PREVENTION_FIGURE, TABLE as LM_PREVENTION_TABLE
+from argmaxable.lm.train import HEAD_KEY as LM_HEAD_KEY, MODEL_KEY as LM_MODEL_KEY
 
 LM = f"{RESULTS}/lm"
-LM_SETTINGS = OmegaConf.to_container(CFG.lm, resolve=True)
+# The runs' settings: prevention's choice of runs is left out, so that changing it retrains nothing.
+LM_SETTINGS = {k: v for k, v in OmegaConf.to_container(CFG.lm, resolve=True).items() if k != "prevention"}
 LM_MODELS = {LM_MODEL_KEY.format(d=d): d for d in CFG.lm.d} if CFG.lm.enabled else {}
 for _key in LM_MODELS:
     if _key not in CFG.model:
@@ -20,12 +25,26 @@ for _key in LM_MODELS:
     if CFG.model[_key].download.path != f"{LM}/{_key}":
         sys.exit(f"argmaxable: model.{_key}.download.path must be train_lm's output {LM}/{_key}; "
                  f"got {CFG.model[_key].download.path!r}")
+for _head in CFG.lm.prevention.heads:
+    if _head not in LM_HEADS or _head == "linear":
+        sys.exit(f"argmaxable: lm.prevention.heads has {_head!r}; use heads of {[h for h in LM_HEADS if h != 'linear']}")
+for _d in CFG.lm.prevention.d:
+    if _d not in CFG.lm.d:
+        sys.exit(f"argmaxable: lm.prevention.d has {_d}, which lm.d lacks (its plain run is the baseline); "
+                 f"use widths of {list(CFG.lm.d)}")
+LM_RUNS = {LM_HEAD_KEY.format(head=h, d=d): (h, d) for h in CFG.lm.prevention.heads for d in CFG.lm.prevention.d}
+LM_BASELINES = [LM_MODEL_KEY.format(d=d) for d in CFG.lm.prevention.d]
+if not CFG.lm.enabled:
+    LM_RUNS = {}
 
 
 def lm_targets():
     if not LM_MODELS:
         return []
-    return [f"{LM}/tables/{t}.csv" for t in LM_TABLES] + [f"{LM}/figures/{f}.png" for f in LM_FIGURES]
+    out = [f"{LM}/tables/{t}.csv" for t in LM_TABLES] + [f"{LM}/figures/{f}.png" for f in LM_FIGURES]
+    if LM_RUNS:
+        out += [f"{LM}/tables/{LM_PREVENTION_TABLE}.parquet", f"{LM}/figures/{LM_PREVENTION_FIGURE}.png"]
+    return out
 
 
 rule build_lm_vocab:
@@ -50,6 +69,7 @@ rule train_lm:
     log:
         f"{LM}/logs/train_lm/{{model}}.log",
     params:
+        head="linear",
         d=lambda wc: LM_MODELS[wc.model],
         settings=LM_SETTINGS,
     threads: CFG.lm.threads
@@ -72,3 +92,55 @@ rule make_lm_report:
         models=list(LM_MODELS),
     script:
         "../scripts/lm_make_report.py"
+
+
+rule train_lm_head:
+    wildcard_constraints:
+        run="|".join(map(re.escape, LM_RUNS)) or "none",
+    input:
+        vocab=f"{LM}/vocab.parquet",
+    output:
+        model=directory(f"{LM}/prevention/{{run}}"),
+        activations=f"{LM}/prevention/activations/{{run}}.parquet",
+    log:
+        f"{LM}/logs/train_lm_head/{{run}}.log",
+    params:
+        head=lambda wc: LM_RUNS[wc.run][0],
+        d=lambda wc: LM_RUNS[wc.run][1],
+        settings=LM_SETTINGS,
+    threads: CFG.lm.threads
+    script:
+        "../scripts/lm_train.py"
+
+
+rule check_lm_head:
+    wildcard_constraints:
+        run="|".join(map(re.escape, LM_RUNS)) or "none",
+    input:
+        model=f"{LM}/prevention/{{run}}",
+    output:
+        f"{LM}/prevention/checks/{{run}}.parquet",
+    log:
+        f"{LM}/logs/check_lm_head/{{run}}.log",
+    params:
+        rankings=CFG.lm.prevention.rankings,
+        seed=CFG.lm.seed,
+        check={k: CFG.detect[k] for k in ("bound", "patience", "eps", "solver")} | {"workers": CFG.lm.threads},
+    threads: CFG.lm.threads
+    script:
+        "../scripts/lm_check_head.py"
+
+
+rule make_lm_prevention:
+    input:
+        plain=expand(f"{LM}/{{model}}", model=LM_BASELINES),
+        categories=expand(f"{RESULTS}/detect/{{model}}/categories.parquet", model=LM_BASELINES),
+        runs=expand(f"{LM}/prevention/{{run}}", run=LM_RUNS),
+        checks=expand(f"{LM}/prevention/checks/{{run}}.parquet", run=LM_RUNS),
+    output:
+        tables=[f"{LM}/tables/{LM_PREVENTION_TABLE}.{s}" for s in ("parquet", "csv", "md")],
+        figures=[f"{LM}/figures/{LM_PREVENTION_FIGURE}.{s}" for s in ("png", "pdf")],
+    log:
+        f"{LM}/logs/make_lm_prevention.log",
+    script:
+        "../scripts/lm_make_prevention.py"

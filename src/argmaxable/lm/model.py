@@ -3,7 +3,9 @@
 A Bengio et al. (2003) style model, small enough to train on 2 CPU cores in a minute: the embeddings of the
 ``context`` previous tokens are concatenated, passed through one hidden layer, projected to d features and
 an activation, and the head ``softmax(W x + b)`` (W: n x d, b: n) scores every token. The head is the layer
-the detection family checks; the activation is what bounds its inputs (the activation-aware box).
+the detection family checks; the activation is what bounds its inputs (the activation-aware box). The head is
+a plain ``nn.Linear(d, n)`` or one of the heads of :mod:`argmaxable.layers` that cannot lose tokens
+(:data:`HEADS`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,48 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from argmaxable.layers import DFTSoftmaxHead, SphericalSoftmaxHead
+
 ACTIVATIONS = {"gelu": nn.GELU, "silu": nn.SiLU, "relu": nn.ReLU, "tanh": nn.Tanh}  # names of core.activation_bounds
+# Softmax heads of width d: plain; rows on a sphere, no bias (every token argmaxable, thesis §5.2.1); the DFT head
+# (Prop. 5.3) with k = d/2, or with k = d/4 and d - 2k learnable slack columns (every top-k ranking argmaxable),
+# its rows in "centred" order: the vocabulary is sorted by frequency, so a cosine feature can carry the unigram prior.
+HEADS = ("linear", "spherical", "dft", "dft_slack")
+
+
+def dft_sizes(kind: str, d: int) -> tuple[int, int]:
+    """``(k, slack)`` of a DFT head of width d = 2k + slack: ``dft`` k = d/2, ``dft_slack`` k = d/4.
+
+    Examples
+    --------
+    >>> dft_sizes("dft", 8), dft_sizes("dft_slack", 8)
+    ((4, 0), (2, 4))
+    """
+    if kind == "dft":
+        if d % 2:
+            raise ValueError(f"The DFT softmax head needs an even width d = 2k. Got d={d}.")
+        return d // 2, 0
+    if d < 4:
+        raise ValueError(f"The DFT head with slack needs d >= 4 (k = d/4 >= 1). Got d={d}.")
+    return d // 4, d - 2 * (d // 4)
+
+
+def softmax_head(kind: str, d: int, n: int) -> nn.Module:
+    """The head of width d over n tokens by name (:data:`HEADS`).
+
+    Examples
+    --------
+    >>> softmax_head("dft", 4, 10).weights()[0].shape
+    (10, 4)
+    """
+    if kind == "linear":
+        return nn.Linear(d, n)
+    if kind == "spherical":
+        return SphericalSoftmaxHead(d, n, bias=False)
+    if kind in ("dft", "dft_slack"):
+        k, slack = dft_sizes(kind, d)
+        return DFTSoftmaxHead(d, n, k, slack=slack, order="centred")  # rows 0, 1, ...: the frequent tokens
+    raise ValueError(f"The 'head' parameter must be one of {HEADS}. Got {kind!r}.")
 
 
 class WindowLM(nn.Module):
@@ -29,6 +72,8 @@ class WindowLM(nn.Module):
         Bottleneck width (columns of the head).
     activation : str
         Activation of the bottleneck, one of :data:`ACTIVATIONS`.
+    head : str, default "linear"
+        The softmax head, one of :data:`HEADS` (:func:`softmax_head`).
 
     Examples
     --------
@@ -37,7 +82,8 @@ class WindowLM(nn.Module):
     torch.Size([5, 10])
     """
 
-    def __init__(self, n: int, context: int, embed_dim: int, hidden: int, d: int, activation: str):
+    def __init__(self, n: int, context: int, embed_dim: int, hidden: int, d: int, activation: str,
+                 head: str = "linear"):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"The 'activation' parameter of WindowLM must be one of {sorted(ACTIVATIONS)}. "
@@ -46,7 +92,7 @@ class WindowLM(nn.Module):
         self.encoder = nn.Sequential(
             nn.Linear(context * embed_dim, hidden), nn.GELU(), nn.Linear(hidden, d), ACTIVATIONS[activation]()
         )
-        self.head = nn.Linear(d, n)  # the checked softmax layer: weight (n, d), bias (n,)
+        self.head = softmax_head(head, d, n)  # the checked softmax layer
 
     def features(self, ctx: torch.Tensor) -> torch.Tensor:
         """The head's inputs x for contexts ``ctx`` (B, context) -> (B, d)."""

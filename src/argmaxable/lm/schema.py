@@ -6,6 +6,15 @@ from dataclasses import dataclass, field
 
 
 @dataclass
+class PreventionConfig:
+    """Runs of the LM with heads of :mod:`argmaxable.layers` (issue 24), beside the plain run of each d."""
+
+    heads: list[str] = field(default_factory=lambda: ["spherical", "dft", "dft_slack"])  # lm.model.HEADS but linear
+    d: list[int] = field(default_factory=lambda: [4, 8, 16])  # a subset of LMConfig.d
+    rankings: int = 50  # top-k rankings of a DFT head checked per run
+
+
+@dataclass
 class LMConfig:
     """A word-level window language model on the debtags descriptions, one run per bottleneck width d.
 
@@ -27,3 +36,4 @@ class LMConfig:
     threads: int = 1  # torch intra-op threads per training job
     heldout_split: str = "test"  # snapshot split for the held-out loss and the activation ranges
     percentiles: list[float] = field(default_factory=lambda: [0.0, 1.0, 5.0, 50.0, 95.0, 99.0, 100.0])
+    prevention: PreventionConfig = field(default_factory=PreventionConfig)

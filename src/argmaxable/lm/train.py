@@ -36,6 +36,7 @@ from argmaxable.provenance import atomic_path, write_json, write_table
 log = logging.getLogger(__name__)
 
 MODEL_KEY = "debtags_lm_d{d}"  # the model config (config/model/<key>.yaml) of the run of width d
+HEAD_KEY = "{head}_d{d}"  # a run with a head of argmaxable.layers (rule train_lm_head), under lm/prevention/
 EVAL_BATCH = 8192  # held-out positions per forward pass (memory: 8192 x n logits)
 LOG_EVERY = 0.1  # log and record the training loss every tenth of the run
 
@@ -112,7 +113,7 @@ def _heldout(model: WindowLM, ctx: torch.Tensor, target: torch.Tensor) -> tuple[
 
 
 def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activations_path: str | os.PathLike,
-             *, d: int, cfg: Mapping, texts: Mapping[str, Sequence[str]] | None = None,
+             *, d: int, cfg: Mapping, head: str = "linear", texts: Mapping[str, Sequence[str]] | None = None,
              config: Any = None) -> dict[str, Any]:
     """Train the window LM of width ``d``; save its head, tokens, weights, metrics and activation percentiles.
 
@@ -128,6 +129,9 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
         Bottleneck width.
     cfg : mapping
         The ``lm`` config (:class:`argmaxable.lm.schema.LMConfig`).
+    head : str, default "linear"
+        The softmax head (:data:`argmaxable.lm.model.HEADS`). Another head than ``linear`` saves the ``weight``
+        (and ``bias``) of its ``weights()`` in float64, as the checks read them; its run is ``HEAD_KEY``.
     texts : mapping, optional
         ``{"train": [...], "heldout": [...]}`` texts instead of the snapshot's splits (tests).
     config : any
@@ -150,7 +154,8 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
     ctx, target = (torch.from_numpy(a) for a in streams["train"])  # (N, context), (N,)
 
     # 1. model and optimiser: Adam with the learning rate decayed linearly to zero over the token budget
-    model = WindowLM(len(tokens), context, int(cfg["embed_dim"]), int(cfg["hidden"]), d, cfg["activation"])
+    model = WindowLM(len(tokens), context, int(cfg["embed_dim"]), int(cfg["hidden"]), d, cfg["activation"], head)
+    key = MODEL_KEY.format(d=d) if head == "linear" else HEAD_KEY.format(head=head, d=d)
     batch = int(cfg["batch_size"])
     steps = max(1, int(cfg["train_tokens"]) // batch)
     opt = torch.optim.Adam(model.parameters(), lr=float(cfg["lr"]))
@@ -183,19 +188,27 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
     # 4. save: the head as a released model would ship it, the whole model, metrics, activation ranges
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    _save_safetensors({"weight": model.head.weight, "bias": model.head.bias}, out_dir / "head.safetensors")
+    if head == "linear":
+        _save_safetensors({"weight": model.head.weight, "bias": model.head.bias}, out_dir / "head.safetensors")
+    else:
+        W, b = model.head.weights()
+        _save_safetensors({"weight": torch.from_numpy(W)} | ({} if b is None else {"bias": torch.from_numpy(b)}),
+                          out_dir / "head.safetensors")
     _save_safetensors(model.state_dict(), out_dir / "lm.safetensors")
     with atomic_path(out_dir / "vocab.txt") as tmp:
         tmp.write_text("".join(f"{t}\n" for t in tokens), encoding="utf-8")
     stats = activation_percentiles(feats, cfg["percentiles"])
-    stats.insert(0, "model", MODEL_KEY.format(d=d))
+    stats.insert(0, "model", key)
     write_table(stats, activations_path, config=config, inputs=[vocab_path], heldout_split=cfg["heldout_split"])
     record = {
-        "model": MODEL_KEY.format(d=d),
+        "model": key,
+        "head": head,
         "d": d,
+        "k": getattr(model.head, "k", None),  # a DFT head's guaranteed ranking length
         "n": len(tokens),
         "activation": cfg["activation"],
         "parameters": sum(p.numel() for p in model.parameters()),
+        "head_parameters": sum(p.numel() for p in model.head.parameters()),
         "train_tokens": steps * batch,
         "train_positions": len(target),
         "heldout_split": cfg["heldout_split"],

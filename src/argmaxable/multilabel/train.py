@@ -23,7 +23,7 @@ from omegaconf import OmegaConf
 from torch import nn
 
 from argmaxable.multilabel.encoders import build_encoder
-from argmaxable.multilabel.heads import Head, make_head
+from argmaxable.multilabel.heads import Head, composite, make_head, trainable_parameters
 from argmaxable.multilabel.metrics import labels_to_dense, multilabel_metrics
 from argmaxable.multilabel.schema import RunConfig
 from argmaxable.provenance import atomic_path, write_json, write_table
@@ -254,14 +254,15 @@ def _finish(model: Model, dsd, n, k, out_dir: Path, cfg: RunConfig, state, *, he
         scores, loss = _scores(model, rows, labels, n)
         metrics[split] = {**multilabel_metrics(scores, labels_to_dense(labels, n), cfg.metric_k), "loss": loss}
         arrays[f"pred_{split}"], arrays[f"pred_{split}_offsets"] = _ragged([np.flatnonzero(z > 0) for z in scores])
-    WP, Wb = model.head.composite()
+    W = model.head.weights()[0]
+    WP, Wb = composite(model.head)
     with atomic_path(out_dir / "head.npz") as tmp, open(tmp, "wb") as fh:
-        np.savez_compressed(fh, W=model.head.W(), WP=WP, Wb=Wb, feature_bound=model.encoder.feature_bound,
+        np.savez_compressed(fh, W=W, WP=WP, Wb=Wb, feature_bound=model.encoder.feature_bound,
                             k=k, **arrays)
     write_table(pd.DataFrame(state["curve"]), out_dir / "curve.csv", config=config, inputs=inputs)
     record = {
         "head": head, "d": d, "seed": seed, "n": n, "k": k, "e": model.encoder.dim,
-        "features": int(model.head.W().shape[1]), "trainable_head": model.head.trainable_parameters(),
+        "features": int(W.shape[1]), "trainable_head": trainable_parameters(model.head),
         "trainable_total": sum(p.numel() for p in model.parameters() if p.requires_grad),
         "n_train": min(len(dsd["train"]), cfg.max_train or len(dsd["train"])),
         "steps": state["step"], "epochs": state["epoch"], "best_step": state["best_step"],

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 import argmaxable as am
-from argmaxable.multilabel.heads import dft_matrix
+from argmaxable.constructions import dft_matrix
 from argmaxable.theory.common import write_figure, write_tables
 from argmaxable.theory.cover import all_assignments
 from argmaxable.theory.reference import ReproductionError

@@ -13,7 +13,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from argmaxable.multilabel.heads import dft_matrix
+from argmaxable.constructions import dft_matrix
 from argmaxable.theory.common import write_figure, write_tables
 from argmaxable.theory.reference import ReproductionError
 from argmaxable.topm.layers import check_rankings, verify_rankings
