@@ -7,7 +7,6 @@ Rows are never materialised for all items at once: an n×n matrix would not fit 
 
 from __future__ import annotations
 
-import itertools
 import os
 import sys
 from functools import cached_property
@@ -113,15 +112,43 @@ def _gram_maxima(n: int, block: int, product) -> np.ndarray:
     return top
 
 
-def rows_float64(L, rows: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray:
-    """Rows of a (b, n) block of logits (a numpy array, or a torch tensor on any device), restricted to column spans
-    ``[(start, stop), ...]`` side by side, as float64 numpy."""
+def band_maxima(L, width: int) -> np.ndarray:
+    """Maximum of each row of L (numpy or torch, (b, n)) over consecutive spans of ``width`` columns (the last one
+    shorter), as float64 numpy (b, spans): one reduction over a reshaped view, not one per strided span."""
+    b, n = L.shape
+    full = n // width * width
     if isinstance(L, np.ndarray):
-        return np.hstack([L[rows, a:z] for a, z in spans]).astype(np.float64)
+        tail = [L[:, full:].max(axis=1)[:, None]] if n > full else []
+        return np.hstack([L[:, :full].reshape(b, -1, width).max(axis=2), *tail]).astype(np.float64)
+    import torch
+
+    tail = [L[:, full:].amax(dim=1)[:, None]] if n > full else []
+    return torch.cat([L[:, :full].reshape(b, -1, width).amax(dim=2), *tail], dim=1).double().cpu().numpy()
+
+
+def band_candidates(L, rows: np.ndarray, width: int, floor: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Entries of the rows ``rows`` of L (numpy or torch) at or above ``floor`` (float32, (len(rows), spans): one
+    threshold per span of ``width`` columns), as (row position, column, float64 value)."""
+    k, n = len(rows), L.shape[1]
+    full = n // width * width
+    if isinstance(L, np.ndarray):
+        Lr = L[rows]
+        hit = np.zeros((k, n), dtype=bool)
+        hit[:, :full] = (Lr[:, :full].reshape(k, -1, width) >= floor[:, : full // width, None]).reshape(k, full)
+        if n > full:
+            hit[:, full:] = Lr[:, full:] >= floor[:, -1:]
+        kk, cc = np.nonzero(hit)
+        return kk, cc, Lr[kk, cc].astype(np.float64)
     import torch
 
     Lr = L[torch.from_numpy(rows).to(L.device)]
-    return torch.cat([Lr[:, a:z] for a, z in spans], dim=1).double().cpu().numpy()
+    f = torch.from_numpy(floor).to(L.device)
+    hit = torch.zeros((k, n), dtype=torch.bool, device=L.device)
+    hit[:, :full] = (Lr[:, :full].reshape(k, -1, width) >= f[:, : full // width, None]).reshape(k, full)
+    if n > full:
+        hit[:, full:] = Lr[:, full:] >= f[:, -1:]
+    kk, cc = torch.nonzero(hit, as_tuple=True)
+    return kk.cpu().numpy(), cc.cpu().numpy(), Lr[kk, cc].double().cpu().numpy()
 
 
 def resolve_device(device: str | None):
@@ -248,14 +275,14 @@ class CategorySystem:
         leave thousands of points to measure again)."""
         return np.argsort(self.norms, kind="stable")
 
-    def _bands(self, cols) -> tuple[list[tuple[int, int]], np.ndarray]:
-        """Column spans of the logits with the largest row norm of each: :data:`BANDS` spans of increasing norms
-        for the bfloat16 logits (``cols``: the row of each column), one span otherwise."""
+    def _bands(self, cols) -> tuple[int, np.ndarray]:
+        """Width of the column spans of the logits and the largest row norm of each: :data:`BANDS` spans of
+        increasing norms for the bfloat16 logits (``cols``: the row of each column), one span otherwise."""
         if cols is None:
-            return [(0, self.n_rows)], np.array([self.max_norm])
-        cuts = np.linspace(0, self.n_rows, BANDS + 1).astype(int)
-        spans = [(int(a), int(z)) for a, z in itertools.pairwise(cuts) if z > a]
-        return spans, np.array([self.norms[cols[z - 1]] for _, z in spans])
+            return self.n_rows, np.array([self.max_norm])
+        width = -(-self.n_rows // BANDS)
+        return width, np.array([self.norms[cols[min(z, self.n_rows) - 1]]
+                                for z in range(width, self.n_rows + width, width)])
 
     def _logits(self, items, X):
         """Computed logits of the points X against every row, each item's own entry at -inf, as a numpy array or a
@@ -313,17 +340,15 @@ class CategorySystem:
         No tier reads more rows than it keeps: there is no pass over the whole layer per point.
         """
         L, kappa, cols = self._logits(items, X)
-        spans, band_norm = self._bands(cols)
+        width, band_norm = self._bands(cols)
         rows = np.arange(len(items))
         if isinstance(L, np.ndarray):
             worst = np.argmax(L, axis=1)  # the current argmax among the others (002 Fig. 5 line 1)
             top = L[rows, worst].astype(np.float64)
-            band_top = top[:, None] if len(spans) == 1 else np.stack([L[:, a:z].max(axis=1) for a, z in spans], 1)
         else:
             top, w = L.max(dim=1)  # (torch's argmax of bfloat16 is 4x slower on the CPU)
             top, worst = top.double().cpu().numpy(), w.cpu().numpy()
-            band_top = top[:, None] if len(spans) == 1 else np.stack(
-                [L[:, a:z].amax(dim=1).double().cpu().numpy() for a, z in spans], 1)
+        band_top = top[:, None] if len(band_norm) == 1 else band_maxima(L, width)  # (b, bands)
         worst = worst if cols is None else cols[worst]
         d = self.d
         X64 = np.asarray(X, dtype=np.float64)
@@ -331,44 +356,35 @@ class CategorySystem:
         own = np.einsum("bd,bd->b", X64, np.asarray(self.Win[items], dtype=np.float64)) + self.b64[items]
         low = own - gamma(d + 6) * (xn * self.norms[items] + np.abs(self.b64[items]))  # <= the exact own logit
         # Tier 1: each computed logit of a band is within kappa (||x|| max ||w_i|| + max |b_i|) of the exact one,
-        # its norms' maximum taken over the band.
+        # the norms' maximum taken over the band.
         band_up = band_top + kappa * (np.multiply.outer(xn, band_norm) + self.max_bias)  # (b, bands) >= l_i
         margin = (low - band_up.max(axis=1)) / (self.norms[items] + self.max_norm)
         # l_worst > l_t for sure: reflect across the computed argmax, no measuring needed.
         beaten = top - kappa * (xn * self.norms[worst] + np.abs(self.b64[worst])) > 2 * own - low
         open_ = np.flatnonzero(~(margin > eps) & ~beaten)
-        if open_.size:  # the bands' bounds again with the slack of the float64 tests of tier 2
-            band_up = band_top + (kappa + 8 * U64) * (np.multiply.outer(xn, band_norm) + self.max_bias)
-            self._recheck(L, cols, spans, band_up + eps * (1 + 4 * U64) * band_norm, items, X64, xn, low, open_,
-                          kappa, eps, margin, worst)
+        if open_.size:
+            self._recheck(L, cols, width, band_norm, items, X64, xn, low, open_, kappa, eps, margin, worst)
         return worst, margin
 
-    def _recheck(self, L, cols, spans, band_up, items, X64, xn, low, open_, kappa, eps, margin, worst, group=32):
+    def _recheck(self, L, cols, width, band_norm, items, X64, xn, low, open_, kappa, eps, margin, worst, group=64):
         """Tiers 2 and 3 of :meth:`evaluate` for the points ``open_`` (``low``: certified lower bounds on their own
-        logits; ``band_up``: on each band's largest l_i + eps ||w_i||), ``group`` points at a time; writes their
-        margins and the rows to reflect across into ``margin`` and ``worst``."""
+        logits), ``group`` points at a time; writes their margins and the rows to reflect across into ``margin``
+        and ``worst``. A row that is not measured has a distance above eps (1 + 4 U64), which is their margin."""
         d, t, absb, norms = self.d, items, np.abs(self.b64), self.norms
-        # The float64 arithmetic of the tests below errs by a few units of U64 times the same magnitudes.
-        kap, eps_ = kappa + 8 * U64, eps * (1 + 4 * U64)
+        # The float64 arithmetic of the tests below errs by a few units of U64 times the same magnitudes; a row
+        # ruled out is at a distance above eps_ > eps (also at eps = 0).
+        kap, eps_ = kappa + 8 * U64, max(eps, 2.0**-1000) * (1 + 4 * U64)
         for lo in range(0, len(open_), group):
             ks = open_[lo : lo + group]
-            thr = low[ks] - eps_ * norms[t[ks]]
-            # Tier 2: the rows whose exact logit may come within eps ||w_t - w_i|| of the own one, in the bands
-            # that may hold one.
-            keep = (thr[:, None] <= band_up[ks]).any(axis=0)
-            some = [span for span, k in zip(spans, keep, strict=True) if k]
-            idx = np.concatenate([np.arange(a, z) for a, z in some] + [np.zeros(0, dtype=np.int64)])
-            idx = idx if cols is None else cols[idx]  # the row of each column kept
-            S = rows_float64(L, ks, some) if some else np.zeros((len(ks), 0))  # (k, columns kept)
-            S += np.multiply.outer(xn[ks], kap * norms[idx])
-            S += kap * absb[idx] + eps_ * norms[idx]  # S_ki >= l_i + eps ||w_i||
-            near = thr[:, None] <= S
-            far_top = np.where(near, -np.inf, S).max(axis=1, initial=-np.inf)
-            if not keep.all():  # the bands left out: below thr for every point
-                far_top = np.maximum(far_top, band_up[ks][:, ~keep].max(axis=1))
-            kk, ii = np.nonzero(near)
-            ii = idx[ii]
-            del S, near
+            thr = low[ks] - eps_ * norms[t[ks]]  # a row is far if l_i + eps ||w_i|| < thr, rounding included
+            # Tier 2: the rows whose exact logit may come within eps ||w_t - w_i|| of the own one. First a span's
+            # bound from its largest norm (one comparison per entry), then each candidate's own bound in float64.
+            floor = thr[:, None] - kap * (np.multiply.outer(xn[ks], band_norm) + self.max_bias) - eps_ * band_norm
+            floor = np.nextafter(floor.astype(np.float32), np.float32(-np.inf))  # rounded down
+            kk, cc, val = band_candidates(L, ks, width, floor)
+            ii = cc if cols is None else cols[cc]
+            near = val + kap * (xn[ks][kk] * norms[ii] + absb[ii]) + eps_ * norms[ii] >= thr[kk]
+            kk, ii = kk[near], ii[near]
             union, col = np.unique(ii, return_inverse=True)
             G = X64[ks] @ np.asarray(self.Win[union], dtype=np.float64).T  # (k, |union|): one blocked product
             g = G[kk, col] + self.b64[ii]
@@ -381,10 +397,10 @@ class CategorySystem:
                 h = hard[lo3 : lo3 + 4096]
                 k3, i3 = ks[kk[h]], ii[h]
                 dist[h] = self._exact_distances(t[k3], i3, X64[k3])
+            bounds = np.searchsorted(kk, np.arange(len(ks) + 1))  # kk is sorted: each point's pairs in a run
             for j, k in enumerate(ks):
-                mine = np.flatnonzero(kk == j)
-                far = eps + (thr[j] - far_top[j]) / (norms[t[k]] + self.max_norm)  # +inf without far rows
-                margin[k] = min(far, dist[mine].min(initial=np.inf))
+                mine = np.arange(bounds[j], bounds[j + 1])
+                margin[k] = min(eps_, dist[mine].min(initial=np.inf))
                 if mine.size:  # reflect across the float64 argmax, or across a duplicate that always wins
                     lost = mine[dist[mine] == -np.inf]
                     worst[k] = ii[lost[0]] if lost.size else ii[mine[np.argmax(g[mine])]]
