@@ -126,29 +126,25 @@ def band_maxima(L, width: int) -> np.ndarray:
     return torch.cat([L[:, :full].reshape(b, -1, width).amax(dim=2), *tail], dim=1).double().cpu().numpy()
 
 
-def band_candidates(L, rows: np.ndarray, width: int, floor: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def band_candidates(L, rows: np.ndarray, width: int, floor: np.ndarray,
+                    band_top: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Entries of the rows ``rows`` of L (numpy or torch) at or above ``floor`` (float32, (len(rows), spans): one
-    threshold per span of ``width`` columns), as (row position, column, float64 value)."""
-    k, n = len(rows), L.shape[1]
-    full = n // width * width
+    threshold per span of ``width`` columns), as (row position, column, float64 value), sorted by row position.
+    Only the spans whose maximum (``band_top``) reaches their threshold are read."""
+    n = L.shape[1]
+    pk, pb = np.nonzero(band_top >= floor)  # (row position, span) pairs that hold a candidate
+    cols = pb[:, None] * width + np.arange(width)  # (pairs, width)
+    inside = cols < n
+    cols = np.minimum(cols, n - 1)
     if isinstance(L, np.ndarray):
-        Lr = L[rows]
-        hit = np.zeros((k, n), dtype=bool)
-        hit[:, :full] = (Lr[:, :full].reshape(k, -1, width) >= floor[:, : full // width, None]).reshape(k, full)
-        if n > full:
-            hit[:, full:] = Lr[:, full:] >= floor[:, -1:]
-        kk, cc = np.nonzero(hit)
-        return kk, cc, Lr[kk, cc].astype(np.float64)
-    import torch
+        seg = L[rows[pk][:, None], cols].astype(np.float64)
+    else:
+        import torch
 
-    Lr = L[torch.from_numpy(rows).to(L.device)]
-    f = torch.from_numpy(floor).to(L.device)
-    hit = torch.zeros((k, n), dtype=torch.bool, device=L.device)
-    hit[:, :full] = (Lr[:, :full].reshape(k, -1, width) >= f[:, : full // width, None]).reshape(k, full)
-    if n > full:
-        hit[:, full:] = Lr[:, full:] >= f[:, -1:]
-    kk, cc = torch.nonzero(hit, as_tuple=True)
-    return kk.cpu().numpy(), cc.cpu().numpy(), Lr[kk, cc].double().cpu().numpy()
+        dev = L.device
+        seg = L[torch.from_numpy(rows[pk]).to(dev)[:, None], torch.from_numpy(cols).to(dev)].double().cpu().numpy()
+    p, j = np.nonzero(inside & (seg >= floor[pk, pb][:, None]))
+    return pk[p], cols[p, j], seg[p, j]
 
 
 def resolve_device(device: str | None):
@@ -342,13 +338,21 @@ class CategorySystem:
         L, kappa, cols = self._logits(items, X)
         width, band_norm = self._bands(cols)
         rows = np.arange(len(items))
-        if isinstance(L, np.ndarray):
+        if len(band_norm) > 1:  # the argmax (002 Fig. 5 line 1) within the span that holds the maximum
+            band_top = band_maxima(L, width)  # (b, bands)
+            best = np.argmax(band_top, axis=1)
+            top = band_top[rows, best]
+            at = np.where(np.arange(len(band_norm)) == best[:, None], top[:, None], np.inf)
+            kk, cc, _ = band_candidates(L, rows, width, at, band_top)
+            worst = cc[np.unique(kk, return_index=True)[1]]  # the first column at the top of each row
+        elif isinstance(L, np.ndarray):
             worst = np.argmax(L, axis=1)  # the current argmax among the others (002 Fig. 5 line 1)
             top = L[rows, worst].astype(np.float64)
         else:
             top, w = L.max(dim=1)  # (torch's argmax of bfloat16 is 4x slower on the CPU)
             top, worst = top.double().cpu().numpy(), w.cpu().numpy()
-        band_top = top[:, None] if len(band_norm) == 1 else band_maxima(L, width)  # (b, bands)
+        if len(band_norm) == 1:
+            band_top = top[:, None]
         worst = worst if cols is None else cols[worst]
         d = self.d
         X64 = np.asarray(X, dtype=np.float64)
@@ -363,13 +367,16 @@ class CategorySystem:
         beaten = top - kappa * (xn * self.norms[worst] + np.abs(self.b64[worst])) > 2 * own - low
         open_ = np.flatnonzero(~(margin > eps) & ~beaten)
         if open_.size:
-            self._recheck(L, cols, width, band_norm, items, X64, xn, low, open_, kappa, eps, margin, worst)
+            self._recheck(L, cols, width, band_norm, band_top, items, X64, xn, low, open_, kappa, eps, margin,
+                          worst)
         return worst, margin
 
-    def _recheck(self, L, cols, width, band_norm, items, X64, xn, low, open_, kappa, eps, margin, worst, group=64):
+    def _recheck(self, L, cols, width, band_norm, band_top, items, X64, xn, low, open_, kappa, eps, margin, worst,
+                 group=64):
         """Tiers 2 and 3 of :meth:`evaluate` for the points ``open_`` (``low``: certified lower bounds on their own
-        logits), ``group`` points at a time; writes their margins and the rows to reflect across into ``margin``
-        and ``worst``. A row that is not measured has a distance above eps (1 + 4 U64), which is their margin."""
+        logits; ``band_top``: the largest computed logit of each span of columns), ``group`` points at a time;
+        writes their margins and the rows to reflect across into ``margin`` and ``worst``. A row that is not
+        measured has a distance above eps (1 + 4 U64), which is their margin."""
         d, t, absb, norms = self.d, items, np.abs(self.b64), self.norms
         # The float64 arithmetic of the tests below errs by a few units of U64 times the same magnitudes; a row
         # ruled out is at a distance above eps_ > eps (also at eps = 0).
@@ -381,7 +388,7 @@ class CategorySystem:
             # bound from its largest norm (one comparison per entry), then each candidate's own bound in float64.
             floor = thr[:, None] - kap * (np.multiply.outer(xn[ks], band_norm) + self.max_bias) - eps_ * band_norm
             floor = np.nextafter(floor.astype(np.float32), np.float32(-np.inf))  # rounded down
-            kk, cc, val = band_candidates(L, ks, width, floor)
+            kk, cc, val = band_candidates(L, ks, width, floor, band_top[ks])
             ii = cc if cols is None else cols[cc]
             near = val + kap * (xn[ks][kk] * norms[ii] + absb[ii]) + eps_ * norms[ii] >= thr[kk]
             kk, ii = kk[near], ii[near]
