@@ -24,8 +24,9 @@ active label): ``a_i = -s_i w_i``, ``c_i = -s_i b_i``. Top-m sets: the assignmen
 rescaled by the check by a power of two s (max in [0.5, 1)), which makes tau's column -1/s.
 
 A whole vocabulary's witnesses are checked in blocks of rows against blocks of W with bfloat16 products where the
-CPU has them (float32 otherwise) and a rigorous bound on their error; items the bound cannot settle are re-checked
-one by one in float64. Memory stays within one block of logits and a low-precision copy of W.
+CPU has them (float32 otherwise) and a rigorous bound on their error; for the witnesses that bound cannot settle,
+only the rows each row's own bound leaves open are re-checked in float64 (:func:`_near_categories`), never the
+whole layer per witness. Memory stays within one block of logits and a low-precision copy of W.
 """
 
 from __future__ import annotations

@@ -70,16 +70,17 @@ def row_squares(X: np.ndarray, block: int = 1024) -> np.ndarray:
     return out
 
 
-def _bf16_augmented(W: np.ndarray, b: np.ndarray | None):
-    """``[W, b, 1]`` (or W without a bias) as a bfloat16 torch tensor, rounded once on the copy from float64 or
-    float32."""
+def _bf16_augmented(W: np.ndarray, b: np.ndarray | None, order: np.ndarray, block: int = 8192):
+    """``[W, b, 1]`` (or W without a bias) as a bfloat16 torch tensor, its rows in the order ``order``, rounded once
+    on the copy from float64 or float32, a block of rows at a time (no reordered copy of the layer)."""
     import torch
 
     n, d = W.shape
     L = torch.empty((n, d if b is None else d + 2), dtype=torch.bfloat16)
-    L[:, :d] = torch.from_numpy(W)
+    for lo in range(0, n, block):
+        L[lo : lo + block, :d] = torch.from_numpy(W[order[lo : lo + block]])
     if b is not None:
-        L[:, d], L[:, d + 1] = torch.from_numpy(b), 1.0
+        L[:, d], L[:, d + 1] = torch.from_numpy(b[order]), 1.0
     return L
 
 
@@ -261,8 +262,7 @@ class CategorySystem:
     def _bf16_layer(self):
         """``[W, b, 1]`` (W without a bias) in bfloat16, made once for the Gram pass and the reflection steps, its
         rows in the order :attr:`_order`."""
-        order = self._order
-        return _bf16_augmented(self.Win[order], None if self.homogeneous else self.b64[order])
+        return _bf16_augmented(self.Win, None if self.homogeneous else self.b64, self._order)
 
     @cached_property
     def _order(self) -> np.ndarray:
