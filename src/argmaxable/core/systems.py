@@ -399,7 +399,9 @@ class CategorySystem:
             # Tier 2: the rows whose exact logit may come within eps ||w_t - w_i|| of the own one. First a span's
             # bound from its largest norm (one comparison per entry), then each candidate's own bound in float64.
             floor = thr[:, None] - kap * (np.multiply.outer(xn[ks], band_norm) + self.max_bias) - eps_ * band_norm
-            floor = np.nextafter(floor.astype(np.float32), np.float32(-np.inf))  # rounded down
+            lt = L.dtype.type if isinstance(L, np.ndarray) else np.float32  # compared in the logits' own format
+            with np.errstate(over="ignore"):  # beyond float32: inf rounds down to its largest, -inf keeps every row
+                floor = np.nextafter(floor.astype(lt), lt(-np.inf))  # rounded down
             kk, cc, val = band_candidates(L, ks, width, floor, band_top[ks])
             ii = cc if cols is None else cols[cc]
             near = val + kap * (xn[ks][kk] * norms[ii] + absb[ii]) + eps_ * norms[ii] >= thr[kk]
@@ -409,7 +411,8 @@ class CategorySystem:
             g = G[kk, col] + self.b64[ii]
             gap = low[ks][kk] - g - gamma(d + 6) * (xn[ks][kk] * norms[ii] + absb[ii])  # <= l_t - l_i
             den = norms[t[ks][kk]] + norms[ii]  # >= ||w_t - w_i||
-            dist = np.where(gap > eps_ * den, gap / den, np.nan)
+            with np.errstate(divide="ignore", invalid="ignore"):  # zero rows: left to tier 3
+                dist = np.where(gap > eps_ * den, gap / den, np.nan)
             # Tier 3: the pairs left, on their exact differences.
             hard = np.flatnonzero(np.isnan(dist))
             for lo3 in range(0, len(hard), 4096):
