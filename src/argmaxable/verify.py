@@ -29,8 +29,9 @@ rescaled by the check by a power of two s (down to [2^499, 2^500), or up to [0.5
 eps (:func:`_masked`), is unargmaxable without evidence and is left out of the other categories' checks.
 
 A whole vocabulary's witnesses are checked in blocks of rows against blocks of W with bfloat16 products where the
-CPU has them (float32 otherwise) and a rigorous bound on their error; items the bound cannot settle are re-checked
-one by one in float64. Memory stays within one block of logits and a low-precision copy of W.
+CPU has them (float32 otherwise) and a rigorous bound on their error; for the witnesses that bound cannot settle,
+only the rows each row's own bound leaves open are re-checked in float64 (:func:`_near_categories`), never the
+whole layer per witness. Memory stays within one block of logits and a low-precision copy of W.
 """
 
 from __future__ import annotations
@@ -334,8 +335,8 @@ def _scaled_up(eps: float, m: float) -> float:
 
 def _witnesses_categories(W, b, rows, X, pos, lo, hi, eps) -> np.ndarray:
     """Argmaxable categories ``rows[pos]`` with witnesses ``X[pos]`` (indexed block by block: a whole
-    vocabulary's witnesses are never copied): a fast certified pass in low precision, float64 re-checks for the
-    rest."""
+    vocabulary's witnesses are never copied): a fast certified pass in low precision, then, for the rest, only the
+    rows that pass could not rule out, in float64."""
     ok = np.zeros(len(pos), dtype=bool)
     for s in range(0, len(pos), BLOCK):
         ok[s : s + BLOCK] = _in_box(X[pos[s : s + BLOCK]], lo, hi)
@@ -344,13 +345,92 @@ def _witnesses_categories(W, b, rows, X, pos, lo, hi, eps) -> np.ndarray:
         idx = np.flatnonzero(ok)
         fast[idx] = _fast_categories(W, b, rows, X, pos[idx], eps)
     out = ok & fast
-    for p in np.flatnonzero(ok & ~fast):
-        t, x = int(rows[pos[p]]), X[pos[p]]
-        out[p] = all(
-            _row_check(np.delete(W[s], t - s.start, axis=0) - W[t] if s.start <= t < s.stop else W[s] - W[t],
-                       np.delete(b[s], t - s.start) - b[t] if s.start <= t < s.stop else b[s] - b[t], x, eps)
-            for s in (slice(lo_, min(lo_ + BLOCK, len(W))) for lo_ in range(0, len(W), BLOCK)))
+    rest = np.flatnonzero(ok & ~fast)
+    if len(W) <= BLOCK:  # one block of rows: each witness exactly, without torch
+        out[rest] = [_row_check_all(W, b, int(rows[pos[p]]), X[pos[p]], eps) for p in rest]
+    elif rest.size:
+        out[rest] = _near_categories(W, b, rows[pos[rest]], X, pos[rest], eps)
     return out
+
+
+def _near_categories(W, b, t_all, X_all, pos, eps, group=256, small=16) -> np.ndarray:
+    """Witnesses ``X_all[pos]`` of categories ``t_all`` checked row by row, in three tiers (scaled units as in
+    :func:`_fast_categories`): low-precision products against every row with each row's own rounding bound rule
+    out the rows that cannot come within eps; float64 products over the union of the rows left, for ``small``
+    witnesses at a time, rule out most of the others; :func:`_row_check` decides the last few pairs on their
+    exact differences. No witness costs a float64 pass over the whole layer."""
+    import torch
+
+    n, d = W.shape
+    kw = float(_pow2_scale(np.array([[_abs_max(W)]]))[0])
+    xmax = max(_abs_max(X_all[pos[s : s + BLOCK]]) for s in range(0, len(pos), BLOCK))
+    kx = float(_pow2_scale(np.array([[xmax]]))[0])
+    bs = b / (kw * kx)
+    if not np.isfinite(bs).all():  # offsets far larger than the rows: each witness on its own, exactly
+        return np.array([_row_check_all(W, b, int(t), X_all[p], eps) for t, p in zip(t_all, pos, strict=True)],
+                        dtype=bool)
+    dtype, u, v, tiny = _lowp()
+    kappa = (2 * u + u * u) * (1 + gamma(d + 2, v)) + gamma(d + 2, v) + u  # inputs, accumulation, output
+    B = float(np.abs(bs).max())
+    floor = tiny * 4 * (d + 3) * max(1.0, B)  # products lost to subnormals
+    R = torch.empty((n, d + 1), dtype=dtype)
+    wn = np.empty(n)
+    for s in range(0, n, BLOCK):
+        Wb = W[s : s + BLOCK] / kw
+        wn[s : s + BLOCK] = _norm_up(Wb)  # >= ||w_i|| / kw
+        R[s : s + BLOCK, :d] = torch.from_numpy(Wb)
+    R[:, d] = torch.from_numpy(bs)
+    e = (eps / kx) * (1 + 4 * U64)  # eps in scaled units, with the rounding of the products below
+    out = np.zeros(len(pos), dtype=bool)
+    for g0 in range(0, len(pos), group):
+        sel = slice(g0, min(g0 + group, len(pos)))
+        X, t = X_all[pos[sel]], t_all[sel]
+        Xs = X / kx
+        xn = _norm_up(Xs)
+        own = np.einsum("kd,kd->k", Xs, W[t] / kw) + bs[t]
+        # A certified lower bound on each own logit, less the float64 rounding of the tests below.
+        low = own - gamma(d + 3) * (xn * wn[t] + np.abs(bs[t])) - gamma(4) * (np.abs(own) + xn * wn.max() + 2 * B)
+        low -= floor
+        L = torch.empty((len(X), d + 1), dtype=dtype)
+        L[:, :d], L[:, d] = torch.from_numpy(Xs), 1.0
+        pairs_k, pairs_i = [], []
+        for s in range(0, n, BLOCK):
+            cols = slice(s, min(s + BLOCK, n))
+            G = (L @ R[cols].T).double().numpy()  # (k, block)
+            # Tier 1: x.w_i + b_i <= G + kappa (||x|| ||w_i|| + |b_i|) + floor; a row stays if that may come within
+            # eps (||w_t|| + ||w_i||) of the own logit.
+            G += np.multiply.outer(xn * kappa, wn[cols]) + kappa * np.abs(bs[cols]) + e * wn[cols] + floor
+            kk, ii = np.nonzero((low - e * wn[t])[:, None] <= G)
+            keep = ii + s != t[kk]
+            pairs_k.append(kk[keep])
+            pairs_i.append(ii[keep] + s)
+        kk, ii = np.concatenate(pairs_k), np.concatenate(pairs_i)
+        good = np.ones(len(X), dtype=bool)
+        for s0 in range(0, len(X), small):
+            m = (kk >= s0) & (kk < s0 + small)
+            k2, i2 = kk[m], ii[m]
+            if not k2.size:
+                continue
+            # Tier 2: float64 products over the union of the rows left for these witnesses.
+            union, col = np.unique(i2, return_inverse=True)
+            G = Xs[s0 : s0 + small] @ (W[union] / kw).T  # (small, |union|)
+            g = G[k2 - s0, col] + bs[i2]
+            g += gamma(d + 4) * (xn[k2] * wn[i2] + np.abs(bs[i2])) + (d + 4) * 2.0**-1070 * (1 + B)
+            sure = g + e * (wn[t[k2]] + wn[i2]) < low[k2]
+            # Tier 3: the pairs left, on their exact differences.
+            for k in np.unique(k2[~sure]):
+                i3 = i2[~sure & (k2 == k)]
+                good[k] = _row_check(W[i3] - W[t[k]], b[i3] - b[t[k]], X[k], eps)
+        out[sel] = good
+    return out
+
+
+def _row_check_all(W, b, t, x, eps) -> bool:
+    """:func:`_row_check` of category t's every constraint, a block of rows at a time."""
+    return all(
+        _row_check(np.delete(W[s], t - s.start, axis=0) - W[t] if s.start <= t < s.stop else W[s] - W[t],
+                   np.delete(b[s], t - s.start) - b[t] if s.start <= t < s.stop else b[s] - b[t], x, eps)
+        for s in (slice(lo_, min(lo_ + BLOCK, len(W))) for lo_ in range(0, len(W), BLOCK)))
 
 
 def _lowp():

@@ -4,7 +4,8 @@ For each target, start at a natural point and, while some constraint is violated
 the hyperplane of the worst one. One step for a batch of targets is one matrix product (batch × d) @ (d × n),
 so the whole vocabulary of a GPT-2-sized layer costs a few W·Wᵀ-sized passes in float32. The stage is
 one-sided: it proves "argmaxable" with a witness inside the box, never the opposite; every acceptance is
-rigorous (float32 rounding is bounded, or the point is re-checked in float64).
+rigorous (the products' rounding is bounded, and the rows a borderline point may lose to are measured again
+in float64: :meth:`~argmaxable.core.systems.CategorySystem.evaluate`).
 """
 
 from __future__ import annotations

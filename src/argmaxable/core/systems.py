@@ -15,7 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from argmaxable.core.gordan import gordan_certificates
-from argmaxable.core.numerics import gamma, row_norms
+from argmaxable.core.numerics import U64, gamma, row_norms
 from argmaxable.core.supports import SupportPool
 
 # What a machine with a CUDA (NVIDIA) or ROCm (AMD) GPU that torch could use exposes: without them, "auto" is the CPU.
@@ -27,6 +27,8 @@ FLOAT32_ABOVE = 200_000
 # Above this many weights the Gram pass of a whole vocabulary runs in bfloat16 where the CPU has native bfloat16
 # products. Below it the pass is short (0.1 s at 6625 x 120) and importing torch to ask would cost about 1 s.
 BF16_ABOVE = 1_000_000
+# Spans of columns, by row norm, each with its own rounding bound in a reflection step's first test.
+BANDS = 16
 
 
 def rounding_bound(dtype, d: int) -> float:
@@ -68,21 +70,18 @@ def row_squares(X: np.ndarray, block: int = 1024) -> np.ndarray:
     return out
 
 
-def _bf16_augmented(W: np.ndarray, b: np.ndarray | None):
-    """``[W, b, 1]`` and ``[W, 1, b]`` (or W twice without a bias) as bfloat16 torch tensors, rounded once on the
-    copy from float64 or float32."""
+def _bf16_augmented(W: np.ndarray, b: np.ndarray | None, order: np.ndarray, block: int = 8192):
+    """``[W, b, 1]`` (or W without a bias) as a bfloat16 torch tensor, its rows in the order ``order``, rounded once
+    on the copy from float64 or float32, a block of rows at a time (no reordered copy of the layer)."""
     import torch
 
     n, d = W.shape
     L = torch.empty((n, d if b is None else d + 2), dtype=torch.bfloat16)
-    L[:, :d] = torch.from_numpy(W)
-    if b is None:
-        return L, L
-    R = torch.empty_like(L)
-    R[:, :d] = L[:, :d]
-    L[:, d], L[:, d + 1] = torch.from_numpy(b), 1.0
-    R[:, d], R[:, d + 1] = 1.0, torch.from_numpy(b)
-    return L, R
+    for lo in range(0, n, block):
+        L[lo : lo + block, :d] = torch.from_numpy(W[order[lo : lo + block]])
+    if b is not None:
+        L[:, d], L[:, d + 1] = torch.from_numpy(b[order]), 1.0
+    return L
 
 
 def _block_maxima(G, diagonal: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -112,6 +111,55 @@ def _gram_maxima(n: int, block: int, product) -> np.ndarray:
                 np.maximum(top[cols], col_max, out=top[cols])
             np.maximum(top[rows], row_max, out=top[rows])
     return top
+
+
+def band_maxima(L, width: int) -> np.ndarray:
+    """Maximum of each row of L (numpy or torch, (b, n)) over consecutive spans of ``width`` columns (the last one
+    shorter), as float64 numpy (b, spans): one reduction over a reshaped view, not one per strided span."""
+    b, n = L.shape
+    full = n // width * width
+    if isinstance(L, np.ndarray):
+        tail = [L[:, full:].max(axis=1)[:, None]] if n > full else []
+        return np.hstack([L[:, :full].reshape(b, -1, width).max(axis=2), *tail]).astype(np.float64)
+    import torch
+
+    tail = [L[:, full:].amax(dim=1)[:, None]] if n > full else []
+    return torch.cat([L[:, :full].reshape(b, -1, width).amax(dim=2), *tail], dim=1).double().cpu().numpy()
+
+
+def band_argmax(L, span: np.ndarray, width: int) -> np.ndarray:
+    """Column of each row's maximum of L (numpy or torch, (b, n)) within its span ``span[r]`` of ``width`` columns."""
+    n = L.shape[1]
+    cols = np.minimum(span[:, None] * width + np.arange(width), n - 1)  # (b, width): the last span repeats a column
+    rows = np.arange(len(L))
+    if isinstance(L, np.ndarray):
+        return cols[rows, np.argmax(L[rows[:, None], cols], axis=1)]
+    import torch
+
+    dev = L.device
+    seg = L[torch.from_numpy(rows).to(dev)[:, None], torch.from_numpy(cols).to(dev)]
+    return cols[rows, seg.max(dim=1).indices.cpu().numpy()]  # (torch's argmax of bfloat16 is 4x slower on the CPU)
+
+
+def band_candidates(L, rows: np.ndarray, width: int, floor: np.ndarray,
+                    band_top: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Entries of the rows ``rows`` of L (numpy or torch) at or above ``floor`` (float32, (len(rows), spans): one
+    threshold per span of ``width`` columns), as (row position, column, float64 value), sorted by row position.
+    Only the spans whose maximum (``band_top``) reaches their threshold are read."""
+    n = L.shape[1]
+    pk, pb = np.nonzero(band_top >= floor)  # (row position, span) pairs that hold a candidate
+    cols = pb[:, None] * width + np.arange(width)  # (pairs, width)
+    inside = cols < n
+    cols = np.minimum(cols, n - 1)
+    if isinstance(L, np.ndarray):
+        seg = L[rows[pk][:, None], cols].astype(np.float64)
+    else:
+        import torch
+
+        dev = L.device
+        seg = L[torch.from_numpy(rows[pk]).to(dev)[:, None], torch.from_numpy(cols).to(dev)].double().cpu().numpy()
+    p, j = np.nonzero(inside & (seg >= floor[pk, pb][:, None]))
+    return pk[p], cols[p, j], seg[p, j]
 
 
 def resolve_device(device: str | None):
@@ -226,32 +274,171 @@ class CategorySystem:
             return W, W, b
         return torch.hstack([W, b[:, None], ones]), torch.hstack([W, ones, b[:, None]]), b
 
-    def evaluate(self, items, X, eps):
+    @cached_property
+    def _bf16_layer(self):
+        """``[W, b, 1]`` (W without a bias) in bfloat16, made once for the Gram pass and the reflection steps, its
+        rows in the order :attr:`_order`."""
+        return _bf16_augmented(self.Win, None if self.homogeneous else self.b64, self._order)
+
+    @cached_property
+    def _order(self) -> np.ndarray:
+        """The rows by increasing norm: the bfloat16 logits come in this order, so that bands of columns share a
+        rounding bound close to each row's own (norms vary 4x in an LLM head; one bound from the largest would
+        leave thousands of points to measure again)."""
+        return np.argsort(self.norms, kind="stable")
+
+    def _bands(self, cols) -> tuple[int, np.ndarray]:
+        """Width of the column spans of the logits and the largest row norm of each: :data:`BANDS` spans of
+        increasing norms for the bfloat16 logits (``cols``: the row of each column), one span otherwise."""
+        if cols is None:
+            return self.n_rows, np.array([self.max_norm])
+        width = -(-self.n_rows // BANDS)
+        return width, np.array([self.norms[cols[min(z, self.n_rows) - 1]]
+                                for z in range(width, self.n_rows + width, width)])
+
+    def _logits(self, items, X):
+        """Computed logits of the points X against every row, each item's own entry at -inf, as a numpy array or a
+        torch tensor of shape (b, n); the relative error factor of each entry (times ||x|| ||w_i|| + |b_i|); and the
+        row of each column (None: the rows in order).
+
+        A large float32 layer on a CPU with native bfloat16 products multiplies in bfloat16 (about 4x float32's
+        rate there): the bound is 2^16 times looser, and the few rows it leaves open are measured again in
+        float64 by :meth:`evaluate`."""
         rows = np.arange(len(items))
-        if self.device is not None:
-            return self._evaluate_torch(items, X, eps, rows)
-        logits = X @ self.W.T  # (b, n) in self.dtype
-        logits += self.b
-        own = logits[rows, items].astype(np.float64)
-        logits[rows, items] = -np.inf  # the target's own (zero) row
-        worst = np.argmax(logits, axis=1)  # the current argmax among the others (002 Fig. 5 line 1)
-        top = logits[rows, worst].astype(np.float64)
-        return worst, self._certified_margin(items, X, own, top, eps)
+        if self.device is not None:  # the torch path: true float32 on the device
+            import torch
 
-    def _evaluate_torch(self, items, X, eps, rows):
-        """:meth:`evaluate` on the torch device, in this system's dtype (true float32: no TF32)."""
-        import torch
+            left, _, b = self._torch_layer
+            with exact_float32():
+                Xt = torch.from_numpy(np.ascontiguousarray(X, dtype=self.dtype)).to(self.device)
+                L = Xt @ left[:, : self.d].T + b  # (b, n)
+            L[torch.from_numpy(rows).to(self.device), torch.from_numpy(items).to(self.device)] = -torch.inf
+            return L, self.kappa, None
+        if self.bf16_start:
+            import torch
 
-        left, _, b = self._torch_layer
-        with exact_float32():
-            Xt = torch.from_numpy(np.ascontiguousarray(X, dtype=self.dtype)).to(self.device)
-            logits = Xt @ left[:, : self.d].T + b  # (b, n)
-        it, rt = torch.from_numpy(items).to(self.device), torch.from_numpy(rows).to(self.device)
-        own = logits[rt, it].double().cpu().numpy()
-        logits[rt, it] = -torch.inf  # the target's own (zero) row
-        worst = logits.argmax(dim=1)
-        top = logits[rt, worst].double().cpu().numpy()
-        return worst.cpu().numpy(), self._certified_margin(items, X, own, top, eps)
+            left = self._bf16_layer  # [W, b, 1]: the point [x, 1, 0] gets w_i.x + b_i
+            Xa = torch.zeros((len(X), left.shape[1]), dtype=torch.bfloat16)
+            Xa[:, : self.d] = torch.from_numpy(np.ascontiguousarray(X))
+            if not self.homogeneous:
+                Xa[:, self.d] = 1.0
+            L = Xa @ left.T  # (b, n) bfloat16, columns in the order of self._order
+            L[torch.from_numpy(rows), torch.from_numpy(self._rank[items])] = -torch.inf
+            return L, bf16_rounding_bound(self.d + 2), self._order
+        L = X @ self.W.T  # (b, n) in self.dtype
+        L += self.b
+        L[rows, items] = -np.inf  # the target's own (zero) row
+        return L, self.kappa, None
+
+    @cached_property
+    def _rank(self) -> np.ndarray:
+        """The column of each row in the bfloat16 logits."""
+        rank = np.empty(self.n_rows, dtype=np.int64)
+        rank[self._order] = np.arange(self.n_rows)
+        return rank
+
+    def evaluate(self, items, X, eps):
+        """The row to reflect across next and a certified lower bound on each point's distance to its item's
+        nearest hyperplane, in three tiers; each settles what it can and passes on the rest:
+
+        1. the computed logits with one bound per point (from the largest row norm): most points win, or lose, by
+           far more than the rounding;
+        2. for the others, the bound per row, kappa (||x|| ||w_i|| + |b_i|): only the rows that may come within
+           eps of the point's own logit stay (a few, or a cluster of near-duplicates), measured in float64 by one
+           blocked product for a group of points;
+        3. the pairs float64 cannot separate either (near-equal rows) are checked on their differences
+           ``w_i - w_t``, formed exactly as the LP would form them.
+
+        No tier reads more rows than it keeps: there is no pass over the whole layer per point.
+        """
+        L, kappa, cols = self._logits(items, X)
+        width, band_norm = self._bands(cols)
+        rows = np.arange(len(items))
+        if len(band_norm) > 1:  # the argmax (002 Fig. 5 line 1) within the span that holds the maximum
+            band_top = band_maxima(L, width)  # (b, bands)
+            best = np.argmax(band_top, axis=1)
+            top = band_top[rows, best]
+            worst = band_argmax(L, best, width)
+        elif isinstance(L, np.ndarray):
+            worst = np.argmax(L, axis=1)  # the current argmax among the others (002 Fig. 5 line 1)
+            top = L[rows, worst].astype(np.float64)
+        else:
+            top, w = L.max(dim=1)  # (torch's argmax of bfloat16 is 4x slower on the CPU)
+            top, worst = top.double().cpu().numpy(), w.cpu().numpy()
+        if len(band_norm) == 1:
+            band_top = top[:, None]
+        worst = worst if cols is None else cols[worst]
+        d = self.d
+        X64 = np.asarray(X, dtype=np.float64)
+        xn = np.sqrt(row_squares(X64)) * (1 + gamma(d + 4))  # ||x|| rounded up
+        own = np.einsum("bd,bd->b", X64, np.asarray(self.Win[items], dtype=np.float64)) + self.b64[items]
+        low = own - gamma(d + 6) * (xn * self.norms[items] + np.abs(self.b64[items]))  # <= the exact own logit
+        # Tier 1: each computed logit of a band is within kappa (||x|| max ||w_i|| + max |b_i|) of the exact one,
+        # the norms' maximum taken over the band.
+        band_up = band_top + kappa * (np.multiply.outer(xn, band_norm) + self.max_bias)  # (b, bands) >= l_i
+        margin = (low - band_up.max(axis=1)) / (self.norms[items] + self.max_norm)
+        # l_worst > l_t for sure: reflect across the computed argmax, no measuring needed.
+        beaten = top - kappa * (xn * self.norms[worst] + np.abs(self.b64[worst])) > 2 * own - low
+        open_ = np.flatnonzero(~(margin > eps) & ~beaten)
+        if open_.size:
+            self._recheck(L, cols, width, band_norm, band_top, items, X64, xn, low, open_, kappa, eps, margin,
+                          worst)
+        return worst, margin
+
+    def _recheck(self, L, cols, width, band_norm, band_top, items, X64, xn, low, open_, kappa, eps, margin, worst,
+                 group=64):
+        """Tiers 2 and 3 of :meth:`evaluate` for the points ``open_`` (``low``: certified lower bounds on their own
+        logits; ``band_top``: the largest computed logit of each span of columns), ``group`` points at a time;
+        writes their margins and the rows to reflect across into ``margin`` and ``worst``. A row that is not
+        measured has a distance above eps (1 + 4 U64), which is their margin."""
+        d, t, absb, norms = self.d, items, np.abs(self.b64), self.norms
+        # The float64 arithmetic of the tests below errs by a few units of U64 times the same magnitudes; a row
+        # ruled out is at a distance above eps_ > eps (also at eps = 0).
+        kap, eps_ = kappa + 8 * U64, max(eps, 2.0**-1000) * (1 + 4 * U64)
+        for lo in range(0, len(open_), group):
+            ks = open_[lo : lo + group]
+            thr = low[ks] - eps_ * norms[t[ks]]  # a row is far if l_i + eps ||w_i|| < thr, rounding included
+            # Tier 2: the rows whose exact logit may come within eps ||w_t - w_i|| of the own one. First a span's
+            # bound from its largest norm (one comparison per entry), then each candidate's own bound in float64.
+            floor = thr[:, None] - kap * (np.multiply.outer(xn[ks], band_norm) + self.max_bias) - eps_ * band_norm
+            lt = L.dtype.type if isinstance(L, np.ndarray) else np.float32  # compared in the logits' own format
+            with np.errstate(over="ignore"):  # beyond float32: inf rounds down to its largest, -inf keeps every row
+                floor = np.nextafter(floor.astype(lt), lt(-np.inf))  # rounded down
+            kk, cc, val = band_candidates(L, ks, width, floor, band_top[ks])
+            ii = cc if cols is None else cols[cc]
+            near = val + kap * (xn[ks][kk] * norms[ii] + absb[ii]) + eps_ * norms[ii] >= thr[kk]
+            kk, ii = kk[near], ii[near]
+            union, col = np.unique(ii, return_inverse=True)
+            G = X64[ks] @ np.asarray(self.Win[union], dtype=np.float64).T  # (k, |union|): one blocked product
+            g = G[kk, col] + self.b64[ii]
+            gap = low[ks][kk] - g - gamma(d + 6) * (xn[ks][kk] * norms[ii] + absb[ii])  # <= l_t - l_i
+            den = norms[t[ks][kk]] + norms[ii]  # >= ||w_t - w_i||
+            with np.errstate(divide="ignore", invalid="ignore"):  # zero rows: left to tier 3
+                dist = np.where(gap > eps_ * den, gap / den, np.nan)
+            # Tier 3: the pairs left, on their exact differences.
+            hard = np.flatnonzero(np.isnan(dist))
+            for lo3 in range(0, len(hard), 4096):
+                h = hard[lo3 : lo3 + 4096]
+                k3, i3 = ks[kk[h]], ii[h]
+                dist[h] = self._exact_distances(t[k3], i3, X64[k3])
+            bounds = np.searchsorted(kk, np.arange(len(ks) + 1))  # kk is sorted: each point's pairs in a run
+            for j, k in enumerate(ks):
+                mine = np.arange(bounds[j], bounds[j + 1])
+                margin[k] = min(eps_, dist[mine].min(initial=np.inf))
+                if mine.size:  # reflect across the float64 argmax, or across a duplicate that always wins
+                    lost = mine[dist[mine] == -np.inf]
+                    worst[k] = ii[lost[0]] if lost.size else ii[mine[np.argmax(g[mine])]]
+
+    def _exact_distances(self, t, i, X):
+        """Certified distance of each point ``X[p]`` to the hyperplane of the pair (t[p], i[p]), in float64 on
+        the difference ``w_i - w_t`` (less gamma_(d+3) of the absolute terms); -inf for a duplicate row whose
+        offset is at least as high."""
+        A = np.asarray(self.Win[i], dtype=np.float64) - np.asarray(self.Win[t], dtype=np.float64)
+        c = self.b64[i] - self.b64[t]
+        err = gamma(self.d + 3) * (np.einsum("pd,pd->p", np.abs(A), np.abs(X)) + np.abs(c))
+        with np.errstate(divide="ignore", invalid="ignore"):  # a zero row (duplicate): +-inf by its offset
+            dist = (-(np.einsum("pd,pd->p", A, X) + c) - err) / (row_norms(A) * (1 + gamma(self.d + 4)))
+        return np.where(np.isnan(dist), -np.inf, dist)
 
     def start_margins(self, eps: float, block: int = 2048) -> np.ndarray:
         """Certified margin of every category at its own start point x = w_t, for all n categories at once.
@@ -270,13 +457,17 @@ class CategorySystem:
             left, right, _ = self._torch_layer
             with exact_float32():
                 top = _gram_maxima(n, block, lambda rows, cols: left[rows] @ right[cols].T)
-            kappa, recheck = None, True
+            kappa = None
         elif self.bf16_start:
             # bfloat16 products on a CPU that has them: twice the float32 rate, with a bound 2^16 times looser.
-            # What that bound cannot certify is not re-checked here but goes through the float32 batches.
-            L, R = _bf16_augmented(self.Win, None if self.homogeneous else self.b64)
-            top = _gram_maxima(n, block, lambda rows, cols: L[rows] @ R[cols].T)
-            kappa, recheck = bf16_rounding_bound(self.d + 2), False
+            L = R = self._bf16_layer
+            if not self.homogeneous:  # [W, 1, b], for this pass only
+                R = L.clone()
+                R[:, self.d], R[:, self.d + 1] = L[:, self.d + 1], L[:, self.d]
+            top = np.empty(n)
+            top[self._order] = _gram_maxima(n, block, lambda rows, cols: L[rows] @ R[cols].T)
+            del R
+            kappa = bf16_rounding_bound(self.d + 2)
         else:
             if self.homogeneous:
                 left = right = self.W
@@ -284,31 +475,22 @@ class CategorySystem:
                 ones, b = np.ones((n, 1), dtype=self.dtype), self.b[:, None]
                 left, right = np.hstack([self.W, b, ones]), np.hstack([self.W, ones, b])
             top = _gram_maxima(n, block, lambda rows, cols: left[rows] @ right[cols].T)
-            kappa, recheck = None, True
+            kappa = None
         top -= self.b64  # each maximum holds the target's own bias once
-        return self._certified_margin(items, self.Win, own, top, eps, kappa, recheck)
+        # What the bound cannot certify is not measured again here: those items go to the reflection batches, whose
+        # first step evaluates the same start points row by row (:meth:`evaluate`).
+        return self._certified_margin(items, self.Win, own, top, eps, kappa)
 
-    def _certified_margin(self, items, X, own, top, eps, kappa=None, recheck=True):
+    def _certified_margin(self, items, X, own, top, eps, kappa=None):
         """Lower bound on each point's distance to its item's nearest hyperplane, from computed logits whose
-        relative error is at most ``kappa`` (default: this system's float rounding); with ``recheck``, points
-        that win only within that error are measured exactly in float64."""
+        relative error is at most ``kappa`` (default: this system's float rounding)."""
         kappa = self.kappa if kappa is None else kappa
         # Each computed logit is within kappa (||w_i|| ||x|| + 2 max|b|) of the exact one (twice the bias: the
         # Gram blocks of start_margins add two), and ||w_i - w_t|| <= ||w_t|| + max_i ||w_i||: a certified
         # distance bound from two numbers per point.
         xn = np.sqrt(row_squares(X))
         err = kappa * (xn * self.max_norm + 2 * self.max_bias)
-        margin = (own - top - 2 * err) / (self.norms[items] + self.max_norm)
-        # Points that win in floating point but not by the bound's margin: measure them exactly.
-        for k in np.flatnonzero((margin <= eps) & (own > top) & recheck):
-            A, c = self.dense(int(items[k]))
-            x = X[k].astype(np.float64)
-            # The float64 check itself, less its rounding: gamma_(d+3) (|a_i|.|x| + |c_i|), norms rounded up.
-            err = gamma(self.d + 3) * (np.abs(A) @ np.abs(x) + np.abs(c))
-            with np.errstate(divide="ignore", invalid="ignore"):  # a zero row (duplicate): +-inf by its offset
-                dist = (-(A @ x + c) - err) / (row_norms(A) * (1 + gamma(self.d + 4)))
-            margin[k] = np.min(np.where(np.isnan(dist), -np.inf, dist))
-        return margin
+        return (own - top - 2 * err) / (self.norms[items] + self.max_norm)
 
     def rows(self, items, j):
         return self.W[j] - self.W[items], self.b[j] - self.b[items]
