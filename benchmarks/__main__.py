@@ -365,6 +365,12 @@ def _check_verify_floor(W):
     return t_check, t_verify, t_floor, res, int(valid.sum()), mem.peak
 
 
+def _verified(res, verified: int, t_verify: float, t_check: float) -> str:
+    """A whole-vocabulary row's verdict counts, LP items and re-verification, as its notes state them."""
+    return (f"{res.counts()}; LP items {(res.lp_rounds > 0).sum()}; {verified}/{len(res.status)} verdicts "
+            f"re-verified in {t_verify:.1f} s ({t_verify / t_check:.2f}x the check)")
+
+
 def bench_llm(quick: bool, name: str, label: str) -> dict:
     """A real LLM's whole vocabulary (tied head, no bias), every verdict re-verified; the baseline is the Gram pass
     alone in the same run (its floor), the memory the check's peak above the loaded layer."""
@@ -378,9 +384,8 @@ def bench_llm(quick: bool, name: str, label: str) -> dict:
         "ours_s": round(t_check, 1),
         "baseline": f"its bfloat16 Gram pass alone: {t_floor:.1f} s",
         "ratio": round(t_floor / t_check, 2),
-        "notes": (f"{res.counts()}; LP items {(res.lp_rounds > 0).sum()}; {verified}/{len(res.status)} verdicts "
-                  f"re-verified in {t_verify:.1f} s ({t_verify / t_check:.2f}x the check); peak "
-                  f"{(peak + layer) / layer:.2f}x the float32 layer ({layer:.0f} MiB); load {os.getloadavg()[0]:.1f}"),
+        "notes": (f"{_verified(res, verified, t_verify, t_check)}; peak {(peak + layer) / layer:.2f}x the float32 "
+                  f"layer ({layer:.0f} MiB); load {os.getloadavg()[0]:.1f}"),
         "peak_mib": round(_peak_mib()),
     }
 
@@ -426,9 +431,7 @@ def bench_clusters(quick: bool) -> dict:
         "ours_s": round(t_check, 1),
         "baseline": f"the same layer without clusters: {t_plain:.1f} s",
         "ratio": round(t_plain / t_check, 2),
-        "notes": (f"{res.counts()}; LP items {(res.lp_rounds > 0).sum()}; {int(valid.sum())}/{n} verdicts "
-                  f"re-verified in {t_verify:.1f} s ({t_verify / t_check:.2f}x the check); load "
-                  f"{os.getloadavg()[0]:.1f}"),
+        "notes": f"{_verified(res, int(valid.sum()), t_verify, t_check)}; load {os.getloadavg()[0]:.1f}",
         "peak_mib": round(_peak_mib()),
     }
 
