@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from argmaxable.models.loaders import Layer, load_model
+from argmaxable.detect.loaders import Layer, load_model
 from argmaxable.provenance import atomic_path, save_figure, write_json, write_table
 
 # Unargmaxable tokens listed per model in the Markdown, paper's box (all of them, every box, in the parquet): a
@@ -125,7 +125,7 @@ def split_unargmaxable(layer: Layer, frame: pd.DataFrame, settings: Mapping[str,
     layer : Layer
         The head the table was made from.
     frame : DataFrame
-        The per-category table of :func:`argmaxable.models.detect.check_model`: box, category, status, and
+        The per-category table of :func:`argmaxable.detect.check.check_model`: box, category, status, and
         optionally token and token_type.
     settings : mapping
         Per box, its ``lower`` and ``upper`` ends (the summary's ``settings``).

@@ -439,7 +439,7 @@ def download_model(model: Mapping, dest: str | os.PathLike) -> dict[str, Any]:
     Parameters
     ----------
     model : mapping
-        A model config (:class:`argmaxable.models.schema.ModelConfig`); ``download.kind`` is one of
+        A model config (:class:`argmaxable.detect.schema.ModelConfig`); ``download.kind`` is one of
         :data:`KINDS`.
     dest : path
         The model's directory, e.g. ``data/models/<key>``; replaced as a whole on success.

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from argmaxable.models.detect import detect_table
+from argmaxable.detect.check import detect_table
 from argmaxable.provenance import atomic_path, metadata, save_figure, sidecar, write_json, write_table
 
 # Where the papers report each group of models (the `paper.table` of a model config) and its source's name

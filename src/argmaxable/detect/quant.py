@@ -81,7 +81,7 @@ def quant_study(model: Mapping, detect: Mapping, source_table: str | os.PathLike
         seconds.
     """
     import argmaxable as am
-    from argmaxable.models.loaders import load_model
+    from argmaxable.detect.loaders import load_model
 
     layer = load_model(model, root=root)
     source = pd.read_parquet(source_table)

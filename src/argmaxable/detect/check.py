@@ -4,7 +4,7 @@ One job per model (or one per class range, merged after) writes a per-category t
 :func:`make_detect_table` gathers the summaries into the papers' table (002 appendix E, Tables 4-8):
 potentially unargmaxable (categories the approximate algorithm could not prove, so the exact LP ran),
 unargmaxable (proven by the LP), mean steps. For translation models the paper counts only the target
-script's tokens (002 §4.2, :mod:`argmaxable.models.vocab`); the table gives those counts and the whole
+script's tokens (002 §4.2, :mod:`argmaxable.detect.vocab`); the table gives those counts and the whole
 vocabulary's side by side.
 
 Boxes: every model is checked in the paper's box |x_j| <= bound (002 §4). A model whose config names the
@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from argmaxable.download import read_manifest
-from argmaxable.models.loaders import load_model
-from argmaxable.models.vocab import in_script
-from argmaxable.models.weights import WeightsError
+from argmaxable.detect.download import read_manifest
+from argmaxable.detect.loaders import load_model
+from argmaxable.detect.vocab import in_script
+from argmaxable.detect.weights import WeightsError
 from argmaxable.provenance import write_json, write_table
 
 SHOWN = 100  # unargmaxable category indices listed in a summary (the full list is in the table)
@@ -53,7 +53,7 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
         One row per box (:func:`boxes`) and category of the range: box, category, token (when the model has
         a vocabulary; readable for byte-level BPE), raw_token (the stored name, where ``token`` differs),
         token_type (GGUF: normal, control, user_defined, unused, byte, ...), counted
-        (whether the paper counts it: the target-script filter of :mod:`argmaxable.models.vocab` when the
+        (whether the paper counts it: the target-script filter of :mod:`argmaxable.detect.vocab` when the
         model names a ``script``, else every category), then the check's columns (status, radius, steps, ...).
     facts : dict
         model, group, origin, n, d, bias, script, activation, seconds, settings (per box, scalar bounds),
@@ -178,7 +178,7 @@ def check_model(model: Mapping, detect: Mapping, table_path: str | os.PathLike, 
     Parameters
     ----------
     model : mapping
-        A model config (name, source, params, script, paper; see :class:`argmaxable.models.schema.ModelConfig`).
+        A model config (name, source, params, script, paper; see :class:`argmaxable.detect.schema.ModelConfig`).
     detect : mapping
         Detection settings: bound, patience, eps, solver, workers.
     table_path : path
