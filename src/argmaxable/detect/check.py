@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from argmaxable.core import activation_bounds, check_categories
 from argmaxable.detect.download import read_manifest
 from argmaxable.detect.loaders import load_model
 from argmaxable.detect.vocab import in_script
@@ -60,8 +61,6 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
         files (paths read), checks (the core's settings per box, recorded in the table's sidecar), head (what
         the file says about the head: GGUF's tied, stored_type, output_norm; empty for other sources).
     """
-    import argmaxable as am
-
     if root is not None:
         read_manifest(root)  # the download is complete and unchanged
     layer = load_model(model, root=root)
@@ -74,9 +73,9 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
     frames, seconds, settings, checks = [], 0.0, {}, {}
     for box, lower, upper in boxes(layer.activation, detect["bound"]):
         start = time.perf_counter()
-        res = am.check_categories(layer.W, None if shards == 1 else classes, b=layer.b, bound=detect["bound"],
-                                  lower=lower, upper=upper, patience=detect["patience"], eps=detect["eps"],
-                                  solver=detect["solver"], workers=detect["workers"], progress=progress)
+        res = check_categories(layer.W, None if shards == 1 else classes, b=layer.b, bound=detect["bound"],
+                               lower=lower, upper=upper, patience=detect["patience"], eps=detect["eps"],
+                               solver=detect["solver"], workers=detect["workers"], progress=progress)
         seconds += time.perf_counter() - start
         checks[box] = res.settings  # the core's own record (per-coordinate box), for the table's sidecar
         settings[box] = {**res.settings, "lower": lower, "upper": upper}  # scalars, not one per coordinate
@@ -112,8 +111,6 @@ def boxes(activation: str | None, bound: float) -> list[tuple[str, float | None,
     >>> boxes(None, 100.0)
     [('paper', None, None)]
     """
-    from argmaxable.core import activation_bounds
-
     out = [("paper", None, None)]
     if activation not in (None, "", "none", "identity"):
         out.append((str(activation), *activation_bounds(activation, bound)))
@@ -222,8 +219,6 @@ def merge_model_shards(model: Mapping, table_paths: Iterable[str | os.PathLike],
                        facts_paths: Iterable[str | os.PathLike], table_path: str | os.PathLike,
                        summary_path: str | os.PathLike, *, config: Any = None) -> dict[str, Any]:
     """Join the shards of a sharded check into the table and summary a single :func:`check_model` writes."""
-    import pandas as pd
-
     table_paths, facts_paths = list(table_paths), list(facts_paths)
     frame = pd.concat([pd.read_parquet(p) for p in table_paths], ignore_index=True)
     frame = frame.sort_values(["box", "category"], key=lambda c: c.ne("paper") if c.name == "box" else c,

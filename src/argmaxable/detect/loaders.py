@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from argmaxable.detect.gguf import read_gguf_head
+from argmaxable.detect.onnx import read_onnx_head, read_tokens
 from argmaxable.detect.vocab import read_vocab, readable_tokens
 from argmaxable.detect.weights import WeightsError, load_layer, open_tensors, read_member, to_numpy
 
@@ -290,8 +292,6 @@ def _tied(path: Path, weight_key: str | None, W: np.ndarray) -> bool | None:
 
 def _tokens(spec: Mapping | None, local: Path, n: int, metadata: Mapping | None = None) -> list[str] | None:
     """The tokens a ``tokens`` setting names, checked to be one per row."""
-    from argmaxable.detect.onnx import read_tokens
-
     if not spec:
         return None
     names = read_tokens(spec, local.parent, metadata)
@@ -321,8 +321,6 @@ def load_onnx(path: str, output: str | None = None, tokens: Mapping | None = Non
     where each row's token is (:func:`argmaxable.detect.onnx.read_tokens`; files relative to the .onnx file's
     directory). The activation found feeding the head is kept in ``Layer.activation`` and the origin.
     """
-    from argmaxable.detect.onnx import read_onnx_head
-
     local = Path(path).expanduser()
     head = read_onnx_head(local, output)
     names = _tokens(tokens, local, head.W.shape[0], head.metadata)
@@ -336,8 +334,6 @@ def load_gguf(path: str | list[str]) -> Layer:
     ``gguf-split`` model in order. Tokens and token types come from the metadata, shown readable (byte-level BPE
     for llama.cpp's ``gpt2`` tokenizer, ``▁`` as the space for ``llama``); ``info`` keeps the head's tensor name,
     whether it is tied to the embeddings, its stored type and the final norm's weights (``output_norm``)."""
-    from argmaxable.detect.gguf import read_gguf_head
-
     paths = [Path(p).expanduser() for p in ([path] if isinstance(path, str) else path)]
     head = read_gguf_head(paths)
     tokens = raw = head.tokens

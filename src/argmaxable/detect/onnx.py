@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from argmaxable.detect.safepickle import attribute, load_plain
 from argmaxable.detect.weights import WeightsError
 
 # Ops that move, reshape or cast the logits without changing their values along the category axis.
@@ -416,16 +417,13 @@ def _python_list(source: str, variable: str, path: Path) -> list[str]:
     raise WeightsError(f"tokens: no module-level assignment to {variable!r} in {str(path)!r}")
 
 
-def _pickled_tokens(path: Path, attribute: str, classes) -> list[str]:
-    from argmaxable.detect.safepickle import attribute as get
-    from argmaxable.detect.safepickle import load_plain
-
-    value = get(load_plain(path, classes), attribute, path)
+def _pickled_tokens(path: Path, dotted: str, classes) -> list[str]:
+    value = attribute(load_plain(path, classes), dotted, path)
     if isinstance(value, dict):
         if sorted(value) != list(range(len(value))):
-            raise WeightsError(f"tokens: {attribute or 'the pickle'} in {str(path)!r} is not a dict of ids 0..k-1")
+            raise WeightsError(f"tokens: {dotted or 'the pickle'} in {str(path)!r} is not a dict of ids 0..k-1")
         value = [value[i] for i in range(len(value))]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise WeightsError(f"tokens: {attribute or 'the pickle'} in {str(path)!r} is not a list of strings or a "
+        raise WeightsError(f"tokens: {dotted or 'the pickle'} in {str(path)!r} is not a list of strings or a "
                            "dict id -> string")
     return value
