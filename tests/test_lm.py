@@ -15,15 +15,15 @@ import pytest
 
 import argmaxable as am
 from argmaxable.config import load_config
-from argmaxable.download import download_model
+from argmaxable.detect.check import check_model
+from argmaxable.detect.download import download_model
+from argmaxable.detect.loaders import load_model
 from argmaxable.lm.corpus import build_vocab, encode, windows
 from argmaxable.lm.model import WindowLM, softmax_head
 from argmaxable.lm.prevention import check_head, make_table
 from argmaxable.lm.report import FIGURES, TABLES, by_box, make_report
 from argmaxable.lm.schema import LMConfig
 from argmaxable.lm.train import HEAD_KEY, MODEL_KEY, train_lm
-from argmaxable.models.detect import check_model
-from argmaxable.models.loaders import load_model
 from argmaxable.multilabel.encoders import tokenize
 
 REPO = Path(__file__).resolve().parents[1]

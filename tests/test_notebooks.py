@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from scipy.spatial import ConvexHull
 
-from argmaxable.models.detect import check_model, make_detect_table
-from argmaxable.models.loaders import load_model
+from argmaxable.detect.check import check_model, make_detect_table
+from argmaxable.detect.loaders import load_model
 from argmaxable.theory.toy import run_toy
 from argmaxable.topm.experiments import (
     run_fraction,

@@ -71,7 +71,7 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # owner/name
 
 def _is_hub_id(text: str) -> bool:
     """A Hugging Face hub id (``owner/name``) that names no local path nor a weights file."""
-    from argmaxable.models.weights import FORMATS
+    from argmaxable.detect.weights import FORMATS
 
     path = Path(text)
     return bool(HUB_ID.match(text)) and not path.exists() and path.suffix.lower() not in (*FORMATS, ".onnx", ".gguf")
@@ -81,9 +81,9 @@ def _read_layer(args):
     """The output layer of a weights file, an ONNX model (its head found in the graph), a GGUF model, a Hugging
     Face model directory (save_pretrained, via its logits layer) or hub id (only the files holding the head and
     the tokens fetched); tokens from ``--vocab`` or the model, byte-level BPE shown readable."""
-    from argmaxable.models.loaders import Layer, load_gguf, load_huggingface, load_onnx, snapshot_head
-    from argmaxable.models.vocab import read_vocab
-    from argmaxable.models.weights import load_layer
+    from argmaxable.detect.loaders import Layer, load_gguf, load_huggingface, load_onnx, snapshot_head
+    from argmaxable.detect.vocab import read_vocab
+    from argmaxable.detect.weights import load_layer
 
     path = Path(args.path)
     hub = not path.is_dir() and _is_hub_id(args.path)
@@ -125,7 +125,7 @@ def _read_layer(args):
 def _name_rows(layer, tokens) -> None:
     """Give the layer's rows their tokens, shown readable where the vocabulary is byte-level BPE (the stored
     names kept as ``raw_tokens``)."""
-    from argmaxable.models.vocab import readable_tokens
+    from argmaxable.detect.vocab import readable_tokens
 
     if tokens is not None:
         readable = readable_tokens(tokens)

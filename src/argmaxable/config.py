@@ -15,9 +15,9 @@ from typing import Any
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from argmaxable.detect.schema import RULES as DETECT_RULES
+from argmaxable.detect.schema import DetectConfig, ModelConfig
 from argmaxable.lm.schema import LMConfig
-from argmaxable.models.schema import RULES as DETECT_RULES
-from argmaxable.models.schema import DetectConfig, ModelConfig
 from argmaxable.multilabel.datasets.schema import DatasetConfig
 from argmaxable.multilabel.schema import RULES as MULTILABEL_RULES
 from argmaxable.multilabel.schema import MultilabelConfig

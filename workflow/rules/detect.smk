@@ -3,7 +3,7 @@
 # Fig. 4's combined algorithm; with detect.shards > 1, one job per class range merged after) and gather the
 # papers' table of potentially unargmaxable / unargmaxable tokens (002 appendix E). Beyond the papers, the LM
 # study (study_model per real model, make_lm_study) splits each real head's unargmaxable tokens into ties and
-# rows strictly inside (argmaxable.models.study).
+# rows strictly inside (argmaxable.detect.study).
 import re
 
 from omegaconf import OmegaConf
@@ -139,7 +139,7 @@ rule make_detect_table:
 
 
 # The papers' model tables and figures over whatever models ran (offline: the OCR heads and the small LM;
-# experiment=paper: the 149 models). argmaxable.models.figures draws them.
+# experiment=paper: the 149 models). argmaxable.detect.figures draws them.
 DETECT_TABLES = f"{DETECT}/tables"
 DETECT_FIGURES = f"{DETECT}/figures"
 STEPS_FIGURES = ("fig11", "fig12")
@@ -214,7 +214,7 @@ rule plot_steps:
         "../scripts/detect_plot_steps.py"
 
 
-# Quantisation study (beyond the papers, argmaxable.models.quant): each head whose config lists `quant` types is
+# Quantisation study (beyond the papers, argmaxable.detect.quant): each head whose config lists `quant` types is
 # requantised to each, checked, and compared token by token with the check of the file's own head.
 rule quantise_model:
     wildcard_constraints:
@@ -252,7 +252,7 @@ rule make_quant_table:
         "../scripts/detect_make_quant_table.py"
 
 
-# Beyond the papers, beside ACL Table 4 / thesis Fig. A.2: the LM study over the real heads (argmaxable.models.study).
+# Beyond the papers, beside ACL Table 4 / thesis Fig. A.2: the LM study over the real heads (argmaxable.detect.study).
 rule study_model:
     wildcard_constraints:
         model=MODEL_KEYS,

@@ -1,4 +1,4 @@
-"""Snakemake script of rule check_model: unpack the job and call argmaxable.models.detect.check_model."""
+"""Snakemake script of rule check_model: unpack the job and call argmaxable.detect.check.check_model."""
 
 import os
 import sys
@@ -6,7 +6,7 @@ import sys
 os.environ["HF_HUB_OFFLINE"] = "1"  # read the files download_model fetched, never the network
 
 from argmaxable.config import from_snakemake
-from argmaxable.models.detect import check_model
+from argmaxable.detect.check import check_model
 
 snakemake = globals()["snakemake"]  # injected by Snakemake
 sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115 - the job's log for the rest of the process

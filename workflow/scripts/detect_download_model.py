@@ -1,8 +1,8 @@
-"""Snakemake script of rule download_model: unpack the job and call argmaxable.download.download_model."""
+"""Snakemake script of rule download_model: unpack the job and call argmaxable.detect.download.download_model."""
 
 import sys
 
-from argmaxable.download import DownloadError, download_model
+from argmaxable.detect.download import DownloadError, download_model
 
 snakemake = globals()["snakemake"]  # injected by Snakemake
 sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115 - the job's log for the rest of the process

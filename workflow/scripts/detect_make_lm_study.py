@@ -3,7 +3,7 @@
 import sys
 
 from argmaxable.config import from_snakemake
-from argmaxable.models.study import make_study
+from argmaxable.detect.study import make_study
 
 snakemake = globals()["snakemake"]  # injected by Snakemake
 sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115 - the job's log for the rest of the process

@@ -1,11 +1,11 @@
-"""Snakemake script of rule plot_steps: unpack the job and call argmaxable.models.figures.plot_steps."""
+"""Snakemake script of rule plot_steps: unpack the job and call argmaxable.detect.figures.plot_steps."""
 
 import json
 import sys
 from pathlib import Path
 
 from argmaxable.config import from_snakemake
-from argmaxable.models.figures import plot_steps
+from argmaxable.detect.figures import plot_steps
 
 snakemake = globals()["snakemake"]  # injected by Snakemake
 sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115 - the job's log for the rest of the process

@@ -1,9 +1,9 @@
-"""Snakemake script of rule plot_unargmaxable_per_model: call argmaxable.models.figures."""
+"""Snakemake script of rule plot_unargmaxable_per_model: call argmaxable.detect.figures."""
 
 import sys
 
 from argmaxable.config import from_snakemake
-from argmaxable.models.figures import plot_unargmaxable_per_model
+from argmaxable.detect.figures import plot_unargmaxable_per_model
 
 snakemake = globals()["snakemake"]  # injected by Snakemake
 sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115 - the job's log for the rest of the process

@@ -6,7 +6,7 @@ import sys
 os.environ["HF_HUB_OFFLINE"] = "1"  # read the files download_model fetched, never the network
 
 from argmaxable.config import from_snakemake
-from argmaxable.models.study import study_model
+from argmaxable.detect.study import study_model
 
 snakemake = globals()["snakemake"]  # injected by Snakemake
 sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115 - the job's log for the rest of the process

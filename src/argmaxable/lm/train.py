@@ -5,7 +5,7 @@ Rule ``build_lm_vocab`` writes the vocabulary once (:func:`make_vocab`); rule ``
 the model config ``debtags_lm_d{d}``):
 
 - ``head.safetensors``: ``weight`` (n, d) and ``bias`` (n,), float32: the softmax layer that is checked;
-- ``vocab.txt``: row i's token on line i, the vocabulary file :func:`argmaxable.models.loaders.load_model` reads
+- ``vocab.txt``: row i's token on line i, the vocabulary file :func:`argmaxable.detect.loaders.load_model` reads
   (tokens never hold whitespace);
 - ``lm.safetensors``: the whole model (to run it again over text);
 - ``train.json``: settings, loss curve, held-out loss and perplexity, seconds;

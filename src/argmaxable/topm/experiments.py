@@ -36,7 +36,7 @@ TESTS = ("top-m", "prescribed")
 
 def load_trained(model_cfg: dict, root: str | Path):
     """The output layer of a configured model, read from its local directory ``root`` (data/models/<key>)."""
-    from argmaxable.models.loaders import load_model
+    from argmaxable.detect.loaders import load_model
 
     return load_model(model_cfg, root=Path(root))
 

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from argmaxable.models.detect import check_model
-from argmaxable.models.loaders import load_model
-from argmaxable.models.study import make_study, nearest_rows, split_unargmaxable, study_model, tie_groups
+from argmaxable.detect.check import check_model
+from argmaxable.detect.loaders import load_model
+from argmaxable.detect.study import make_study, nearest_rows, split_unargmaxable, study_model, tie_groups
 
 DETECT = {"bound": 100.0, "patience": 2500, "eps": 1e-8, "solver": "highs", "workers": 1}
 W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1], [1.0, 0.0], [0.0, 1.0], [1.0 - 2.0**-30, 0.0]])

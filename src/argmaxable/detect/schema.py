@@ -9,8 +9,8 @@ from omegaconf import MISSING
 
 from argmaxable.core.box import ACTIVATIONS
 from argmaxable.core.solvers import SOLVERS
-from argmaxable.download import KINDS as DOWNLOAD_KINDS
-from argmaxable.models.loaders import SOURCES
+from argmaxable.detect.download import KINDS as DOWNLOAD_KINDS
+from argmaxable.detect.loaders import SOURCES
 from argmaxable.rules import AT_LEAST_ONE, INSIDE, NON_NEGATIVE, POSITIVE, SHA256, one_of
 
 
@@ -81,7 +81,7 @@ class JoinConfig:
 
 @dataclass
 class DownloadConfig:
-    """How to fetch a model's files into ``<data_dir>/models/<key>/`` (see :mod:`argmaxable.download`).
+    """How to fetch a model's files into ``<data_dir>/models/<key>/`` (see :mod:`argmaxable.detect.download`).
 
     ``kind`` picks the fetcher: ``none`` (synthetic layer, nothing to fetch); ``huggingface`` (``repo`` at
     ``revision``, files matching ``allow_patterns``); ``url`` (``url`` saved as ``filename``, default its last
@@ -110,24 +110,24 @@ class DownloadConfig:
 class ModelConfig:
     """One softmax output layer to check (a released model or a synthetic layer).
 
-    ``source`` picks the loader in :mod:`argmaxable.models.loaders` and ``params`` are its keyword
+    ``source`` picks the loader in :mod:`argmaxable.detect.loaders` and ``params`` are its keyword
     arguments (``random``: n, d, dist, bias, seed; ``huggingface``: repo (``"."`` = the downloaded
     directory); ``npz``/``file``: path, member, weight_key, bias_key, no_bias; any source: vocab). Relative
     paths are read inside the model's downloaded directory. ``download`` says how that directory is filled;
     ``activation`` names what feeds the head (``silu``, ``relu``, ``gelu``, ``tanh``, ...) for the
     activation-aware box; ``script`` names the target script whose tokens the paper counts (002 §4.2:
     ``GREEK``, ``LATIN``, ``CYRILLIC``, ``HEBREW``, ``ARABIC``, ...; empty = the whole vocabulary); ``quant``
-    lists the types of the quantisation study (:mod:`argmaxable.models.quant`).
+    lists the types of the quantisation study (:mod:`argmaxable.detect.quant`).
     """
 
     name: str = MISSING
-    source: str = MISSING  # random | huggingface | npz | file | onnx | gguf: see argmaxable.models.loaders
+    source: str = MISSING  # random | huggingface | npz | file | onnx | gguf: see argmaxable.detect.loaders
     params: dict[str, Any] = field(default_factory=dict)
     download: DownloadConfig = field(default_factory=DownloadConfig)
     activation: str | None = None
     script: str = ""
     group: str = ""  # the model's source in ACL Table 1 (default: named by the paper table it is in)
     quant: list[str] = field(default_factory=list)  # quantisation study: types to requantise the head to
-    # (argmaxable.models.quant.TYPES: Q8_0, Q5_1, Q5_0, Q4_1, Q4_0); empty: not studied
+    # (argmaxable.detect.quant.TYPES: Q8_0, Q5_1, Q5_0, Q4_1, Q4_0); empty: not studied
     description: str = ""
     paper: PaperResult = field(default_factory=PaperResult)

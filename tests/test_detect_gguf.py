@@ -17,12 +17,12 @@ from scipy.spatial import ConvexHull
 
 import argmaxable as am
 from argmaxable.cli import main
-from argmaxable.download import DownloadError, download_model, join_parts
-from argmaxable.models.detect import check_model
-from argmaxable.models.gguf import read_gguf_head
-from argmaxable.models.loaders import load_model
-from argmaxable.models.vocab import BYTE_CHARS, byte_level_text, readable_tokens
-from argmaxable.models.weights import WeightsError
+from argmaxable.detect.check import check_model
+from argmaxable.detect.download import DownloadError, download_model, join_parts
+from argmaxable.detect.gguf import read_gguf_head
+from argmaxable.detect.loaders import load_model
+from argmaxable.detect.vocab import BYTE_CHARS, byte_level_text, readable_tokens
+from argmaxable.detect.weights import WeightsError
 
 gguf = pytest.importorskip("gguf")
 DETECT = {"bound": 100.0, "patience": 50, "eps": 1e-8, "solver": "highs", "workers": 1}
@@ -296,7 +296,7 @@ def test_quantisation_study_table(tmp_path):
     """Requantised heads: Q8_0 of a Q8_0 head comes back bit for bit (no check needed); Q4_0 is checked, and the
     tokens whose status changes are exactly those a check of the test's own Q4_0 head (by the gguf package)
     differs on from the source's check."""
-    from argmaxable.models.quant import make_quant_table, requantize, run_quant_study
+    from argmaxable.detect.quant import make_quant_table, requantize, run_quant_study
 
     rng = np.random.default_rng(5)
     W = rng.standard_normal((80, 32)).astype(np.float32)
@@ -345,7 +345,7 @@ def test_hub_id_reads_only_the_head_shard(tmp_path, offline_hub, capsys):
     import torch
     from transformers import AutoConfig, GPT2Config, GPT2LMHeadModel
 
-    from argmaxable.models.loaders import head_patterns
+    from argmaxable.detect.loaders import head_patterns
 
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(vocab_size=260, n_embd=8, n_layer=2, n_head=2))

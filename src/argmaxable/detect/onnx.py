@@ -32,7 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from argmaxable.models.weights import WeightsError
+from argmaxable.detect.safepickle import attribute, load_plain
+from argmaxable.detect.weights import WeightsError
 
 # Ops that move, reshape or cast the logits without changing their values along the category axis.
 _PASS = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Cast", "Dropout"}
@@ -376,7 +377,7 @@ def read_tokens(spec: Mapping, root: str | os.PathLike = ".", metadata: Mapping[
       with :func:`ast.literal_eval` (never executed; ddddocr's ``charsets.py``);
     - ``file: PATH`` alone: a text file, one token per line (LF or CRLF line ends);
     - ``pickle: PATH`` with ``attribute: A.B``: a list of tokens in row order or a dict id -> token at that
-      attribute/key path of a pickle, read as plain data (:func:`argmaxable.models.safepickle.load_plain`; the
+      attribute/key path of a pickle, read as plain data (:func:`argmaxable.detect.safepickle.load_plain`; the
       classes listed in ``classes``, ``"module.Name"``, are read as attribute records, every other global is
       refused); ids must be 0..k-1;
     - ``prepend``/``append``: tokens the model adds around that list (e.g. a CTC blank first).
@@ -416,16 +417,13 @@ def _python_list(source: str, variable: str, path: Path) -> list[str]:
     raise WeightsError(f"tokens: no module-level assignment to {variable!r} in {str(path)!r}")
 
 
-def _pickled_tokens(path: Path, attribute: str, classes) -> list[str]:
-    from argmaxable.models.safepickle import attribute as get
-    from argmaxable.models.safepickle import load_plain
-
-    value = get(load_plain(path, classes), attribute, path)
+def _pickled_tokens(path: Path, dotted: str, classes) -> list[str]:
+    value = attribute(load_plain(path, classes), dotted, path)
     if isinstance(value, dict):
         if sorted(value) != list(range(len(value))):
-            raise WeightsError(f"tokens: {attribute or 'the pickle'} in {str(path)!r} is not a dict of ids 0..k-1")
+            raise WeightsError(f"tokens: {dotted or 'the pickle'} in {str(path)!r} is not a dict of ids 0..k-1")
         value = [value[i] for i in range(len(value))]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise WeightsError(f"tokens: {attribute or 'the pickle'} in {str(path)!r} is not a list of strings or a "
+        raise WeightsError(f"tokens: {dotted or 'the pickle'} in {str(path)!r} is not a list of strings or a "
                            "dict id -> string")
     return value

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from argmaxable.models.weights import WeightsError
+from argmaxable.detect.weights import WeightsError
 
 # Output-side vocabulary files in the order they are tried inside a model directory: the target vocabulary
 # before a shared one, plain vocabularies before the tokenizer.json that repeats them.

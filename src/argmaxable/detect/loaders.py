@@ -7,15 +7,15 @@ Each source is one function whose keyword arguments are the config's ``params``:
   from the checkpoint (never the whole model): the model class is built on the ``meta`` device (no memory)
   to find which parameter produces the logits and which stored names it is tied to;
 - ``npz``: a Marian/Nematus .npz (Bergamot, Edinburgh WMT'17);
-- ``file``: any file :func:`argmaxable.models.weights.load_layer` reads;
-- ``onnx``: the head of an ONNX graph (:mod:`argmaxable.models.onnx`), with its tokens from the model's
+- ``file``: any file :func:`argmaxable.detect.weights.load_layer` reads;
+- ``onnx``: the head of an ONNX graph (:mod:`argmaxable.detect.onnx`), with its tokens from the model's
   metadata or a file beside it;
-- ``gguf``: the head of a GGUF model (:mod:`argmaxable.models.gguf`), with its tokens and token types from the
+- ``gguf``: the head of a GGUF model (:mod:`argmaxable.detect.gguf`), with its tokens and token types from the
   file's metadata.
 
-Loaders read local files only: :mod:`argmaxable.download` fetches a model's files into its directory first,
+Loaders read local files only: :mod:`argmaxable.detect.download` fetches a model's files into its directory first,
 and :func:`load_model` resolves relative paths (``path``, ``repo``, ``vocab``) inside that directory. Each
-row's token comes from the model's own vocabulary files (:mod:`argmaxable.models.vocab`), shown as the text it
+row's token comes from the model's own vocabulary files (:mod:`argmaxable.detect.vocab`), shown as the text it
 stands for where the vocabulary is byte-level BPE (the stored name kept in ``Layer.raw_tokens``).
 """
 
@@ -30,8 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from argmaxable.models.vocab import read_vocab, readable_tokens
-from argmaxable.models.weights import WeightsError, load_layer, open_tensors, read_member, to_numpy
+from argmaxable.detect.gguf import read_gguf_head
+from argmaxable.detect.onnx import read_onnx_head, read_tokens
+from argmaxable.detect.vocab import read_vocab, readable_tokens
+from argmaxable.detect.weights import WeightsError, load_layer, open_tensors, read_member, to_numpy
 
 
 @dataclass
@@ -187,7 +189,7 @@ def _read_head(fetch, candidates: list[list[str]], repo: str) -> tuple[list[np.n
     raise WeightsError(f"{repo!r}: no checkpoint found (looked for {', '.join(_CHECKPOINTS)})")
 
 
-# Files naming the tokens of a hub model (argmaxable.models.vocab.read_vocab reads them).
+# Files naming the tokens of a hub model (argmaxable.detect.vocab.read_vocab reads them).
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "vocab.txt", "merges.txt",
                    "special_tokens_map.json", "added_tokens.json", "target_vocab.json", "vocab-tgt.json")
 _INDEX = "model.safetensors.index.json"
@@ -269,8 +271,8 @@ def load_huggingface(repo: str, revision: str | None = None, local_files_only: b
 
 def load_file(path: str, weight_key: str | None = None, bias_key: str | None = None,
               no_bias: bool = False, tokens: Mapping | None = None) -> Layer:
-    """A layer from a local weights file: the arguments of :func:`argmaxable.models.weights.load_layer`, and
-    optionally where each row's token is (``tokens``: :func:`argmaxable.models.onnx.read_tokens`, files
+    """A layer from a local weights file: the arguments of :func:`argmaxable.detect.weights.load_layer`, and
+    optionally where each row's token is (``tokens``: :func:`argmaxable.detect.onnx.read_tokens`, files
     relative to the weights file's directory)."""
     local = Path(path).expanduser()
     W, b = load_layer(local, weight_key=weight_key, bias_key=bias_key, no_bias=no_bias)
@@ -290,8 +292,6 @@ def _tied(path: Path, weight_key: str | None, W: np.ndarray) -> bool | None:
 
 def _tokens(spec: Mapping | None, local: Path, n: int, metadata: Mapping | None = None) -> list[str] | None:
     """The tokens a ``tokens`` setting names, checked to be one per row."""
-    from argmaxable.models.onnx import read_tokens
-
     if not spec:
         return None
     names = read_tokens(spec, local.parent, metadata)
@@ -315,14 +315,12 @@ def _token_files(spec: Mapping | None, local: Path) -> list[Path]:
 
 
 def load_onnx(path: str, output: str | None = None, tokens: Mapping | None = None) -> Layer:
-    """The softmax head of a local ONNX model (:func:`argmaxable.models.onnx.read_onnx_head`).
+    """The softmax head of a local ONNX model (:func:`argmaxable.detect.onnx.read_onnx_head`).
 
     ``output`` names the logits tensor (default: found from the Softmax or the graph output); ``tokens`` says
-    where each row's token is (:func:`argmaxable.models.onnx.read_tokens`; files relative to the .onnx file's
+    where each row's token is (:func:`argmaxable.detect.onnx.read_tokens`; files relative to the .onnx file's
     directory). The activation found feeding the head is kept in ``Layer.activation`` and the origin.
     """
-    from argmaxable.models.onnx import read_onnx_head
-
     local = Path(path).expanduser()
     head = read_onnx_head(local, output)
     names = _tokens(tokens, local, head.W.shape[0], head.metadata)
@@ -332,12 +330,10 @@ def load_onnx(path: str, output: str | None = None, tokens: Mapping | None = Non
 
 
 def load_gguf(path: str | list[str]) -> Layer:
-    """The head of a local GGUF model (:func:`argmaxable.models.gguf.read_gguf_head`): one file, or the files of a
+    """The head of a local GGUF model (:func:`argmaxable.detect.gguf.read_gguf_head`): one file, or the files of a
     ``gguf-split`` model in order. Tokens and token types come from the metadata, shown readable (byte-level BPE
     for llama.cpp's ``gpt2`` tokenizer, ``▁`` as the space for ``llama``); ``info`` keeps the head's tensor name,
     whether it is tied to the embeddings, its stored type and the final norm's weights (``output_norm``)."""
-    from argmaxable.models.gguf import read_gguf_head
-
     paths = [Path(p).expanduser() for p in ([path] if isinstance(path, str) else path)]
     head = read_gguf_head(paths)
     tokens = raw = head.tokens
@@ -371,10 +367,10 @@ def load_model(model: Mapping, root: str | os.PathLike | None = None) -> Layer:
     Parameters
     ----------
     model : mapping
-        A model config (:class:`argmaxable.models.schema.ModelConfig`): ``source``, ``params``, and
+        A model config (:class:`argmaxable.detect.schema.ModelConfig`): ``source``, ``params``, and
         optionally ``activation`` (default: the one an ONNX graph shows feeding the head).
         ``params["vocab"]`` names the vocabulary file; without it, unless the loader found the tokens
-        itself, the vocabulary is looked for in the weights' directory (:func:`argmaxable.models.vocab.read_vocab`).
+        itself, the vocabulary is looked for in the weights' directory (:func:`argmaxable.detect.vocab.read_vocab`).
     root : path, optional
         The model's downloaded directory (``data/models/<key>``): relative ``path``/``repo``/``vocab``
         params are read inside it.

@@ -16,7 +16,7 @@ import pickle
 from collections.abc import Iterable
 from pathlib import Path
 
-from argmaxable.models.weights import WeightsError
+from argmaxable.detect.weights import WeightsError
 
 
 class Record:

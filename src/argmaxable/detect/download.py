@@ -75,6 +75,28 @@ def _reason(err: Exception) -> str:
     return text[0] if text else type(reason).__name__
 
 
+def _fetch_rest(url: str, part: Path, timeout: float) -> None:
+    """One attempt of :func:`fetch_url`: append to ``part`` the bytes of ``url`` it lacks (``Range``), or write the
+    whole file when the server ignores the range; a connection that drops early raises ``ConnectionError``."""
+    have = part.stat().st_size if part.exists() else 0
+    request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            resumed = have > 0 and getattr(response, "status", None) == 206
+            length = response.headers.get("Content-Length")
+            expected = (have if resumed else 0) + int(length) if length else None
+            with open(part, "ab" if resumed else "wb") as out:
+                while block := response.read(BLOCK):
+                    out.write(block)
+    except urllib.error.HTTPError as err:
+        if err.code == 416 and have:  # nothing left to send: the partial file is complete
+            return
+        raise
+    # http.client ends a chunked read quietly when the connection drops: compare the length
+    if expected is not None and part.stat().st_size < expected:
+        raise ConnectionError(f"connection closed after {part.stat().st_size} of {expected} bytes")
+
+
 def fetch_url(url: str, dest: str | os.PathLike, *, sha256: str = "", retries: int = 4, timeout: float = 60.0,
               backoff: float = 2.0) -> Path:
     """Download ``url`` to ``dest``: temporary name until complete, resumed after dropped connections.
@@ -113,26 +135,10 @@ def fetch_url(url: str, dest: str | os.PathLike, *, sha256: str = "", retries: i
     part.unlink(missing_ok=True)
     try:
         for attempt in range(retries + 1):
-            have = part.stat().st_size if part.exists() else 0
-            request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
             try:
-                with urllib.request.urlopen(request, timeout=timeout) as response:
-                    resumed = have > 0 and getattr(response, "status", None) == 206
-                    length = response.headers.get("Content-Length")
-                    expected = (have if resumed else 0) + int(length) if length else None
-                    with open(part, "ab" if resumed else "wb") as out:
-                        while block := response.read(BLOCK):
-                            out.write(block)
-                # http.client ends a chunked read quietly when the connection drops: compare the length
-                if expected is not None and part.stat().st_size < expected:
-                    raise ConnectionError(f"connection closed after {part.stat().st_size} of {expected} bytes")
+                _fetch_rest(url, part, timeout)
                 break
-            except urllib.error.HTTPError as err:
-                if err.code == 416 and have:  # nothing left to send: the partial file is complete
-                    break
-                if _permanent(err) or attempt == retries:
-                    raise DownloadError(f"cannot download {url}: {_reason(err)}") from None
-            except (urllib.error.URLError, OSError) as err:  # timeouts, resets, DNS, refused connections
+            except (urllib.error.URLError, OSError) as err:  # HTTP errors, timeouts, resets, DNS, refused connections
                 if _permanent(err) or attempt == retries:
                     raise DownloadError(f"cannot download {url}: {_reason(err)}") from None
             time.sleep(backoff * 2**attempt)
@@ -439,7 +445,7 @@ def download_model(model: Mapping, dest: str | os.PathLike) -> dict[str, Any]:
     Parameters
     ----------
     model : mapping
-        A model config (:class:`argmaxable.models.schema.ModelConfig`); ``download.kind`` is one of
+        A model config (:class:`argmaxable.detect.schema.ModelConfig`); ``download.kind`` is one of
         :data:`KINDS`.
     dest : path
         The model's directory, e.g. ``data/models/<key>``; replaced as a whole on success.

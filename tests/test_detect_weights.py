@@ -8,7 +8,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from argmaxable.models.weights import WeightsError, load_layer
+from argmaxable.detect.weights import WeightsError, load_layer
 
 RNG = np.random.default_rng(0)
 N, D = 7, 3

@@ -7,7 +7,7 @@
 - the final norm's weights (``output_norm.weight``) and the head's stored type are kept beside the head;
 - a model split by ``gguf-split`` into several GGUF files (the first holds the metadata) is read as one model.
   Byte parts of one file (``model.gguf.part00``, ...) are joined by the download step
-  (:func:`argmaxable.download.join_parts`) before anything reads them.
+  (:func:`argmaxable.detect.download.join_parts`) before anything reads them.
 
 GGUF files hold no bias: the head is ``logits = W x`` where ``x`` is the final RMSNorm's output.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from argmaxable.models.weights import WeightsError
+from argmaxable.detect.weights import WeightsError
 
 HEAD, TIED_HEAD, NORM = "output.weight", "token_embd.weight", "output_norm.weight"
 # tokenizer.ggml.token_type codes (llama.cpp's llama_token_type; gguf.TokenType).

@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from argmaxable.models.loaders import Layer, load_model
+from argmaxable.core import check_categories
+from argmaxable.detect.loaders import Layer, load_model
 from argmaxable.provenance import atomic_path, save_figure, write_json, write_table
 
 # Unargmaxable tokens listed per model in the Markdown, paper's box (all of them, every box, in the parquet): a
@@ -125,7 +126,7 @@ def split_unargmaxable(layer: Layer, frame: pd.DataFrame, settings: Mapping[str,
     layer : Layer
         The head the table was made from.
     frame : DataFrame
-        The per-category table of :func:`argmaxable.models.detect.check_model`: box, category, status, and
+        The per-category table of :func:`argmaxable.detect.check.check_model`: box, category, status, and
         optionally token and token_type.
     settings : mapping
         Per box, its ``lower`` and ``upper`` ends (the summary's ``settings``).
@@ -143,35 +144,18 @@ def split_unargmaxable(layer: Layer, frame: pd.DataFrame, settings: Mapping[str,
         first-index tie-break can emit this id: the lowest id of an argmaxable group), nearest (the closest other row,
         :func:`nearest_rows`), distance (to it), norm, norm_percentile.
     """
-    import argmaxable as am
-
     groups = tie_groups(layer.W, layer.b) if groups is None else groups
-    lowest = np.full(layer.W.shape[0], -1)
-    size = np.ones(layer.W.shape[0], dtype=np.int64)
-    for g in groups:
-        lowest[g], size[g] = g[0], len(g)
-    drop = np.concatenate([g[1:] for g in groups]) if groups else np.array([], dtype=np.int64)
-    keep = np.setdiff1d(np.arange(layer.W.shape[0]), drop)
+    lowest, size, keep = _merged_groups(groups, layer.W.shape[0])
     norms, percentiles = norm_percentiles(layer.W)
     out = []
     for box, rows in frame.groupby("box", sort=False):
         unarg = rows[rows["status"] == "unargmaxable"]
         heads = sorted({int(lowest[c]) for c in unarg["category"] if lowest[c] >= 0})
-        argmaxable_group = set()
-        if heads:  # the groups' lowest ids, checked with every group merged into one row
-            res = am.check_categories(layer.W[keep], np.searchsorted(keep, heads),
-                                      b=None if layer.b is None else layer.b[keep], bound=detect["bound"],
-                                      lower=settings[box].get("lower"), upper=settings[box].get("upper"),
-                                      patience=detect["patience"], eps=detect["eps"], solver=detect["solver"],
-                                      workers=detect["workers"])
-            argmaxable_group = {h for h, s in zip(heads, res.status, strict=True) if s == "argmaxable"}
+        argmaxable_group = _argmaxable_heads(layer, keep, heads, settings[box], detect)
         cats = unarg["category"].to_numpy()
         tie = np.array([lowest[c] in argmaxable_group for c in cats], dtype=bool)
         nearest, distance = nearest_rows(layer.W, layer.b, cats)
-        scale = np.abs(np.asarray(layer.W[cats], dtype=np.float64)).max(axis=1)
-        if layer.b is not None:
-            scale = np.maximum(scale, np.abs(np.asarray(layer.b, dtype=np.float64)[cats]))
-        near = ~tie & (distance > 0) & (distance <= NEAR_ULPS * np.spacing(scale.astype(np.float32)))
+        near = ~tie & (distance > 0) & (distance <= NEAR_ULPS * np.spacing(_row_scale(layer, cats)))
         out.append(pd.DataFrame({
             "box": box, "category": cats,
             "token": unarg["token"].to_numpy() if "token" in unarg else "",
@@ -181,6 +165,39 @@ def split_unargmaxable(layer: Layer, frame: pd.DataFrame, settings: Mapping[str,
             "emitted": tie & (lowest[cats] == cats), "nearest": nearest, "distance": distance, "norm": norms[cats],
             "norm_percentile": percentiles[cats]}))
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+
+
+def _merged_groups(groups: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of ``n``, its group's lowest id (-1 in no group) and the group's size (1 in none); and the rows kept
+    when each group of equal rows is merged into its lowest id."""
+    lowest = np.full(n, -1)
+    size = np.ones(n, dtype=np.int64)
+    for g in groups:
+        lowest[g], size[g] = g[0], len(g)
+    drop = np.concatenate([g[1:] for g in groups]) if groups else np.array([], dtype=np.int64)
+    return lowest, size, np.setdiff1d(np.arange(n), drop)
+
+
+def _argmaxable_heads(layer: Layer, keep: np.ndarray, heads: list[int], box: Mapping, detect: Mapping) -> set[int]:
+    """The groups' lowest ids ``heads`` that are argmaxable with every group merged into one row (only the rows
+    ``keep``), in ``box`` (its ``lower`` and ``upper`` ends)."""
+    if not heads:
+        return set()
+    res = check_categories(layer.W[keep], np.searchsorted(keep, heads),
+                           b=None if layer.b is None else layer.b[keep], bound=detect["bound"],
+                           lower=box.get("lower"), upper=box.get("upper"),
+                           patience=detect["patience"], eps=detect["eps"], solver=detect["solver"],
+                           workers=detect["workers"])
+    return {h for h, s in zip(heads, res.status, strict=True) if s == "argmaxable"}
+
+
+def _row_scale(layer: Layer, cats: np.ndarray) -> np.ndarray:
+    """Per row ``cats``, the largest magnitude among its entries and its bias, in float32: the scale of its last
+    place (:data:`NEAR_ULPS`)."""
+    scale = np.abs(np.asarray(layer.W[cats], dtype=np.float64)).max(axis=1)
+    if layer.b is not None:
+        scale = np.maximum(scale, np.abs(np.asarray(layer.b, dtype=np.float64)[cats]))
+    return scale.astype(np.float32)
 
 
 def study_model(model: Mapping, detect: Mapping, table_path: str | os.PathLike, summary_path: str | os.PathLike,

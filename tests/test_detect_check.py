@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import ConvexHull
 
-from argmaxable.models.detect import check_model, make_detect_table
-from argmaxable.models.loaders import load_random
+from argmaxable.detect.check import check_model, make_detect_table
+from argmaxable.detect.loaders import load_random
 
 DETECT = {"bound": 100.0, "patience": 2500, "eps": 1e-8, "solver": "highs", "workers": 1}
 MODEL = {"name": "toy", "source": "random", "params": {"n": 40, "d": 3, "dist": "gaussian", "bias": False,
