@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_datasets_sources import OPENIMAGES_IDS, write_openimages
 
-from argmaxable.detect.download import DownloadError
+from argmaxable.fetch import DownloadError
 from argmaxable.multilabel.datasets import build, load_built
 from argmaxable.multilabel.datasets.download import download_dataset
 from argmaxable.multilabel.datasets.schema import DatasetConfig
@@ -194,3 +194,18 @@ def test_bioasq_fetches_the_users_link_with_the_token_and_unzips(server, tmp_pat
     manifest = download_dataset(cfg, tmp_path / "bioasq")
     assert (tmp_path / "bioasq" / "allMeSH_2021.json").read_text(encoding="latin-1") == text
     assert list(manifest["files"]) == ["allMeSH_2021.json"] and manifest["sources"]["allMeSH_2021.zip"].startswith(url)
+
+
+# ------------------------------------------------------------------------------------------- confinement
+
+
+@pytest.mark.parametrize("key", ["files", "unpack"])
+def test_a_dataset_download_cannot_write_outside_its_directory(tmp_path, key):
+    src = tmp_path / "labels.csv"
+    src.write_text("id,labels\n")
+    files = {"../escaped.csv": src.as_uri()} if key == "files" else {"labels.csv": src.as_uri()}
+    spec = {"files": files, **({"unpack": ["../labels.csv"]} if key == "unpack" else {})}
+    root = tmp_path / "data" / "tiny"
+    with pytest.raises(DownloadError, match=f"download.{key} '../.*' is not a path inside"):
+        download_dataset(DatasetConfig(name="tiny", download=spec), root)
+    assert not (tmp_path / "data" / "escaped.csv").exists()

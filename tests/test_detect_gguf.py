@@ -18,11 +18,12 @@ from scipy.spatial import ConvexHull
 import argmaxable as am
 from argmaxable.cli import main
 from argmaxable.detect.check import check_model
-from argmaxable.detect.download import DownloadError, download_model, join_parts
+from argmaxable.detect.download import download_model, join_parts
 from argmaxable.detect.gguf import read_gguf_head
 from argmaxable.detect.loaders import load_model
 from argmaxable.detect.vocab import BYTE_CHARS, byte_level_text, readable_tokens
 from argmaxable.detect.weights import WeightsError
+from argmaxable.fetch import DownloadError
 
 gguf = pytest.importorskip("gguf")
 DETECT = {"bound": 100.0, "patience": 50, "eps": 1e-8, "solver": "highs", "workers": 1}

@@ -16,11 +16,12 @@ from onnx.reference import ReferenceEvaluator
 
 from argmaxable.cli import main
 from argmaxable.detect.check import check_model, make_detect_table
-from argmaxable.detect.download import download_model, file_sha256
+from argmaxable.detect.download import download_model
 from argmaxable.detect.figures import make_paper_tables, make_source_table, plot_steps, plot_unargmaxable_per_model
 from argmaxable.detect.loaders import load_model
 from argmaxable.detect.onnx import read_onnx_head
 from argmaxable.detect.weights import WeightsError
+from argmaxable.provenance import file_sha256
 
 RNG = np.random.default_rng(0)
 N, D, T = 7, 3, 4  # categories, features, time steps of a CTC-style (1, T, D) input

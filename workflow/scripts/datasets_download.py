@@ -2,7 +2,7 @@
 
 import sys
 
-from argmaxable.detect.download import DownloadError
+from argmaxable.fetch import DownloadError
 from argmaxable.multilabel.datasets.download import download_dataset
 from argmaxable.multilabel.datasets.schema import DatasetConfig
 

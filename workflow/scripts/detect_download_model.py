@@ -2,7 +2,8 @@
 
 import sys
 
-from argmaxable.detect.download import DownloadError, download_model
+from argmaxable.detect.download import download_model
+from argmaxable.fetch import DownloadError
 
 snakemake = globals()["snakemake"]  # injected by Snakemake
 sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115 - the job's log for the rest of the process

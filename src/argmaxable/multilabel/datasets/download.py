@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from argmaxable.detect.download import MANIFEST, DownloadError, fetch_url, inside, unpack, write_manifest
+from argmaxable.fetch import MANIFEST, DownloadError, fetch_url, inside, unpack, write_manifest
 from argmaxable.multilabel.datasets.schema import DatasetConfig
 from argmaxable.provenance import file_sha256
 
