@@ -12,7 +12,7 @@ A dataset's ``download`` block (config/dataset/<name>.yaml) says what to fetch:
   of exactly the splits the build uses are fetched to ``images/<ImageID>.jpg`` (``workers`` at once);
 - ``unpack``: archives to extract after fetching (then deleted).
 
-Every file goes through :func:`argmaxable.detect.download.fetch_url` (temporary name renamed when complete,
+Every file goes through :func:`argmaxable.fetch.fetch_url` (temporary name renamed when complete,
 retries, resume). Datasets run to 10^5 files and tens of GB, so files already present are kept and a rerun
 fetches only what is missing; ``manifest.json`` (sizes and SHA-256 of every file) is written last, so its
 presence marks a complete download.
