@@ -130,8 +130,7 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
     cfg : mapping
         The ``lm`` config (:class:`argmaxable.lm.schema.LMConfig`).
     head : str, default "linear"
-        The softmax head (:data:`argmaxable.lm.model.HEADS`). Another head than ``linear`` saves the ``weight``
-        (and ``bias``) of its ``weights()`` in float64, as the checks read them; its run is ``HEAD_KEY``.
+        The softmax head (:data:`argmaxable.lm.model.HEADS`); another than ``linear`` is run ``HEAD_KEY``.
     texts : mapping, optional
         ``{"train": [...], "heldout": [...]}`` texts instead of the snapshot's splits (tests).
     config : any
@@ -145,24 +144,81 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
     start_time, start_cpu = time.perf_counter(), time.process_time()
     torch.set_num_threads(int(cfg["threads"]))
     torch.manual_seed(int(cfg["seed"]))
-    vocab = pd.read_parquet(vocab_path)
-    tokens = vocab["token"].tolist()
+    tokens, streams = _windows(vocab_path, texts, cfg)
+    ctx, target = (torch.from_numpy(a) for a in streams["train"])  # (N, context), (N,)
+
+    # 1. model (drawn from torch's seeded global generator), then training on random windows
+    model = WindowLM(len(tokens), int(cfg["context"]), int(cfg["embed_dim"]), int(cfg["hidden"]), d,
+                     cfg["activation"], head)
+    steps, curve = _train(model, ctx, target, cfg, d)
+
+    # 2. held-out loss and the head's inputs there
+    heldout, feats = _evaluate(model, streams["heldout"], tokens, cfg, d)
+
+    # 3. save: the head as a released model would ship it, the whole model, activation ranges, metrics
+    key = MODEL_KEY.format(d=d) if head == "linear" else HEAD_KEY.format(head=head, d=d)
+    _save_model(model, tokens, Path(out_dir), float32=head == "linear")
+    _write_activations(feats, key, activations_path, cfg, inputs=[vocab_path], config=config)
+    record = {
+        "model": key, "head": head, "d": d,
+        "k": getattr(model.head, "k", None), "n": len(tokens),  # k: a DFT head's guaranteed ranking length
+        "activation": cfg["activation"], "parameters": sum(p.numel() for p in model.parameters()),
+        "head_parameters": sum(p.numel() for p in model.head.parameters()),
+        "train_tokens": steps * int(cfg["batch_size"]), "train_positions": len(target),
+        **heldout, "curve": curve,
+        "seconds": round(time.perf_counter() - start_time, 1),
+        "cpu_seconds": round(time.process_time() - start_cpu, 1),  # comparable across busy and idle machines
+        "settings": dict(cfg),
+    }
+    write_json(record, Path(out_dir) / "train.json")
+    return record
+
+
+def _windows(vocab_path: str | os.PathLike, texts: Mapping[str, Sequence[str]] | None,
+             cfg: Mapping) -> tuple[list[str], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """The vocabulary's tokens and the (context, target) windows of the training and held-out texts."""
+    tokens = pd.read_parquet(vocab_path)["token"].tolist()
     if texts is None:
         texts = {"train": descriptions("train"), "heldout": descriptions(cfg["heldout_split"])}
     context = int(cfg["context"])
-    streams = {split: windows(encode(texts[split], tokens), context) for split in ("train", "heldout")}
-    ctx, target = (torch.from_numpy(a) for a in streams["train"])  # (N, context), (N,)
+    return tokens, {split: windows(encode(texts[split], tokens), context) for split in ("train", "heldout")}
 
-    # 1. model and optimiser: Adam with the learning rate decayed linearly to zero over the token budget
-    model = WindowLM(len(tokens), context, int(cfg["embed_dim"]), int(cfg["hidden"]), d, cfg["activation"], head)
-    key = MODEL_KEY.format(d=d) if head == "linear" else HEAD_KEY.format(head=head, d=d)
+
+def _write_activations(feats: np.ndarray, key: str, path: str | os.PathLike, cfg: Mapping, *, inputs: list,
+                       config: Any) -> None:
+    """Write the percentiles of the head's held-out inputs (:func:`activation_percentiles`) of model ``key``."""
+    stats = activation_percentiles(feats, cfg["percentiles"])
+    stats.insert(0, "model", key)
+    write_table(stats, path, config=config, inputs=inputs, heldout_split=cfg["heldout_split"])
+
+
+def _evaluate(model: WindowLM, stream: tuple[np.ndarray, np.ndarray], tokens: list[str], cfg: Mapping,
+              d: int) -> tuple[dict[str, Any], np.ndarray]:
+    """The held-out fields of ``train.json`` and the head's inputs at the held-out positions (N, d)."""
+    model.eval()
+    hctx, htarget = (torch.from_numpy(a) for a in stream)
+    loss, feats = _heldout(model, hctx, htarget)
+    log.info("d=%d held-out loss %.4f perplexity %.1f", d, loss, math.exp(loss))
+    return {
+        "heldout_split": cfg["heldout_split"],
+        "heldout_tokens": len(htarget),
+        "heldout_unk_rate": float((htarget == tokens.index(UNK)).float().mean()),
+        "heldout_loss": loss,
+        "heldout_perplexity": math.exp(loss),
+    }, feats
+
+
+def _train(model: WindowLM, ctx: torch.Tensor, target: torch.Tensor, cfg: Mapping,
+           d: int) -> tuple[int, list[dict[str, Any]]]:
+    """Adam on random training windows, the learning rate decayed linearly to zero over the token budget.
+
+    Returns the number of steps and the loss curve (the mean training loss of every tenth of the run).
+    """
     batch = int(cfg["batch_size"])
     steps = max(1, int(cfg["train_tokens"]) // batch)
     opt = torch.optim.Adam(model.parameters(), lr=float(cfg["lr"]))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0 - step / steps)
     draw = torch.Generator().manual_seed(int(cfg["seed"]))
-
-    # 2. training on random windows of the training split
     curve, running = [], []
     every = max(1, int(steps * LOG_EVERY))
     model.train()
@@ -178,17 +234,17 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
             curve.append({"step": step, "tokens": step * batch, "train_loss": float(np.mean(running))})
             log.info("d=%d step %d/%d train loss %.4f", d, step, steps, curve[-1]["train_loss"])
             running = []
+    return steps, curve
 
-    # 3. held-out loss and the head's inputs there
-    model.eval()
-    hctx, htarget = (torch.from_numpy(a) for a in streams["heldout"])
-    loss, feats = _heldout(model, hctx, htarget)
-    log.info("d=%d held-out loss %.4f perplexity %.1f", d, loss, math.exp(loss))
 
-    # 4. save: the head as a released model would ship it, the whole model, metrics, activation ranges
-    out_dir = Path(out_dir)
+def _save_model(model: WindowLM, tokens: list[str], out_dir: Path, *, float32: bool) -> None:
+    """Write the head, the whole model and the tokens.
+
+    The linear head saves its float32 ``weight`` and ``bias``; another head the ``weight`` (and ``bias``) of its
+    ``weights()`` in float64, as the checks read them.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
-    if head == "linear":
+    if float32:
         _save_safetensors({"weight": model.head.weight, "bias": model.head.bias}, out_dir / "head.safetensors")
     else:
         W, b = model.head.weights()
@@ -197,29 +253,3 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
     _save_safetensors(model.state_dict(), out_dir / "lm.safetensors")
     with atomic_path(out_dir / "vocab.txt") as tmp:
         tmp.write_text("".join(f"{t}\n" for t in tokens), encoding="utf-8")
-    stats = activation_percentiles(feats, cfg["percentiles"])
-    stats.insert(0, "model", key)
-    write_table(stats, activations_path, config=config, inputs=[vocab_path], heldout_split=cfg["heldout_split"])
-    record = {
-        "model": key,
-        "head": head,
-        "d": d,
-        "k": getattr(model.head, "k", None),  # a DFT head's guaranteed ranking length
-        "n": len(tokens),
-        "activation": cfg["activation"],
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "head_parameters": sum(p.numel() for p in model.head.parameters()),
-        "train_tokens": steps * batch,
-        "train_positions": len(target),
-        "heldout_split": cfg["heldout_split"],
-        "heldout_tokens": len(htarget),
-        "heldout_unk_rate": float((htarget == tokens.index(UNK)).float().mean()),
-        "heldout_loss": loss,
-        "heldout_perplexity": math.exp(loss),
-        "curve": curve,
-        "seconds": round(time.perf_counter() - start_time, 1),
-        "cpu_seconds": round(time.process_time() - start_cpu, 1),  # comparable across busy and idle machines
-        "settings": dict(cfg),
-    }
-    write_json(record, out_dir / "train.json")
-    return record
