@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import log_ndtr, ndtri
 
-from argmaxable.theory.common import write_figure, write_tables
+from argmaxable.outputs import write_figure, write_tables
 from argmaxable.theory.reference import BASRI_JACOBS_APPENDIX_B, BASRI_JACOBS_TABLE1, compare_cells
 
 FORMS = ("gumbel", "direct")

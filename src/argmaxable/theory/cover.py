@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 import argmaxable as am
-from argmaxable.theory.common import write_figure, write_tables
-from argmaxable.theory.reference import ReproductionError, compare_cells
+from argmaxable.outputs import ReproductionError, write_figure, write_tables
+from argmaxable.theory.reference import compare_cells
 
 
 def cover_count(n: int, d: int) -> int:

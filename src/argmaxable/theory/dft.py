@@ -15,9 +15,8 @@ import pandas as pd
 
 import argmaxable as am
 from argmaxable.constructions import dft_matrix
-from argmaxable.theory.common import write_figure, write_tables
+from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.theory.cover import all_assignments
-from argmaxable.theory.reference import ReproductionError
 
 
 def alternations(Y: np.ndarray) -> np.ndarray:

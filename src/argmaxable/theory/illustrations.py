@@ -23,9 +23,9 @@ import pandas as pd
 
 import argmaxable as am
 from argmaxable.core.systems import CategorySystem
-from argmaxable.theory.common import write_figure, write_tables
+from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.theory.cover import all_assignments
-from argmaxable.theory.reference import ReproductionError, compare_cells
+from argmaxable.theory.reference import compare_cells
 from argmaxable.theory.regions import enumerate_rankings
 from argmaxable.theory.toy import TOY_W
 

@@ -14,9 +14,8 @@ import numpy as np
 import pandas as pd
 
 import argmaxable as am
+from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.provenance import write_table
-from argmaxable.theory.common import write_figure, write_tables
-from argmaxable.theory.reference import ReproductionError
 
 # 002 §5 / thesis §4.2.4: with n = 10000 and U(-1, 1) weights no unargmaxable token is expected from d = 30.
 ZERO_FROM_D = 30

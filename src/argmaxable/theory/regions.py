@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from argmaxable.core import chebyshev
-from argmaxable.theory.common import write_tables
-from argmaxable.theory.reference import REGIONS_BIAS, REGIONS_NO_BIAS, ReproductionError, compare_cells
+from argmaxable.outputs import ReproductionError, write_tables
+from argmaxable.theory.reference import REGIONS_BIAS, REGIONS_NO_BIAS, compare_cells
 
 
 @cache

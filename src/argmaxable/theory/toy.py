@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 
 import argmaxable as am
-from argmaxable.theory.common import write_figure, write_tables
-from argmaxable.theory.reference import ReproductionError
+from argmaxable.outputs import ReproductionError, write_figure, write_tables
 
 # A W in R^{4 x 2} like 002 Fig. 2: c1, c2, c3 span a triangle around the origin and c4 lies inside it.
 TOY_W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 
 import argmaxable as am
+from argmaxable.outputs import write_figure, write_tables
 from argmaxable.provenance import write_table
 from argmaxable.theory.basri_jacobs import bound, largest_m
-from argmaxable.theory.common import write_figure, write_tables
 from argmaxable.topm.layers import check_prescribed, uniform_probabilities
 
 # 004 §6 and Fig. 1 / Fig. 6 captions: largest m with the share near 1 (read from the text, not the plots).

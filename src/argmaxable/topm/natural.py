@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from argmaxable.outputs import write_figure, write_tables
 from argmaxable.provenance import atomic_path, metadata, sidecar, write_json
-from argmaxable.theory.common import write_figure, write_tables
 from argmaxable.topm.experiments import PAPER_FIG1, load_trained, share_feasible
 from argmaxable.topm.layers import check_prescribed
 

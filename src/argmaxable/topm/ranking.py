@@ -14,8 +14,7 @@ import numpy as np
 import pandas as pd
 
 from argmaxable.constructions import dft_matrix
-from argmaxable.theory.common import write_figure, write_tables
-from argmaxable.theory.reference import ReproductionError
+from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.topm.layers import check_rankings, verify_rankings
 
 
