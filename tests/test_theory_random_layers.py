@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from argmaxable.theory.random_layers import check_random_layer, qhull_table, random_layer, summarize
+from argmaxable.constructions import random_layer
+from argmaxable.theory.random_layers import check_random_layer, qhull_table, summarize
 
 SETTINGS = {"n": 300, "low": -1.0, "high": 1.0, "bias": True, "patience": 20, "bound": 100.0, "eps": 1e-8,
             "workers": 1, "qhull_n": 300, "qhull_d_values": [2, 3]}

@@ -14,19 +14,12 @@ import numpy as np
 import pandas as pd
 
 import argmaxable as am
+from argmaxable.constructions import random_layer
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.provenance import write_table
 
 # 002 §5 / thesis §4.2.4: with n = 10000 and U(-1, 1) weights no unargmaxable token is expected from d = 30.
 ZERO_FROM_D = 30
-
-
-def random_layer(n: int, d: int, *, low: float, high: float, bias: bool, seed: int):
-    """W (n, d) and b (n,) or None, i.i.d. U(low, high); the stream depends on (seed, d) only."""
-    rng = np.random.default_rng([seed, d])
-    W = rng.uniform(low, high, (n, d))
-    b = rng.uniform(low, high, n) if bias else None
-    return W, b
 
 
 def check_random_layer(settings: dict, d: int, *, seed: int) -> pd.DataFrame:

@@ -18,10 +18,11 @@ import numpy as np
 import pandas as pd
 
 import argmaxable as am
+from argmaxable.constructions import gaussian_like, uniform_probabilities
 from argmaxable.outputs import write_figure, write_tables
 from argmaxable.provenance import write_table
 from argmaxable.theory.basri_jacobs import bound, largest_m
-from argmaxable.topm.layers import check_prescribed, uniform_probabilities
+from argmaxable.topm.layers import check_prescribed
 
 # 004 §6 and Fig. 1 / Fig. 6 captions: largest m with the share near 1 (read from the text, not the plots).
 # Keys are model config keys.
@@ -39,12 +40,6 @@ def load_trained(model_cfg: dict, root: str | Path):
     from argmaxable.models.loaders import load_model
 
     return load_model(model_cfg, root=Path(root))
-
-
-def gaussian_like(shape: tuple[int, int], seed: int) -> np.ndarray:
-    """A random output matrix of 004 §4: i.i.d. N(0, 1) entries, no bias (its stream is keyed by the shape too,
-    so it never repeats a synthetic model drawn from the same seed)."""
-    return np.random.default_rng((seed, *shape)).standard_normal(shape)
 
 
 def share_feasible(W: np.ndarray, b, m: int, trials: int, test: str, rng: np.random.Generator, *,

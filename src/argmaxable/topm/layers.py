@@ -30,19 +30,6 @@ import argmaxable as am
 from argmaxable.core.result import CheckResult
 
 
-def uniform_probabilities(m: int, rng: np.random.Generator, low: float = 0.1, high: float = 1.1) -> np.ndarray:
-    """Targets of 004 §6: m values drawn from U(low, high), normalised to sum to 1 (ratio at most high/low).
-
-    Examples
-    --------
-    >>> p = uniform_probabilities(5, np.random.default_rng(0))
-    >>> bool(np.isclose(p.sum(), 1.0) and p.max() / p.min() <= 11)
-    True
-    """
-    p = rng.uniform(low, high, size=m)
-    return p / p.sum()
-
-
 def _as_tokens(tokens, n: int) -> np.ndarray:
     idx = np.asarray(list(tokens), dtype=np.int64)
     if idx.ndim != 1 or idx.size == 0 or np.unique(idx).size != idx.size or idx.min() < 0 or idx.max() >= n:

@@ -13,20 +13,9 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from argmaxable.constructions import dft_matrix
+from argmaxable.constructions import dft_ranking_layer
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.topm.layers import check_rankings, verify_rankings
-
-
-def dft_ranking_layer(n: int, k: int) -> np.ndarray:
-    """``W^DFT_{n,2k+1}`` without its constant (DC) column: shape (n, 2k) (thesis Prop. 5.3).
-
-    Examples
-    --------
-    >>> dft_ranking_layer(8, 2).shape
-    (8, 4)
-    """
-    return dft_matrix(n, k)[:, 1:]
 
 
 def _rankings(n: int, k: int, samples: int | None, rng: np.random.Generator) -> list[tuple[int, ...]]:
