@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from argmaxable import __version__
+from argmaxable._version import __version__
 from argmaxable.core.box import ACTIVATIONS
 
 EXIT_USAGE = 2  # argparse's own status for bad usage; we use it for every user error
