@@ -37,7 +37,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from argmaxable.provenance import code_version, sidecar
+from argmaxable.core.reflect import stall_window
+from argmaxable.provenance import atomic_path, code_version, metadata, sidecar, write_json
 
 # How an item relates to the paper's, per experiment (declared).
 KINDS = ("same", "substitute", "not_run")
@@ -521,8 +522,6 @@ def method_differences(methods: list[dict], catalogue: dict, results_dir: Path, 
     ``ours`` is a template over ``{cfg:...}``, ``{stall_min}``/``{stall_max}`` (the range of the approximate
     stage's stall window, :func:`argmaxable.core.reflect.stall_window`) and the entry's own ``values``.
     """
-    from argmaxable.core.reflect import stall_window
-
     builtin = {"stall_min": stall_window(2**62, 1), "stall_max": stall_window(1, 2**62)}
     out = []
     for m in methods:
@@ -801,8 +800,6 @@ def make_report(report_dir: str | Path, results_dir: str | Path, out_md: str | P
     out_summary : path, optional
         JSON of :func:`run_summary` with its provenance (``argmaxable report readme`` fills the README from it).
     """
-    from argmaxable.provenance import atomic_path, metadata, write_json
-
     report_dir, results_dir = Path(report_dir), Path(results_dir)
     catalogue = load_catalogue(report_dir / "papers.yaml")
     methods = method_differences(load_methods(report_dir / "papers.yaml"), catalogue, results_dir, config)

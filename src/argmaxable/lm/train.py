@@ -31,6 +31,7 @@ from torch import nn
 
 from argmaxable.lm.corpus import UNK, build_vocab, encode, windows
 from argmaxable.lm.model import WindowLM
+from argmaxable.multilabel.datasets.debtags import load_snapshot
 from argmaxable.provenance import atomic_path, write_json, write_table
 
 log = logging.getLogger(__name__)
@@ -43,8 +44,6 @@ LOG_EVERY = 0.1  # log and record the training loss every tenth of the run
 
 def descriptions(split: str) -> list[str]:
     """The debtags snapshot's package texts of one split (``train``, ``dev`` or ``test``)."""
-    from argmaxable.multilabel.datasets.debtags import load_snapshot
-
     df = load_snapshot()
     if split not in set(df["split"]):
         raise ValueError(f"debtags snapshot has no split {split!r}; use one of {sorted(set(df['split']))}")

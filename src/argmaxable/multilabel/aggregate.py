@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from argmaxable.multilabel.setup_tables import SETUP_TABLES
 from argmaxable.provenance import save_figure, write_table
 
 TABLES = ("table_4_2", "table_5_1", "table_5_2", "table_encoder_space", "table_dft_exceptions",
@@ -246,7 +247,5 @@ def aggregate(run_dirs: Iterable[str | Path], tables_dir: str | Path, figures_di
 
 def load_tables(tables_dir: str | Path) -> dict[str, pd.DataFrame]:
     """Read back the tables :func:`aggregate` wrote (for notebooks)."""
-    from argmaxable.multilabel.setup_tables import SETUP_TABLES
-
     return {name: pd.read_csv(Path(tables_dir) / f"{name}.csv") for name in ("summary", *TABLES, *SETUP_TABLES)
             if (Path(tables_dir) / f"{name}.csv").exists()}

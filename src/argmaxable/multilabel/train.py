@@ -22,6 +22,7 @@ import torch
 from omegaconf import OmegaConf
 from torch import nn
 
+from argmaxable.multilabel.datasets import load_built
 from argmaxable.multilabel.encoders import build_encoder
 from argmaxable.multilabel.heads import Head, composite, make_head, trainable_parameters
 from argmaxable.multilabel.metrics import labels_to_dense, multilabel_metrics
@@ -298,7 +299,5 @@ def _finish(model: Model, dsd, n, k, out_dir: Path, cfg: RunConfig, state, *, he
 
 def train_run(dataset_dir: str | Path, out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
     """Load a built dataset (``datasets.load_built``) and :func:`fit` one run on it."""
-    from argmaxable.multilabel.datasets import load_built
-
     dsd, label_names = load_built(dataset_dir)
     return fit(dsd, len(label_names), out_dir, inputs=(dataset_dir,), **kwargs)

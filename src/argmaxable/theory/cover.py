@@ -15,7 +15,7 @@ from decimal import Decimal
 import numpy as np
 import pandas as pd
 
-import argmaxable as am
+from argmaxable.core import check_assignments
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.theory.reference import compare_cells
 
@@ -51,7 +51,7 @@ def enumeration_table(max_n: int, *, seed: int, bound: float, eps: float) -> pd.
         Y = all_assignments(n)
         for d in range(1, n + 1):
             W = rng.standard_normal((n, d))  # general position with probability 1
-            counts = am.check_assignments(W, Y, bound=bound, eps=eps, workers=1).counts()
+            counts = check_assignments(W, Y, bound=bound, eps=eps, workers=1).counts()
             rows.append({"n": n, "d": d, "cover": cover_count(n, d), "enumerated": counts["argmaxable"],
                          "undecided": counts["undecided"]})
     return pd.DataFrame(rows)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-import argmaxable as am
 from argmaxable.constructions import dft_matrix
+from argmaxable.core import check_assignments
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.theory.cover import all_assignments
 
@@ -31,7 +31,7 @@ def alternation_table(max_n: int, *, bound: float, eps: float) -> pd.DataFrame:
         Y = all_assignments(n)
         predicted = alternations(Y)
         for k in range(1, (n - 1) // 2 + 1):
-            res = am.check_assignments(dft_matrix(n, k), Y, bound=bound, eps=eps, workers=1)
+            res = check_assignments(dft_matrix(n, k), Y, bound=bound, eps=eps, workers=1)
             found = res.status == "argmaxable"
             expected = predicted <= 2 * k
             rows.append({"n": n, "k": k, "argmaxable": int(found.sum()), "alternating": int(expected.sum()),
@@ -64,7 +64,7 @@ def radius_table(n_values, k_values, *, slack: int, samples: int, quantile: floa
             W = dft_matrix(n, k)
             for s in (0, slack):
                 Ws = np.hstack([W, rng.standard_normal((n, s)) / np.sqrt(n)])  # (n, 2k+1+s)
-                res = am.check_assignments(Ws, Y, bound=bound, eps=eps, workers=1, exact_radius=True)
+                res = check_assignments(Ws, Y, bound=bound, eps=eps, workers=1, exact_radius=True)
                 counts = res.counts()
                 # An undecided LP showed no ball larger than eps: count its radius as 0 (below the LP's reach).
                 radius = np.nan_to_num(res.radius, nan=0.0)

@@ -21,7 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
-import argmaxable as am
+from argmaxable.core import check_assignments, check_categories
 from argmaxable.core.systems import CategorySystem
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.theory.cover import all_assignments
@@ -274,7 +274,7 @@ def plot_braid_reflect(verdicts: pd.DataFrame, *, bound: float, eps: float):
 
 def braid_reflect_table(*, bound: float, eps: float, patience: int) -> pd.DataFrame:
     """The combined algorithm on :data:`REFLECT_W`: steps of the approximate stage, LP where it fails."""
-    res = am.check_categories(REFLECT_W, b=REFLECT_B, bound=bound, eps=eps, patience=patience, workers=1)
+    res = check_categories(REFLECT_W, b=REFLECT_B, bound=bound, eps=eps, patience=patience, workers=1)
     df = res.to_frame()[["item", "status", "steps", "radius"]]
     df["stage"] = np.where(df["steps"] >= 0, "approximate", "exact LP")
     df["expected"] = REFLECT_EXPECTED
@@ -292,8 +292,8 @@ def chebyshev_balls(W: np.ndarray, b: np.ndarray, *, eps: float) -> pd.DataFrame
     faces = np.vstack([np.eye(2), -np.eye(2)])  # (4, 2)
     Y = all_assignments(n)
     Y_box = np.hstack([Y, np.zeros((len(Y), 4), dtype=bool)])
-    res = am.check_assignments(np.vstack([W, faces]), Y_box, b=np.concatenate([b, -np.full(4, BOX)]),
-                               bound=BOX, eps=eps, exact_radius=True, workers=1)
+    res = check_assignments(np.vstack([W, faces]), Y_box, b=np.concatenate([b, -np.full(4, BOX)]),
+                            bound=BOX, eps=eps, exact_radius=True, workers=1)
     return pd.DataFrame({"assignment": ["".join("+" if v else "-" for v in y) for y in Y], "status": res.status,
                          "radius": res.radius, "x1": res.witness[:, 0], "x2": res.witness[:, 1]})
 
@@ -331,7 +331,7 @@ def overcrowding_table(line_counts, *, seed: int, eps: float, pixels: int = 400)
     for n in line_counts:
         signs = (X @ W[:n].T + b[:n]) > 0  # (pixels^2, n)
         Y, inverse = np.unique(signs, axis=0, return_inverse=True)
-        res = am.check_assignments(W[:n], Y, b=b[:n], bound=BOX, eps=eps, exact_radius=True, workers=1)
+        res = check_assignments(W[:n], Y, b=b[:n], bound=BOX, eps=eps, exact_radius=True, workers=1)
         codes[n] = (inverse.reshape(pixels, pixels), W[:n], b[:n])
         rows.append({"lines": n, "regions": len(Y), "argmaxable": int((res.status == "argmaxable").sum()),
                      "median_radius": float(np.median(res.radius)), "min_radius": float(res.radius.min())})

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-import argmaxable as am
 from argmaxable.constructions import random_layer
+from argmaxable.core import check_categories
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.provenance import write_table
 
@@ -26,8 +26,8 @@ def check_random_layer(settings: dict, d: int, *, seed: int) -> pd.DataFrame:
     """Check every category of one random layer; one row per category (status, steps, radius)."""
     W, b = random_layer(settings["n"], d, low=settings["low"], high=settings["high"], bias=settings["bias"],
                         seed=seed)
-    res = am.check_categories(W, b=b, bound=settings["bound"], patience=settings["patience"],
-                              eps=settings["eps"], workers=settings["workers"])
+    res = check_categories(W, b=b, bound=settings["bound"], patience=settings["patience"],
+                           eps=settings["eps"], workers=settings["workers"])
     df = res.to_frame()[["item", "status", "steps", "radius"]]
     df.insert(0, "d", d)
     return df
@@ -91,8 +91,8 @@ def qhull_table(settings: dict, *, seed: int) -> pd.DataFrame:
                             seed=seed)
         vertex = np.zeros(len(W), dtype=bool)
         vertex[ConvexHull(W).vertices] = True  # exact oracle: argmaxable iff a hull vertex
-        res = am.check_categories(W, bound=settings["bound"], patience=settings["patience"],
-                                  eps=settings["eps"], workers=settings["workers"])
+        res = check_categories(W, bound=settings["bound"], patience=settings["patience"],
+                               eps=settings["eps"], workers=settings["workers"])
         flagged = res.steps < 0  # the approximate stage alone calls these "potentially unargmaxable"
         truth = ~vertex
         tp = int((flagged & truth).sum())

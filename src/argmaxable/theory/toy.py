@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-import argmaxable as am
+from argmaxable.core import check_categories
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
 
 # A W in R^{4 x 2} like 002 Fig. 2: c1, c2, c3 span a triangle around the origin and c4 lies inside it.
@@ -55,7 +55,7 @@ def run_toy(out: dict, config=None) -> None:
     out : dict
         Paths: ``table`` (.parquet, .md beside), ``figure`` (.png, .pdf beside).
     """
-    res = am.check_categories(TOY_W)
+    res = check_categories(TOY_W)
     df = res.to_frame()[["item", "status", "radius", "steps"]]
     df.insert(0, "class", [f"c{i + 1}" for i in df["item"]])
     df["expected"] = TOY_EXPECTED

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-import argmaxable as am
 from argmaxable.constructions import gaussian_like, uniform_probabilities
+from argmaxable.core import check_top_m
 from argmaxable.outputs import write_figure, write_tables
 from argmaxable.provenance import write_table
 from argmaxable.theory.basri_jacobs import bound, largest_m
@@ -48,7 +48,7 @@ def share_feasible(W: np.ndarray, b, m: int, trials: int, test: str, rng: np.ran
     N = W.shape[0]
     sets = [rng.choice(N, size=m, replace=False) for _ in range(trials)]
     if test == "top-m":
-        res = am.check_top_m(W, sets, b, **check)
+        res = check_top_m(W, sets, b, **check)
     else:
         probs = [uniform_probabilities(m, rng, prescribed["low"], prescribed["high"]) for _ in sets]
         res = check_prescribed(W, sets, probs, b, eps_ratio=prescribed["eps_ratio"], delta=prescribed["delta"],
@@ -179,7 +179,7 @@ def passes(W: np.ndarray, m: int, trials: int, probability: float, rng: np.rando
     failures, done = 0, 0
     while done < trials:
         batch = min(trials - done, max(1, check.get("workers", 1)))
-        res = am.check_top_m(W, [rng.choice(W.shape[0], size=m, replace=False) for _ in range(batch)], **check)
+        res = check_top_m(W, [rng.choice(W.shape[0], size=m, replace=False) for _ in range(batch)], **check)
         failures += int(np.sum(res.status != "argmaxable"))
         done += batch
         if failures > allowed:

@@ -14,6 +14,7 @@ held-out debtags descriptions, cut into as many texts.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -65,9 +66,7 @@ def window_lm_top_probabilities(model_dir: str | Path, tokens: list[str], parts:
                                 max_tokens: int) -> list[np.ndarray]:
     """As :func:`top_probabilities` for the lm family's window LM (``lm.safetensors``, ``train.json``; ``tokens``:
     its vocabulary in row order), over its held-out descriptions cut into ``parts`` texts."""
-    import json
-
-    import torch
+    import torch  # the lm family's model: torch only where it runs
     from safetensors.torch import load_file
 
     from argmaxable.lm.corpus import encode, windows
