@@ -22,7 +22,6 @@ import numpy as np
 import pandas as pd
 
 from argmaxable.core import check_assignments, check_categories
-from argmaxable.core.systems import CategorySystem
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.theory.cover import all_assignments
 from argmaxable.theory.reference import compare_cells
@@ -183,25 +182,27 @@ def plot_fig8():
 
 
 def reflect_trace(W: np.ndarray, b: np.ndarray | None, target: int, *, steps: int, eps: float):
-    """Iterates x_0, x_1, ... of braid reflection for one class, with the core's own step (002 Fig. 5).
+    """Iterates x_0, x_1, ... of braid reflection for one class (002 Fig. 5), in plain float64.
 
-    Each step asks the core's system for the row to reflect across (the current winner's hyperplane with the
-    target) and reflects x across it, as :func:`argmaxable.core.reflect.reflect` does; it stops once the
-    target wins by more than ``eps``. Returns the iterates (k + 1, 2) and the winner reflected away from at
-    each step (k,).
+    Starts at x_0 = w_t; each step takes the class winning at x among the others and reflects x across its
+    hyperplane with the target, the step of the core's approximate stage (:func:`argmaxable.core.reflect.reflect`);
+    it stops once every other class's hyperplane lies more than ``eps`` away on the target's side. The tests
+    hold the number of iterates to the steps :func:`argmaxable.check_categories` reports. Returns the iterates
+    (k + 1, 2) and the winner reflected away from at each step (k,).
     """
-    system = CategorySystem(W, b)
-    items = np.array([target])
-    x = system.start(items).astype(np.float64)  # (1, 2)
-    xs, winners = [x[0].copy()], []
+    b = np.zeros(len(W)) if b is None else b
+    others = np.delete(np.arange(len(W)), target)
+    A, c = W[others] - W[target], b[others] - b[target]  # class others[i] beats the target where A_i x + c_i > 0
+    norms = np.linalg.norm(A, axis=1)
+    x = W[target].astype(np.float64)  # (2,)
+    xs, winners = [x.copy()], []
     for _ in range(steps):
-        worst, margin = system.evaluate(items, x, eps)
-        if margin[0] > eps:
+        if np.min(-(A @ x + c) / norms) > eps:
             break
-        a, c = system.rows(items, worst)
-        x = x - (2.0 * (a[0] @ x[0] + c[0]) / (a[0] @ a[0])) * a
-        xs.append(x[0].copy())
-        winners.append(int(worst[0]))
+        j = int(np.argmax(W[others] @ x + b[others]))  # the current winner among the others (002 Fig. 5 line 1)
+        x = x - (2.0 * (A[j] @ x + c[j]) / (A[j] @ A[j])) * A[j]
+        xs.append(x.copy())
+        winners.append(int(others[j]))
     return np.array(xs), np.array(winners, dtype=int)
 
 
