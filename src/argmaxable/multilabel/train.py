@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from omegaconf import OmegaConf
 from torch import nn
 
+from argmaxable.config import typed
 from argmaxable.multilabel.datasets import load_built
 from argmaxable.multilabel.encoders import build_encoder
 from argmaxable.multilabel.heads import Head, composite, make_head, trainable_parameters
@@ -62,8 +62,7 @@ def resolve_device(name: str) -> torch.device:
 
 def run_config(run: dict | RunConfig) -> RunConfig:
     """Validate a run's settings (a plain dict from Snakemake params) against :class:`RunConfig`."""
-    cfg = OmegaConf.merge(OmegaConf.structured(RunConfig), run)
-    out: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
+    out = typed(RunConfig, run)
     if out.criterion not in ("loss", "p@k"):
         raise ValueError(f"multilabel criterion must be 'loss' or 'p@k'; got {out.criterion!r}")
     return out

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from omegaconf import OmegaConf
 
+from argmaxable.config import typed
 from argmaxable.core import check_assignments
 from argmaxable.multilabel.datasets import load_built
 from argmaxable.multilabel.schema import VerifyConfig
@@ -92,7 +92,7 @@ def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: Verify
 def verify_run(dataset_dir: str | Path, run_dir: str | Path, out_path: str | Path, *,
                verify: dict | VerifyConfig, config: Any = None) -> pd.DataFrame:
     """Verify one run (``run_dir/head.npz``) on the dataset's splits; write the table to ``out_path``."""
-    cfg: VerifyConfig = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(VerifyConfig), verify))
+    cfg = typed(VerifyConfig, verify)
     dsd, _ = load_built(dataset_dir)
     npz_path = Path(run_dir) / "head.npz"
     with np.load(npz_path, allow_pickle=False) as npz:

@@ -10,13 +10,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
+from argmaxable.config import typed
 from argmaxable.constructions import dft_matrix
 from argmaxable.core import check_assignments
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.theory.cover import all_assignments
+from argmaxable.theory.schema import DftConfig
 
 
 def alternations(Y: np.ndarray) -> np.ndarray:
@@ -124,23 +128,24 @@ def plot_radius(df: pd.DataFrame, eps: float, quantile: float):
     return fig
 
 
-def run_dft(settings: dict, out: dict, *, seed: int, config=None) -> None:
+def run_dft(settings: DftConfig | Mapping, out: dict, *, seed: int, config=None) -> None:
     """Rule ``measure_dft``: alternation check (fails loudly), Fig. 5.5 table and figure, Fig. 5.4 figure.
 
     Parameters
     ----------
-    settings : dict
+    settings : DftConfig or mapping
         ``theory.dft``.
     out : dict
         Paths: ``alternation``, ``radius`` (.parquet, .md beside), ``geometry``, ``radius_figure`` (.png).
     """
-    alt = alternation_table(settings["alternation_max_n"], bound=settings["bound"], eps=settings["eps"])
+    settings = typed(DftConfig, settings)
+    alt = alternation_table(settings.alternation_max_n, bound=settings.bound, eps=settings.eps)
     bad = alt[(alt["mismatches"] > 0) | (alt["undecided"] > 0)]
     if len(bad):
         raise ReproductionError(f"thesis Thm 5.3 (argmaxable = at most 2k sign changes) fails for:\n{bad}")
-    radius = radius_table(settings["n_values"], settings["k_values"], slack=settings["slack"],
-                          samples=settings["samples"], quantile=settings["quantile"], seed=seed,
-                          bound=settings["bound"], eps=settings["eps"])
+    radius = radius_table(settings.n_values, settings.k_values, slack=settings.slack,
+                          samples=settings.samples, quantile=settings.quantile, seed=seed,
+                          bound=settings.bound, eps=settings.eps)
     write_tables({"alternation": alt, "radius": radius}, out, config)
-    write_figure(plot_geometry(settings["geometry_n"]), out["geometry"], config)
-    write_figure(plot_radius(radius, settings["eps"], settings["quantile"]), out["radius_figure"], config)
+    write_figure(plot_geometry(settings.geometry_n), out["geometry"], config)
+    write_figure(plot_radius(radius, settings.eps, settings.quantile), out["radius_figure"], config)

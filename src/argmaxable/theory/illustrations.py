@@ -17,15 +17,18 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
+from argmaxable.config import typed
 from argmaxable.core import check_assignments, check_categories
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.theory.cover import all_assignments
 from argmaxable.theory.reference import compare_cells
 from argmaxable.theory.regions import enumerate_rankings
+from argmaxable.theory.schema import IllustrationsConfig
 from argmaxable.theory.toy import TOY_W
 
 # 002 Fig. 3 / Fig. 8: three classes around the origin (general position), the rows of W in R^{3 x 2}.
@@ -356,27 +359,28 @@ def plot_overcrowding(table: pd.DataFrame, codes: dict):
     return fig
 
 
-def run_illustrations(settings: dict, out: dict, *, seed: int, config=None) -> None:
+def run_illustrations(settings: IllustrationsConfig | Mapping, out: dict, *, seed: int, config=None) -> None:
     """Rule ``plot_illustrations``: tables and figures of this module; fails if a ranking count differs.
 
     Parameters
     ----------
-    settings : dict
+    settings : IllustrationsConfig or mapping
         ``theory.illustrations``: bound, eps, patience, overcrowding_lines.
     out : dict
         Paths: ``arrangements``, ``braid_reflect``, ``chebyshev_balls``, ``overcrowding`` (.parquet, .md
         beside) and ``fig3``, ``fig7``, ``fig8``, ``reflect_figure``, ``balls_figure``, ``overcrowding_figure``
         (.png, .pdf beside).
     """
-    bound, eps = settings["bound"], settings["eps"]
+    settings = typed(IllustrationsConfig, settings)
+    bound, eps = settings.bound, settings.eps
     arr = arrangement_table(bound=bound, eps=eps)
     keys = arr["figure"] + " |C|=" + arr["classes"].astype(str) + " bias=" + arr["bias"].astype(str)
     compare_cells(arr["feasible"].set_axis(keys), arr["paper"].set_axis(keys), "002 Figs 3, 7, 8 ranking counts")
-    verdicts = braid_reflect_table(bound=bound, eps=eps, patience=settings["patience"])
+    verdicts = braid_reflect_table(bound=bound, eps=eps, patience=settings.patience)
     if (verdicts["outcome"] != verdicts["expected"]).any():
         raise ReproductionError(f"the braid-reflect toy layer's outcomes differ from the design:\n{verdicts}")
     balls = chebyshev_balls(W3, B3, eps=eps)
-    crowd, codes = overcrowding_table(settings["overcrowding_lines"], seed=seed, eps=eps)
+    crowd, codes = overcrowding_table(settings.overcrowding_lines, seed=seed, eps=eps)
     write_tables({"arrangements": arr, "braid_reflect": verdicts, "chebyshev_balls": balls,
                   "overcrowding": crowd}, out, config)
     write_figure(plot_fig3(arr), out["fig3"], config)
