@@ -21,6 +21,7 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,10 @@ import pandas as pd
 import torch
 from torch import nn
 
+from argmaxable.config import typed
 from argmaxable.lm.corpus import UNK, build_vocab, encode, windows
 from argmaxable.lm.model import WindowLM
+from argmaxable.lm.schema import LMConfig
 from argmaxable.multilabel.datasets.debtags import load_snapshot
 from argmaxable.provenance import atomic_path, write_json, write_table
 
@@ -50,10 +53,11 @@ def descriptions(split: str) -> list[str]:
     return df.loc[df["split"] == split, "text"].tolist()
 
 
-def make_vocab(out_path: str | os.PathLike, cfg: Mapping, *, config: Any = None) -> pd.DataFrame:
+def make_vocab(out_path: str | os.PathLike, cfg: LMConfig | Mapping, *, config: Any = None) -> pd.DataFrame:
     """Build the vocabulary from the snapshot's training split and write it (token, count, rank)."""
-    vocab = build_vocab(descriptions("train"), int(cfg["vocab_size"]))
-    write_table(vocab, out_path, config=config, vocab_size=int(cfg["vocab_size"]))
+    cfg = typed(LMConfig, cfg)
+    vocab = build_vocab(descriptions("train"), cfg.vocab_size)
+    write_table(vocab, out_path, config=config, vocab_size=cfg.vocab_size)
     return vocab
 
 
@@ -112,7 +116,7 @@ def _heldout(model: WindowLM, ctx: torch.Tensor, target: torch.Tensor) -> tuple[
 
 
 def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activations_path: str | os.PathLike,
-             *, d: int, cfg: Mapping, head: str = "linear", texts: Mapping[str, Sequence[str]] | None = None,
+             *, d: int, cfg: LMConfig | Mapping, head: str = "linear", texts: Mapping[str, Sequence[str]] | None = None,
              config: Any = None) -> dict[str, Any]:
     """Train the window LM of width ``d``; save its head, tokens, weights, metrics and activation percentiles.
 
@@ -126,7 +130,7 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
         Table of :func:`activation_percentiles` over the held-out split (.parquet/.csv).
     d : int
         Bottleneck width.
-    cfg : mapping
+    cfg : LMConfig or mapping
         The ``lm`` config (:class:`argmaxable.lm.schema.LMConfig`).
     head : str, default "linear"
         The softmax head (:data:`argmaxable.lm.model.HEADS`); another than ``linear`` is run ``HEAD_KEY``.
@@ -141,14 +145,14 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
         The record written to ``train.json``.
     """
     start_time, start_cpu = time.perf_counter(), time.process_time()
-    torch.set_num_threads(int(cfg["threads"]))
-    torch.manual_seed(int(cfg["seed"]))
+    cfg = typed(LMConfig, cfg)
+    torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
     tokens, streams = _windows(vocab_path, texts, cfg)
     ctx, target = (torch.from_numpy(a) for a in streams["train"])  # (N, context), (N,)
 
     # 1. model (drawn from torch's seeded global generator), then training on random windows
-    model = WindowLM(len(tokens), int(cfg["context"]), int(cfg["embed_dim"]), int(cfg["hidden"]), d,
-                     cfg["activation"], head)
+    model = WindowLM(len(tokens), cfg.context, cfg.embed_dim, cfg.hidden, d, cfg.activation, head)
     steps, curve = _train(model, ctx, target, cfg, d)
 
     # 2. held-out loss and the head's inputs there
@@ -161,37 +165,36 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
     record = {
         "model": key, "head": head, "d": d,
         "k": getattr(model.head, "k", None), "n": len(tokens),  # k: a DFT head's guaranteed ranking length
-        "activation": cfg["activation"], "parameters": sum(p.numel() for p in model.parameters()),
+        "activation": cfg.activation, "parameters": sum(p.numel() for p in model.parameters()),
         "head_parameters": sum(p.numel() for p in model.head.parameters()),
-        "train_tokens": steps * int(cfg["batch_size"]), "train_positions": len(target),
+        "train_tokens": steps * cfg.batch_size, "train_positions": len(target),
         **heldout, "curve": curve,
         "seconds": round(time.perf_counter() - start_time, 1),
         "cpu_seconds": round(time.process_time() - start_cpu, 1),  # comparable across busy and idle machines
-        "settings": dict(cfg),
+        "settings": asdict(cfg),
     }
     write_json(record, Path(out_dir) / "train.json")
     return record
 
 
 def _windows(vocab_path: str | os.PathLike, texts: Mapping[str, Sequence[str]] | None,
-             cfg: Mapping) -> tuple[list[str], dict[str, tuple[np.ndarray, np.ndarray]]]:
+             cfg: LMConfig) -> tuple[list[str], dict[str, tuple[np.ndarray, np.ndarray]]]:
     """The vocabulary's tokens and the (context, target) windows of the training and held-out texts."""
     tokens = pd.read_parquet(vocab_path)["token"].tolist()
     if texts is None:
-        texts = {"train": descriptions("train"), "heldout": descriptions(cfg["heldout_split"])}
-    context = int(cfg["context"])
-    return tokens, {split: windows(encode(texts[split], tokens), context) for split in ("train", "heldout")}
+        texts = {"train": descriptions("train"), "heldout": descriptions(cfg.heldout_split)}
+    return tokens, {split: windows(encode(texts[split], tokens), cfg.context) for split in ("train", "heldout")}
 
 
-def _write_activations(feats: np.ndarray, key: str, path: str | os.PathLike, cfg: Mapping, *, inputs: list,
+def _write_activations(feats: np.ndarray, key: str, path: str | os.PathLike, cfg: LMConfig, *, inputs: list,
                        config: Any) -> None:
     """Write the percentiles of the head's held-out inputs (:func:`activation_percentiles`) of model ``key``."""
-    stats = activation_percentiles(feats, cfg["percentiles"])
+    stats = activation_percentiles(feats, cfg.percentiles)
     stats.insert(0, "model", key)
-    write_table(stats, path, config=config, inputs=inputs, heldout_split=cfg["heldout_split"])
+    write_table(stats, path, config=config, inputs=inputs, heldout_split=cfg.heldout_split)
 
 
-def _evaluate(model: WindowLM, stream: tuple[np.ndarray, np.ndarray], tokens: list[str], cfg: Mapping,
+def _evaluate(model: WindowLM, stream: tuple[np.ndarray, np.ndarray], tokens: list[str], cfg: LMConfig,
               d: int) -> tuple[dict[str, Any], np.ndarray]:
     """The held-out fields of ``train.json`` and the head's inputs at the held-out positions (N, d)."""
     model.eval()
@@ -199,7 +202,7 @@ def _evaluate(model: WindowLM, stream: tuple[np.ndarray, np.ndarray], tokens: li
     loss, feats = _heldout(model, hctx, htarget)
     log.info("d=%d held-out loss %.4f perplexity %.1f", d, loss, math.exp(loss))
     return {
-        "heldout_split": cfg["heldout_split"],
+        "heldout_split": cfg.heldout_split,
         "heldout_tokens": len(htarget),
         "heldout_unk_rate": float((htarget == tokens.index(UNK)).float().mean()),
         "heldout_loss": loss,
@@ -207,17 +210,17 @@ def _evaluate(model: WindowLM, stream: tuple[np.ndarray, np.ndarray], tokens: li
     }, feats
 
 
-def _train(model: WindowLM, ctx: torch.Tensor, target: torch.Tensor, cfg: Mapping,
+def _train(model: WindowLM, ctx: torch.Tensor, target: torch.Tensor, cfg: LMConfig,
            d: int) -> tuple[int, list[dict[str, Any]]]:
     """Adam on random training windows, the learning rate decayed linearly to zero over the token budget.
 
     Returns the number of steps and the loss curve (the mean training loss of every tenth of the run).
     """
-    batch = int(cfg["batch_size"])
-    steps = max(1, int(cfg["train_tokens"]) // batch)
-    opt = torch.optim.Adam(model.parameters(), lr=float(cfg["lr"]))
+    batch = cfg.batch_size
+    steps = max(1, cfg.train_tokens // batch)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0 - step / steps)
-    draw = torch.Generator().manual_seed(int(cfg["seed"]))
+    draw = torch.Generator().manual_seed(cfg.seed)
     curve, running = [], []
     every = max(1, int(steps * LOG_EVERY))
     model.train()
