@@ -23,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
+import argmaxable as am  # the checks through the package attributes, as users call them
 from argmaxable._version import __version__
-from argmaxable.core import CheckResult, SolverError, activation_bounds, check_assignments, check_categories
+from argmaxable.core import CheckResult, SolverError, activation_bounds
 from argmaxable.core.box import ACTIVATIONS
 from argmaxable.provenance import write_table
-from argmaxable.verify import verify_certificate
 
 EXIT_USAGE = 2  # argparse's own status for bad usage; we use it for every user error
 LISTED = 20  # unargmaxable tokens printed by `check softmax` (the full table goes to --out)
@@ -208,7 +208,7 @@ def cmd_check_softmax(args) -> int:
     settings = _settings(args, 100.0)
     layer = _read_layer(args)
     print(_describe(args.path, layer.W, layer.b))
-    res = check_categories(layer.W, b=layer.b, progress=args.progress, **settings)
+    res = am.check_categories(layer.W, b=layer.b, progress=args.progress, **settings)
     print(res.summary())
     _list_tokens(res, layer.tokens)
     _write(res, args, layer=layer)
@@ -222,7 +222,7 @@ def cmd_check_assignments(args) -> int:
     W, b = layer.W, layer.b
     Y = read_labels(args.labels, W.shape[0])
     print(_describe(args.path, W, b))
-    res = check_assignments(W, Y, b, progress=args.progress, **settings)
+    res = am.check_assignments(W, Y, b, progress=args.progress, **settings)
     print(res.summary())
     print(f"{int(res.one_argmaxable().sum())} of {len(res)} assignments are 1-argmaxable (radius > 1)")
     _write(res, args, [args.labels])
@@ -301,7 +301,7 @@ def cmd_verify(args) -> int:
             raise UsageError("give either --activation or --lower/--upper, not both")
         bound = given_settings.get("bound", res.settings.get("bound"))
         given_settings["lower"], given_settings["upper"] = activation_bounds(args.activation, bound)
-    valid = verify_certificate(res, W, b, items=items, **given_settings)
+    valid = am.verify_certificate(res, W, b, items=items, **given_settings)
     print(f"{path}: {int(valid.sum())} of {len(valid)} verdicts verified, answers and radii included (as recorded: "
           f"{_box_text(res.settings)})")
     failed = 0
