@@ -8,6 +8,8 @@ import math
 import re
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -32,6 +34,11 @@ def test_version_and_help_through_the_entry_point():
     out = subprocess.run([sys.executable, "-m", "argmaxable.cli", "check", "softmax", "--help"],
                          capture_output=True, text=True)
     assert out.returncode == 0 and "--weight-key" in out.stdout and "--out" in out.stdout
+
+
+def test_package_version_is_the_project_version():
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    assert __version__ == pyproject["project"]["version"]
 
 
 def test_check_softmax_toy(toy, tmp_path, capsys):

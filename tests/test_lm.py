@@ -24,7 +24,7 @@ from argmaxable.lm.prevention import check_head, make_table
 from argmaxable.lm.report import FIGURES, TABLES, by_box, make_report
 from argmaxable.lm.schema import LMConfig
 from argmaxable.lm.train import HEAD_KEY, MODEL_KEY, train_lm
-from argmaxable.multilabel.encoders import tokenize
+from argmaxable.text import tokenize
 
 REPO = Path(__file__).resolve().parents[1]
 # A tiny corpus with clear next-word structure (so a few hundred steps learn it) and a long tail of rare words.

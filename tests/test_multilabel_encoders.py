@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from argmaxable.multilabel.encoders import build_encoder, tokenize
+from argmaxable.multilabel.encoders import build_encoder
 from argmaxable.multilabel.schema import EncoderConfig
+from argmaxable.text import tokenize
 
 TEXTS = ["Python bindings for libfoo2.0", "a text editor for the console", "python console editor"]
 

@@ -30,7 +30,7 @@ def build_topm(root: Path) -> None:
     """Every top-m rule function at a tiny size, writing results/topm as the rules do."""
     topm = root / "topm"
     tables, figures = topm / "tables", topm / "figures"
-    settings = {"m_values": [1, 3, 6], "trials": 3, "probability": 0.99, "check": TOPM_CHECK,
+    settings = {"fraction": {"m_values": [1, 3, 6], "trials": 3}, "probability": 0.99, "check": TOPM_CHECK,
                 "prescribed": {"eps_ratio": 0.05, "delta": 0.1, "low": 0.1, "high": 1.1}}
     curves = [str(topm / f"tiny_{kind}.parquet") for kind in ("trained", "gaussian")]
     for kind, path in zip(("trained", "gaussian"), curves, strict=True):
@@ -40,14 +40,16 @@ def build_topm(root: Path) -> None:
                                             "figure": figures / "fraction.png"})
     points = {(200, 10): topm / "a.parquet", (200, 20): topm / "b.parquet", (400, 10): topm / "c.parquet"}
     for (N, d), path in points.items():
-        run_scaling_point({"trials": 4, "probability": 0.99, "check": TOPM_CHECK}, N, d, str(path), seed=0)
-    run_scaling_summary({"trials": 4}, [points[200, 10], points[200, 20]], [points[200, 10], points[400, 10]],
+        run_scaling_point({"scaling": {"trials": 4}, "probability": 0.99, "check": TOPM_CHECK}, N, d, str(path),
+                          seed=0)
+    run_scaling_summary({"scaling": {"trials": 4}}, [points[200, 10], points[200, 20]],
+                        [points[200, 10], points[400, 10]],
                         {"by_d": tables / "scaling_by_d.parquet", "by_n": tables / "scaling_by_n.parquet",
                          "slope": tables / "scaling_slope.parquet", "figure": figures / "scaling.png"})
-    run_rows({"pairs": 100}, {"tiny": (TINY_LM, str(root))},
+    run_rows({"rows": {"pairs": 100}}, {"tiny": (TINY_LM, str(root))},
              {"table": tables / "rows.parquet", "figure": figures / "rows.png"}, seed=0)
-    ranking = {"exhaustive_n": [6], "sampled_n": [16], "k_values": [1, 2], "samples": 5, "by_d_n": 6,
-               "by_d_k": [1], "matrices": 1, "bound": 1e4, "check": TOPM_CHECK}
+    ranking = {"ranking": {"exhaustive_n": [6], "sampled_n": [16], "k_values": [1, 2], "samples": 5, "by_d_n": 6,
+                           "by_d_k": [1], "matrices": 1, "bound": 1e4}, "check": TOPM_CHECK}
     run_rankings(ranking, {"exhaustive": tables / "dft_rankings_exhaustive.parquet",
                            "sampled": tables / "dft_rankings_sampled.parquet",
                            "by_d": tables / "dft_rankings_gaussian_by_d.parquet",

@@ -2,10 +2,12 @@
 
 import numpy as np
 
-from argmaxable.theory.random_layers import check_random_layer, qhull_table, random_layer, summarize
+from argmaxable.constructions import random_layer
+from argmaxable.theory.random_layers import check_random_layer, qhull_table, summarize
+from argmaxable.theory.schema import RandomLayersConfig
 
-SETTINGS = {"n": 300, "low": -1.0, "high": 1.0, "bias": True, "patience": 20, "bound": 100.0, "eps": 1e-8,
-            "workers": 1, "qhull_n": 300, "qhull_d_values": [2, 3]}
+SETTINGS = RandomLayersConfig(n=300, low=-1.0, high=1.0, bias=True, patience=20, bound=100.0, eps=1e-8, workers=1,
+                              qhull_n=300, qhull_d_values=[2, 3])
 
 
 def test_random_layer_depends_on_seed_and_d_only():
@@ -24,7 +26,7 @@ def test_core_agrees_with_qhull_and_approximate_stage_has_full_recall():
 
 def test_sweep_summary_counts():
     frames = [check_random_layer(SETTINGS, d, seed=0) for d in (2, 20)]
-    summary = summarize(frames, SETTINGS["patience"])
+    summary = summarize(frames, SETTINGS.patience)
     assert summary["d"].tolist() == [2, 20]
     assert (summary[["argmaxable", "unargmaxable", "undecided"]].sum(axis=1) == 300).all()
     assert summary.loc[0, "unargmaxable"] > 0 and summary.loc[1, "unargmaxable"] == 0

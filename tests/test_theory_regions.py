@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from argmaxable.theory.reference import REGIONS_BIAS, REGIONS_NO_BIAS, ReproductionError, compare_cells
+from argmaxable.outputs import ReproductionError
+from argmaxable.theory.reference import REGIONS_BIAS, REGIONS_NO_BIAS, compare_cells
 from argmaxable.theory.regions import (
     check_region_table,
     count_rankings,

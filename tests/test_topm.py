@@ -10,15 +10,14 @@ import numpy as np
 import pytest
 
 import argmaxable as am
+from argmaxable.constructions import dft_ranking_layer, uniform_probabilities
 from argmaxable.topm.layers import (
     achieved,
     check_prescribed,
     check_rankings,
-    uniform_probabilities,
     verify_prescribed,
     verify_rankings,
 )
-from argmaxable.topm.ranking import dft_ranking_layer
 
 
 def test_set_feasible_only_with_a_positive_threshold():

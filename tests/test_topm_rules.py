@@ -50,8 +50,8 @@ def _tiny_causal_lm(path):
 def test_natural_probabilities_on_a_tiny_causal_lm(tmp_path):
     lm = tmp_path / "lm"
     _tiny_causal_lm(lm)
-    settings = {"texts": ["assert", "if"], "top": 50, "max_tokens": 40, "cumulative_m": [1, 10, 50],
-                "m_values": [1, 2, 4], "trials": 3, "check": CHECK,
+    settings = {"natural": {"texts": ["assert", "if"], "top": 50, "max_tokens": 40, "cumulative_m": [1, 10, 50]},
+                "fraction": {"m_values": [1, 2, 4], "trials": 3}, "check": CHECK,
                 "prescribed": {"eps_ratio": 0.05, "delta": 0.1, "low": 0.1, "high": 1.1}}
     model = {"name": "tiny-lm", "source": "huggingface", "params": {"repo": "."}}
     run_predict(settings, model, str(lm), str(tmp_path / "top.npz"))

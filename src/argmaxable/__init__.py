@@ -1,8 +1,7 @@
 """argmaxable: detect and prevent unargmaxable outputs of bottlenecked softmax and sigmoid classifiers."""
 
-__version__ = "0.1.0"
-
 from argmaxable import core
+from argmaxable._version import __version__ as __version__  # re-exported: argmaxable.__version__
 from argmaxable.core import (
     CheckResult,
     SolverError,

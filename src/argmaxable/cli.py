@@ -23,8 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from argmaxable import __version__
+import argmaxable as am  # the checks through the package attributes, as users call them
+from argmaxable._version import __version__
+from argmaxable.core import CheckResult, SolverError, activation_bounds
 from argmaxable.core.box import ACTIVATIONS
+from argmaxable.provenance import write_table
 
 EXIT_USAGE = 2  # argparse's own status for bad usage; we use it for every user error
 LISTED = 20  # unargmaxable tokens printed by `check softmax` (the full table goes to --out)
@@ -140,8 +143,6 @@ def _settings(args, bound_default: float) -> dict:
     if args.activation is not None:
         if args.lower is not None or args.upper is not None:
             raise UsageError("give either --activation or --lower/--upper, not both")
-        from argmaxable.core import activation_bounds
-
         out["lower"], out["upper"] = activation_bounds(args.activation, out.get("bound", bound_default))
     return out
 
@@ -190,8 +191,6 @@ def _check_out(args) -> None:
 def _write(res, args, extra_inputs=(), layer=None) -> None:
     if args.out is None:
         return
-    from argmaxable.provenance import write_table
-
     out = Path(args.out)
     frame = res.to_frame().rename(columns={"item": "category" if res.kind == "categories" else "assignment"})
     if layer is not None:  # token (readable), raw_token (as stored, where they differ), token_type (GGUF)
@@ -205,8 +204,6 @@ def _write(res, args, extra_inputs=(), layer=None) -> None:
 
 
 def cmd_check_softmax(args) -> int:
-    import argmaxable as am
-
     _check_out(args)
     settings = _settings(args, 100.0)
     layer = _read_layer(args)
@@ -219,8 +216,6 @@ def cmd_check_softmax(args) -> int:
 
 
 def cmd_check_assignments(args) -> int:
-    import argmaxable as am
-
     _check_out(args)
     settings = _settings(args, 1e4)
     layer = _read_layer(args)
@@ -277,9 +272,6 @@ def _box_text(settings: dict) -> str:
 
 
 def cmd_verify(args) -> int:
-    import argmaxable as am
-    from argmaxable.core import CheckResult
-
     given = Path(args.result)
     if given.name.endswith(".npz"):
         path = given
@@ -307,8 +299,6 @@ def cmd_verify(args) -> int:
     if args.activation is not None:
         if args.lower is not None or args.upper is not None:
             raise UsageError("give either --activation or --lower/--upper, not both")
-        from argmaxable.core import activation_bounds
-
         bound = given_settings.get("bound", res.settings.get("bound"))
         given_settings["lower"], given_settings["upper"] = activation_bounds(args.activation, bound)
     valid = am.verify_certificate(res, W, b, items=items, **given_settings)
@@ -429,8 +419,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit status (0 on success, 2 on a user error)."""
-    from argmaxable.core import SolverError
-
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

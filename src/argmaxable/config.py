@@ -8,9 +8,10 @@ one message naming the key.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -39,6 +40,28 @@ KEY_RULES = {"model": NAME, "dataset": NAME}
 
 class ConfigError(ValueError):
     """A user-facing configuration error; its message is one line naming the offending key."""
+
+
+Schema = TypeVar("Schema")
+
+
+def typed(schema: type[Schema], value: Schema | Mapping) -> Schema:
+    """``value`` as the schema's dataclass: an instance as it is, a mapping (a rule's plain params) merged over
+    the schema's defaults and type-checked, so that family entry points read attributes, not string keys.
+
+    Examples
+    --------
+    >>> from argmaxable.theory.schema import RegionsConfig
+    >>> typed(RegionsConfig, {"max_n": 4, "bound": 100}).bound
+    100.0
+    """
+    if isinstance(value, schema):
+        return value
+    try:
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), value))  # type: ignore[return-value]
+    except OmegaConfBaseException as err:
+        key = getattr(err, "full_key", None) or "?"
+        raise ConfigError(f"invalid {schema.__name__} key '{key}': {_one_line(err)}") from None
 
 
 @dataclass

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from argmaxable import __version__
+from argmaxable._version import __version__
 
 _REPO = Path(__file__).resolve().parents[2]
 

@@ -37,7 +37,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from argmaxable.provenance import code_version, sidecar
+from argmaxable.core.reflect import stall_window
+from argmaxable.provenance import atomic_path, code_version, metadata, sidecar, write_json
 
 # How an item relates to the paper's, per experiment (declared).
 KINDS = ("same", "substitute", "not_run")
@@ -139,6 +140,23 @@ def _check_compare(spec: dict, where: str) -> None:
                                "`tolerance_reason` (why that much difference is allowed)")
 
 
+def _check_declaration(decl: dict, where: str) -> None:
+    """One declaration's own rules: known relation kinds, compares that cite or self-check, placeholders that
+    name declared values."""
+    for exp, rel in decl.get("relation", {}).items():
+        if rel.get("kind") not in KINDS:
+            raise DeclarationError(f"{where}: relation.{exp}.kind must be one of {KINDS}; got {rel.get('kind')!r}")
+    for holder in [decl, *decl.get("relation", {}).values()]:
+        specs = holder.get("compare") or []
+        for spec in specs if isinstance(specs, list) else [specs]:
+            _check_compare(spec, where)
+    names = _values_of(decl)
+    for field_name, text in _prose(decl):
+        unknown = [m for m in PLACEHOLDER.findall(text) if not m.startswith("cfg:") and m not in names]
+        if unknown:
+            raise DeclarationError(f"{where}: {field_name} names {{{unknown[0]}}}, which no `values` entry declares")
+
+
 def load_declarations(report_dir: str | Path, catalogue: dict[str, dict]) -> dict[tuple[str, str], dict]:
     """Every family's declarations keyed by (paper, item), validated against the catalogue.
 
@@ -168,20 +186,7 @@ def load_declarations(report_dir: str | Path, catalogue: dict[str, dict]) -> dic
                                        "or `beyond: true` for an item the papers do not have")
             if key in out:
                 raise DeclarationError(f"{where} is declared twice (also in {out[key]['family']}.yaml)")
-            for exp, rel in decl.get("relation", {}).items():
-                if rel.get("kind") not in KINDS:
-                    raise DeclarationError(f"{where}: relation.{exp}.kind must be one of {KINDS}; "
-                                           f"got {rel.get('kind')!r}")
-            for holder in [decl, *decl.get("relation", {}).values()]:
-                specs = holder.get("compare") or []
-                for spec in specs if isinstance(specs, list) else [specs]:
-                    _check_compare(spec, where)
-            names = _values_of(decl)
-            for field_name, text in _prose(decl):
-                unknown = [m for m in PLACEHOLDER.findall(text) if not m.startswith("cfg:") and m not in names]
-                if unknown:
-                    raise DeclarationError(f"{where}: {field_name} names {{{unknown[0]}}}, which no `values` "
-                                           "entry declares")
+            _check_declaration(decl, where)
             out[key] = {**decl, "family": doc.get("family", path.stem)}
     return out
 
@@ -416,33 +421,20 @@ def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experi
         return a
     a.family = decl["family"]
     rel = _relation(decl, experiment)
-    if rel["kind"] == "not_run":
-        a.status, a.line = "not run", f"not run in this experiment: {rel.get('note', '')}".rstrip(": ")
-        return a
-    if families is not None and a.family not in families:
-        a.status = "not run"
-        a.line = f"not run: needs {decl['needs']}" if decl.get("needs") else \
-            f"not run: the {a.family} family is disabled in this run"
+    if skipped := _not_run(a.family, decl, rel, families):
+        a.status, a.line = skipped
         return a
     outputs = [results_dir / p for p in rel.get("outputs", decl.get("outputs", []))]
     specs = rel.get("compare", decl.get("compare")) or []
     specs = specs if isinstance(specs, list) else [specs]
     value_specs = _value_specs(decl, rel)
-    needed = dict.fromkeys([*outputs, *(results_dir / spec["table"] for spec in specs),
-                            *(results_dir / v["file"] for v in value_specs.values() if "file" in v)])
-    a.missing = [str(p.relative_to(results_dir)) for p in needed if not p.exists()]  # every file it reads
-    a.missing += list(dict.fromkeys(v["glob"] for v in value_specs.values()
-                                    if "glob" in v and not value_files(v, results_dir)))
+    a.missing = _missing_inputs(outputs, specs, value_specs, results_dir)
     if a.missing or not outputs:
         needs = decl.get("needs")
         a.status = "not run" if needs else "missing"
         a.line = f"not run: needs {needs}" if needs else f"missing: {', '.join(a.missing) or 'no outputs declared'}"
         return a
-    try:
-        values = {name: read_value(v, results_dir) for name, v in value_specs.items()}
-    except (KeyError, IndexError, ValueError) as err:
-        raise DeclarationError(f"{a.family}.yaml: {paper} {a.item}: a `values` entry names something its file "
-                               f"does not have ({err}); fix the declaration's column/key/where") from None
+    values = _read_values(value_specs, results_dir, f"{a.family}.yaml: {paper} {a.item}")
     formats = {name: v.get("fmt") for name, v in value_specs.items()}
     text = lambda t: fill(t, values, formats, config)  # noqa: E731 - every prose field fills the same way
     a.differences = [text(d) for d in rel.get("differences", decl.get("differences", []))] + list(methods or [])
@@ -452,36 +444,76 @@ def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experi
     a.provenance = [rec for p in outputs if (rec := provenance(p))]
     note = text(rel.get("note", decl.get("note", "")))
     if claim := rel.get("claim", decl.get("claim")):
-        verdict, detail = check_claim(claim.get("check", []), values, formats)
-        a.claim = {"text": claim["text"], "cite": _cite(claim["cite"], seed, seeds) if "cite" in claim else "",
-                   "verdict": verdict, "detail": detail,
-                   "cause": text(claim["cause"]) if verdict == "differs" and claim.get("cause") else ""}
+        a.claim = _assess_claim(claim, values, formats, text, seed, seeds)
     if pv := rel.get("paper_values", decl.get("paper_values")):
         a.paper_values, a.paper_cite = pd.DataFrame(pv["rows"]), _cite(pv["cite"], seed, seeds)
     claim_text = (f"; ours {'agrees with' if a.claim['verdict'] == 'agrees' else 'differs from'} the paper's "
                   "claim") if a.claim else ""
     if decl.get("beyond"):
         a.status, a.line = "beyond the papers", f"beyond the papers: {note}{claim_text}"
-        return a
-    if rel["kind"] == "substitute":
+    elif rel["kind"] == "substitute":
         a.status, a.line = "substitute data", f"substitute data: {note}{claim_text}"
-        return a
-    if specs:
-        try:
-            done = [compare(spec, results_dir) for spec in specs]
-        except KeyError as err:
-            raise DeclarationError(f"{a.family}.yaml: {paper} {a.item}: compare names column {err.args[0]} that "
-                                   "its table does not have; fix the declaration's key/ours/paper") from None
-        a.status = max((status for status, _, _ in done), key=COMPARED.index)  # the worst of the comparisons
-        summary = "; ".join(f"{spec['ours']}: {text}" if len(done) > 1 else text
-                            for spec, (_, text, _) in zip(specs, done, strict=True))
-        a.comparison = pd.concat([cells.assign(column=spec["ours"]) if len(done) > 1 else cells
-                                  for spec, (_, _, cells) in zip(specs, done, strict=True)], ignore_index=True)
-        a.cited = list(dict.fromkeys(_cite(spec["cite"], seed, seeds) for spec in specs if spec.get("cite")))
-        a.line = f"{a.status} ({summary}){': ' + note if note else ''}{claim_text}"
+    elif specs:
+        _assess_comparisons(a, specs, results_dir, seed, seeds)
+        a.line = f"{a.line}{': ' + note if note else ''}{claim_text}"
     else:
         a.status, a.line = "same inputs", (f"same inputs: {note}" if note else "same inputs") + claim_text
     return a
+
+
+def _not_run(family: str, decl: dict, rel: dict, families: list[str] | None) -> tuple[str, str] | None:
+    """("not run", line) when this experiment does not run the item or its family did not run; else None."""
+    if rel["kind"] == "not_run":
+        return "not run", f"not run in this experiment: {rel.get('note', '')}".rstrip(": ")
+    if families is not None and family not in families:
+        return "not run", (f"not run: needs {decl['needs']}" if decl.get("needs") else
+                           f"not run: the {family} family is disabled in this run")
+    return None
+
+
+def _missing_inputs(outputs: list[Path], specs: list[dict], value_specs: dict[str, dict],
+                    results_dir: Path) -> list[str]:
+    """Every file the item reads (outputs, compared tables, value files and globs) that does not exist."""
+    needed = dict.fromkeys([*outputs, *(results_dir / spec["table"] for spec in specs),
+                            *(results_dir / v["file"] for v in value_specs.values() if "file" in v)])
+    missing = [str(p.relative_to(results_dir)) for p in needed if not p.exists()]
+    return missing + list(dict.fromkeys(v["glob"] for v in value_specs.values()
+                                        if "glob" in v and not value_files(v, results_dir)))
+
+
+def _read_values(value_specs: dict[str, dict], results_dir: Path, where: str) -> dict[str, Any]:
+    """The declared values, read from the results; a value its file lacks is a DeclarationError."""
+    try:
+        return {name: read_value(v, results_dir) for name, v in value_specs.items()}
+    except (KeyError, IndexError, ValueError) as err:
+        raise DeclarationError(f"{where}: a `values` entry names something its file does not have ({err}); fix the "
+                               "declaration's column/key/where") from None
+
+
+def _assess_claim(claim: dict, values: dict[str, Any], formats: dict[str, str | None], text, seed: str,
+                  seeds: dict[str, str] | None) -> dict:
+    """The paper's claim with its citation, our verdict and, when ours differs, the declared cause."""
+    verdict, detail = check_claim(claim.get("check", []), values, formats)
+    return {"text": claim["text"], "cite": _cite(claim["cite"], seed, seeds) if "cite" in claim else "",
+            "verdict": verdict, "detail": detail,
+            "cause": text(claim["cause"]) if verdict == "differs" and claim.get("cause") else ""}
+
+
+def _assess_comparisons(a: Assessment, specs: list[dict], results_dir: Path, seed: str,
+                        seeds: dict[str, str] | None) -> None:
+    """Compare every declared table: the worst outcome is the status; the line starts with their summary."""
+    try:
+        done = [compare(spec, results_dir) for spec in specs]
+    except KeyError as err:
+        raise DeclarationError(f"{a.family}.yaml: {a.paper} {a.item}: compare names column {err.args[0]} that "
+                               "its table does not have; fix the declaration's key/ours/paper") from None
+    a.status = max((status for status, _, _ in done), key=COMPARED.index)  # the worst of the comparisons
+    summary = "; ".join(f"{spec['ours']}: {text}" if len(done) > 1 else text
+                        for spec, (_, text, _) in zip(specs, done, strict=True))
+    a.comparison = pd.concat([cells.assign(column=spec["ours"]) if len(done) > 1 else cells
+                              for spec, (_, _, cells) in zip(specs, done, strict=True)], ignore_index=True)
+    a.cited = list(dict.fromkeys(_cite(spec["cite"], seed, seeds) for spec in specs if spec.get("cite")))
+    a.line = f"{a.status} ({summary})"
 
 
 def method_differences(methods: list[dict], catalogue: dict, results_dir: Path, config: Any) -> list[dict]:
@@ -490,8 +522,6 @@ def method_differences(methods: list[dict], catalogue: dict, results_dir: Path, 
     ``ours`` is a template over ``{cfg:...}``, ``{stall_min}``/``{stall_max}`` (the range of the approximate
     stage's stall window, :func:`argmaxable.core.reflect.stall_window`) and the entry's own ``values``.
     """
-    from argmaxable.core.reflect import stall_window
-
     builtin = {"stall_min": stall_window(2**62, 1), "stall_max": stall_window(1, 2**62)}
     out = []
     for m in methods:
@@ -770,8 +800,6 @@ def make_report(report_dir: str | Path, results_dir: str | Path, out_md: str | P
     out_summary : path, optional
         JSON of :func:`run_summary` with its provenance (``argmaxable report readme`` fills the README from it).
     """
-    from argmaxable.provenance import atomic_path, metadata, write_json
-
     report_dir, results_dir = Path(report_dir), Path(results_dir)
     catalogue = load_catalogue(report_dir / "papers.yaml")
     methods = method_differences(load_methods(report_dir / "papers.yaml"), catalogue, results_dir, config)

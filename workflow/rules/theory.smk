@@ -7,19 +7,9 @@ THEORY = f"{RESULTS}/theory"
 THEORY_SETTINGS = OmegaConf.to_container(CFG.theory, resolve=True)
 
 
-def theory_outputs(tables=None, figures=None):
-    """Named outputs {key: path} of a theory rule, plus ``copies``: the .md beside each table and the .pdf
-    beside each figure (the package writes both; Snakemake must know them to clean and rerun)."""
-    named = {key: f"{THEORY}/tables/{stem}.parquet" for key, stem in (tables or {}).items()}
-    named |= {key: f"{THEORY}/figures/{stem}.png" for key, stem in (figures or {}).items()}
-    copies = [p.removesuffix(".parquet") + ".md" if p.endswith(".parquet")
-              else p.removesuffix(".png") + ".pdf" for p in named.values()]
-    return {**named, "copies": copies}
-
-
 rule count_regions:
     output:
-        **theory_outputs(tables={"table": "regions", "no_bias": "regions_no_bias", "bias": "regions_bias"}),
+        **family_outputs(THEORY, tables={"table": "regions", "no_bias": "regions_no_bias", "bias": "regions_bias"}),
     params:
         settings=THEORY_SETTINGS["regions"],
         seed=CFG.seed,
@@ -31,8 +21,8 @@ rule count_regions:
 
 rule count_cover:
     output:
-        **theory_outputs(tables={"percentage": "cover_percentage", "enumeration": "cover_enumeration"},
-                         figures={"figure": "cover_percentage"}),
+        **family_outputs(THEORY, tables={"percentage": "cover_percentage", "enumeration": "cover_enumeration"},
+                                 figures={"figure": "cover_percentage"}),
     params:
         settings=THEORY_SETTINGS["cover"],
         seed=CFG.seed,
@@ -44,8 +34,8 @@ rule count_cover:
 
 rule measure_dft:
     output:
-        **theory_outputs(tables={"alternation": "dft_alternation", "radius": "dft_radius"},
-                         figures={"geometry": "dft_geometry", "radius_figure": "dft_radius"}),
+        **family_outputs(THEORY, tables={"alternation": "dft_alternation", "radius": "dft_radius"},
+                                 figures={"geometry": "dft_geometry", "radius_figure": "dft_radius"}),
     params:
         settings=THEORY_SETTINGS["dft"],
         seed=CFG.seed,
@@ -74,8 +64,8 @@ rule summarize_random_layers:
     input:
         expand(f"{THEORY}/random_layers/d{{d}}.parquet", d=THEORY_SETTINGS["random_layers"]["d_values"]),
     output:
-        **theory_outputs(tables={"summary": "random_layers", "qhull": "random_layers_qhull"},
-                         figures={"figure": "random_layers"}),
+        **family_outputs(THEORY, tables={"summary": "random_layers", "qhull": "random_layers_qhull"},
+                                 figures={"figure": "random_layers"}),
     params:
         settings=THEORY_SETTINGS["random_layers"],
         seed=CFG.seed,
@@ -88,7 +78,7 @@ rule summarize_random_layers:
 
 rule plot_toy:
     output:
-        **theory_outputs(tables={"table": "toy"}, figures={"figure": "toy"}),
+        **family_outputs(THEORY, tables={"table": "toy"}, figures={"figure": "toy"}),
     log:
         f"{THEORY}/logs/plot_toy.log",
     script:
@@ -97,7 +87,8 @@ rule plot_toy:
 
 rule plot_illustrations:
     output:
-        **theory_outputs(
+        **family_outputs(
+            THEORY,
             tables={"arrangements": "arrangements", "braid_reflect": "braid_reflect",
                     "chebyshev_balls": "chebyshev_balls", "overcrowding": "overcrowding"},
             figures={"fig3": "acl_fig3_braid", "fig7": "acl_fig7_bias", "fig8": "acl_fig8_construction",
@@ -115,7 +106,8 @@ rule plot_illustrations:
 
 rule bound_topm:
     output:
-        **theory_outputs(
+        **family_outputs(
+            THEORY,
             tables={"table1": "basri_jacobs_table1", "appendix_b": "basri_jacobs_appendix_b",
                     "crossings": "basri_jacobs_crossings"},
             figures={"fig2": "basri_jacobs_fig2", "fig_b": "basri_jacobs_appendix_b"},

@@ -32,7 +32,7 @@ rule measure_topm:
         model="|".join(map(re.escape, TOPM_MODELS)) or "none",
         kind="trained|gaussian",
     params:
-        settings={**TOPM_SETTINGS["fraction"], **TOPM_CHECK, "prescribed": TOPM_SETTINGS["prescribed"]},
+        settings={"fraction": TOPM_SETTINGS["fraction"], **TOPM_CHECK, "prescribed": TOPM_SETTINGS["prescribed"]},
         model=lambda wc: topm_model(wc.model)[0],
         root=lambda wc: topm_model(wc.model)[1],
         seed=CFG.seed,
@@ -64,7 +64,7 @@ rule measure_topm_scaling:
         N=r"\d+",
         d=r"\d+",
     params:
-        settings={"trials": TOPM_SCALING["trials"], **TOPM_CHECK},
+        settings={"scaling": {"trials": TOPM_SCALING["trials"]}, **TOPM_CHECK},
         seed=CFG.seed,
     threads: TOPM_SETTINGS["check"]["workers"]
     log:
@@ -81,7 +81,7 @@ rule plot_topm_scaling:
         **family_outputs(TOPM, tables={"by_d": "scaling_by_d", "by_n": "scaling_by_n", "slope": "scaling_slope"},
                          figures={"figure": "scaling"}),
     params:
-        settings={"trials": TOPM_SCALING["trials"]},
+        settings={"scaling": {"trials": TOPM_SCALING["trials"]}},
     log:
         f"{TOPM}/logs/plot_topm_scaling.log",
     script:
@@ -94,7 +94,7 @@ rule compare_topm_rows:
     output:
         **family_outputs(TOPM, tables={"table": "rows"}, figures={"figure": "rows"}),
     params:
-        settings=TOPM_SETTINGS["rows"],
+        settings={"rows": TOPM_SETTINGS["rows"]},
         models={key: topm_model(key) for key in TOPM_MODELS},
         seed=CFG.seed,
     log:
@@ -109,7 +109,7 @@ rule check_dft_rankings:
                                        "by_d": "dft_rankings_gaussian_by_d"},
                          figures={"figure": "dft_rankings"}),
     params:
-        settings={**TOPM_SETTINGS["ranking"], "check": TOPM_SETTINGS["check"]},
+        settings={"ranking": TOPM_SETTINGS["ranking"], "check": TOPM_SETTINGS["check"]},
         seed=CFG.seed,
     threads: TOPM_SETTINGS["check"]["workers"]
     log:
@@ -131,7 +131,7 @@ rule predict_next_tokens:
     output:
         f"{TOPM}/natural/{{model}}_top.npz",
     params:
-        settings=TOPM_NATURAL,
+        settings={"natural": TOPM_NATURAL},
         model=lambda wc: topm_model(wc.model)[0],
         root=lambda wc: topm_model(wc.model)[1],
     log:
@@ -148,9 +148,8 @@ rule measure_topm_natural:
         **family_outputs(TOPM, tables={"cumulative": "{model}_cumulative", "curves": "{model}_natural"},
                          figures={"figure": "{model}_natural"}),
     params:
-        settings={**TOPM_NATURAL, "m_values": TOPM_SETTINGS["fraction"]["m_values"],
-                  "trials": TOPM_SETTINGS["fraction"]["trials"], "check": TOPM_SETTINGS["check"],
-                  "prescribed": TOPM_SETTINGS["prescribed"]},
+        settings={"natural": TOPM_NATURAL, "check": TOPM_SETTINGS["check"], "prescribed": TOPM_SETTINGS["prescribed"],
+                  "fraction": {k: TOPM_SETTINGS["fraction"][k] for k in ("m_values", "trials")}},
         model=lambda wc: topm_model(wc.model)[0],
         root=lambda wc: topm_model(wc.model)[1],
         seed=CFG.seed,

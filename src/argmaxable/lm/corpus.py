@@ -1,6 +1,6 @@
 """The language model's text: debtags package descriptions, a word vocabulary, token ids per split.
 
-Words are the multi-label family's tokens (:func:`argmaxable.multilabel.encoders.tokenize`: lower-cased,
+Words are those of the multi-label CNN encoder (:func:`argmaxable.text.tokenize`: lower-cased,
 alphanumeric, package-style names such as ``lib-foo2.0`` kept whole). The vocabulary is built from the
 training split only, deterministically: ``<eos>`` (row 0: ends every description and pads the context before
 its first word), ``<unk>`` (row 1: every word outside the vocabulary), then the most frequent words, ties
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from argmaxable.multilabel.encoders import tokenize
+from argmaxable.text import tokenize
 
 EOS, UNK = "<eos>", "<unk>"  # rows 0 and 1 of every vocabulary
 

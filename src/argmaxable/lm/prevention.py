@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import argmaxable as am
+from argmaxable.core import check_categories
 from argmaxable.provenance import save_figure, write_table
 from argmaxable.topm.layers import check_rankings, verify_rankings
+from argmaxable.verify import verify_certificate
 
 TABLE = "lm_prevention"
 FIGURE = "lm_prevention"
@@ -71,10 +72,10 @@ def check_head(run_dir: str | os.PathLike, out_path: str | os.PathLike, *, ranki
     train = json.loads((run_dir / "train.json").read_text())
     W, b = _load_head(run_dir)
     start = time.perf_counter()
-    res = am.check_categories(W, b=b, **check)
+    res = check_categories(W, b=b, **check)
     row = {"model": train["model"], "head": train["head"], "d": train["d"], "n": W.shape[0],
            **{f"tokens {s}": c for s, c in _counts(res).items()},
-           "token certificates verified": bool(am.verify_certificate(res, W, b).all())}
+           "token certificates verified": bool(verify_certificate(res, W, b).all())}
     if train["k"] and rankings:
         k = train["k"]
         rng = np.random.default_rng(seed)

@@ -110,6 +110,19 @@ def _figure(shares: dict[tuple[int, str], pd.Series], n: int):
     return fig
 
 
+def _model_row(model: str, box: str, train: dict[str, Any], cats: pd.DataFrame,
+               unarg: pd.DataFrame) -> dict[str, Any]:
+    """The ``lm_models`` row of one model and box: its run, and its unargmaxable tokens (the most frequent named)."""
+    named = ", ".join(f"{t} ({r})" for t, r in zip(unarg["token"][:NAMED], unarg["rank"][:NAMED], strict=True))
+    return {"model": model, "d": train["d"], "box": box, "n": train["n"], "activation": train["activation"],
+            "parameters": train["parameters"], "train tokens": train["train_tokens"],
+            "held-out perplexity": round(train["heldout_perplexity"], 1),
+            "# unargmaxable": len(unarg), "% unargmaxable": round(100 * len(unarg) / train["n"], 2),
+            "# undecided": int((cats["status"] == "undecided").sum()),
+            "median rank of unargmaxable": float(unarg["rank"].median()) if len(unarg) else np.nan,
+            "most frequent unargmaxable tokens (rank)": named}
+
+
 def make_report(models: Sequence[str], vocab_path: str | os.PathLike, model_dirs: Sequence[str | os.PathLike],
                 activation_paths: Sequence[str | os.PathLike], category_paths: Sequence[str | os.PathLike],
                 table_paths: Sequence[str | os.PathLike], figure_paths: Sequence[str | os.PathLike],
@@ -138,16 +151,7 @@ def make_report(models: Sequence[str], vocab_path: str | os.PathLike, model_dirs
         train = json.loads((Path(run_dir) / "train.json").read_text())
         for box, cats in by_box(pd.read_parquet(cat_path)).items():
             unarg = unargmaxable_tokens(cats, vocab)
-            named = ", ".join(f"{t} ({r})" for t, r in zip(unarg["token"][:NAMED], unarg["rank"][:NAMED],
-                                                              strict=True))
-            rows.append({"model": model, "d": train["d"], "box": box, "n": train["n"],
-                         "activation": train["activation"], "parameters": train["parameters"],
-                         "train tokens": train["train_tokens"],
-                         "held-out perplexity": round(train["heldout_perplexity"], 1),
-                         "# unargmaxable": len(unarg), "% unargmaxable": round(100 * len(unarg) / train["n"], 2),
-                         "# undecided": int((cats["status"] == "undecided").sum()),
-                         "median rank of unargmaxable": float(unarg["rank"].median()) if len(unarg) else np.nan,
-                         "most frequent unargmaxable tokens (rank)": named})
+            rows.append(_model_row(model, box, train, cats, unarg))
             listed.append(unarg.assign(model=model, d=train["d"], box=box))
             shares[train["d"], box] = share_by_rank(cats, vocab)
         act = pd.read_parquet(act_path)

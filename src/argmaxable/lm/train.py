@@ -21,6 +21,7 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,11 @@ import pandas as pd
 import torch
 from torch import nn
 
+from argmaxable.config import typed
 from argmaxable.lm.corpus import UNK, build_vocab, encode, windows
 from argmaxable.lm.model import WindowLM
+from argmaxable.lm.schema import LMConfig
+from argmaxable.multilabel.datasets.debtags import load_snapshot
 from argmaxable.provenance import atomic_path, write_json, write_table
 
 log = logging.getLogger(__name__)
@@ -43,18 +47,17 @@ LOG_EVERY = 0.1  # log and record the training loss every tenth of the run
 
 def descriptions(split: str) -> list[str]:
     """The debtags snapshot's package texts of one split (``train``, ``dev`` or ``test``)."""
-    from argmaxable.multilabel.datasets.debtags import load_snapshot
-
     df = load_snapshot()
     if split not in set(df["split"]):
         raise ValueError(f"debtags snapshot has no split {split!r}; use one of {sorted(set(df['split']))}")
     return df.loc[df["split"] == split, "text"].tolist()
 
 
-def make_vocab(out_path: str | os.PathLike, cfg: Mapping, *, config: Any = None) -> pd.DataFrame:
+def make_vocab(out_path: str | os.PathLike, cfg: LMConfig | Mapping, *, config: Any = None) -> pd.DataFrame:
     """Build the vocabulary from the snapshot's training split and write it (token, count, rank)."""
-    vocab = build_vocab(descriptions("train"), int(cfg["vocab_size"]))
-    write_table(vocab, out_path, config=config, vocab_size=int(cfg["vocab_size"]))
+    cfg = typed(LMConfig, cfg)
+    vocab = build_vocab(descriptions("train"), cfg.vocab_size)
+    write_table(vocab, out_path, config=config, vocab_size=cfg.vocab_size)
     return vocab
 
 
@@ -113,7 +116,7 @@ def _heldout(model: WindowLM, ctx: torch.Tensor, target: torch.Tensor) -> tuple[
 
 
 def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activations_path: str | os.PathLike,
-             *, d: int, cfg: Mapping, head: str = "linear", texts: Mapping[str, Sequence[str]] | None = None,
+             *, d: int, cfg: LMConfig | Mapping, head: str = "linear", texts: Mapping[str, Sequence[str]] | None = None,
              config: Any = None) -> dict[str, Any]:
     """Train the window LM of width ``d``; save its head, tokens, weights, metrics and activation percentiles.
 
@@ -127,11 +130,10 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
         Table of :func:`activation_percentiles` over the held-out split (.parquet/.csv).
     d : int
         Bottleneck width.
-    cfg : mapping
+    cfg : LMConfig or mapping
         The ``lm`` config (:class:`argmaxable.lm.schema.LMConfig`).
     head : str, default "linear"
-        The softmax head (:data:`argmaxable.lm.model.HEADS`). Another head than ``linear`` saves the ``weight``
-        (and ``bias``) of its ``weights()`` in float64, as the checks read them; its run is ``HEAD_KEY``.
+        The softmax head (:data:`argmaxable.lm.model.HEADS`); another than ``linear`` is run ``HEAD_KEY``.
     texts : mapping, optional
         ``{"train": [...], "heldout": [...]}`` texts instead of the snapshot's splits (tests).
     config : any
@@ -143,26 +145,82 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
         The record written to ``train.json``.
     """
     start_time, start_cpu = time.perf_counter(), time.process_time()
-    torch.set_num_threads(int(cfg["threads"]))
-    torch.manual_seed(int(cfg["seed"]))
-    vocab = pd.read_parquet(vocab_path)
-    tokens = vocab["token"].tolist()
-    if texts is None:
-        texts = {"train": descriptions("train"), "heldout": descriptions(cfg["heldout_split"])}
-    context = int(cfg["context"])
-    streams = {split: windows(encode(texts[split], tokens), context) for split in ("train", "heldout")}
+    cfg = typed(LMConfig, cfg)
+    torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    tokens, streams = _windows(vocab_path, texts, cfg)
     ctx, target = (torch.from_numpy(a) for a in streams["train"])  # (N, context), (N,)
 
-    # 1. model and optimiser: Adam with the learning rate decayed linearly to zero over the token budget
-    model = WindowLM(len(tokens), context, int(cfg["embed_dim"]), int(cfg["hidden"]), d, cfg["activation"], head)
-    key = MODEL_KEY.format(d=d) if head == "linear" else HEAD_KEY.format(head=head, d=d)
-    batch = int(cfg["batch_size"])
-    steps = max(1, int(cfg["train_tokens"]) // batch)
-    opt = torch.optim.Adam(model.parameters(), lr=float(cfg["lr"]))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0 - step / steps)
-    draw = torch.Generator().manual_seed(int(cfg["seed"]))
+    # 1. model (drawn from torch's seeded global generator), then training on random windows
+    model = WindowLM(len(tokens), cfg.context, cfg.embed_dim, cfg.hidden, d, cfg.activation, head)
+    steps, curve = _train(model, ctx, target, cfg, d)
 
-    # 2. training on random windows of the training split
+    # 2. held-out loss and the head's inputs there
+    heldout, feats = _evaluate(model, streams["heldout"], tokens, cfg, d)
+
+    # 3. save: the head as a released model would ship it, the whole model, activation ranges, metrics
+    key = MODEL_KEY.format(d=d) if head == "linear" else HEAD_KEY.format(head=head, d=d)
+    _save_model(model, tokens, Path(out_dir), float32=head == "linear")
+    _write_activations(feats, key, activations_path, cfg, inputs=[vocab_path], config=config)
+    record = {
+        "model": key, "head": head, "d": d,
+        "k": getattr(model.head, "k", None), "n": len(tokens),  # k: a DFT head's guaranteed ranking length
+        "activation": cfg.activation, "parameters": sum(p.numel() for p in model.parameters()),
+        "head_parameters": sum(p.numel() for p in model.head.parameters()),
+        "train_tokens": steps * cfg.batch_size, "train_positions": len(target),
+        **heldout, "curve": curve,
+        "seconds": round(time.perf_counter() - start_time, 1),
+        "cpu_seconds": round(time.process_time() - start_cpu, 1),  # comparable across busy and idle machines
+        "settings": asdict(cfg),
+    }
+    write_json(record, Path(out_dir) / "train.json")
+    return record
+
+
+def _windows(vocab_path: str | os.PathLike, texts: Mapping[str, Sequence[str]] | None,
+             cfg: LMConfig) -> tuple[list[str], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """The vocabulary's tokens and the (context, target) windows of the training and held-out texts."""
+    tokens = pd.read_parquet(vocab_path)["token"].tolist()
+    if texts is None:
+        texts = {"train": descriptions("train"), "heldout": descriptions(cfg.heldout_split)}
+    return tokens, {split: windows(encode(texts[split], tokens), cfg.context) for split in ("train", "heldout")}
+
+
+def _write_activations(feats: np.ndarray, key: str, path: str | os.PathLike, cfg: LMConfig, *, inputs: list,
+                       config: Any) -> None:
+    """Write the percentiles of the head's held-out inputs (:func:`activation_percentiles`) of model ``key``."""
+    stats = activation_percentiles(feats, cfg.percentiles)
+    stats.insert(0, "model", key)
+    write_table(stats, path, config=config, inputs=inputs, heldout_split=cfg.heldout_split)
+
+
+def _evaluate(model: WindowLM, stream: tuple[np.ndarray, np.ndarray], tokens: list[str], cfg: LMConfig,
+              d: int) -> tuple[dict[str, Any], np.ndarray]:
+    """The held-out fields of ``train.json`` and the head's inputs at the held-out positions (N, d)."""
+    model.eval()
+    hctx, htarget = (torch.from_numpy(a) for a in stream)
+    loss, feats = _heldout(model, hctx, htarget)
+    log.info("d=%d held-out loss %.4f perplexity %.1f", d, loss, math.exp(loss))
+    return {
+        "heldout_split": cfg.heldout_split,
+        "heldout_tokens": len(htarget),
+        "heldout_unk_rate": float((htarget == tokens.index(UNK)).float().mean()),
+        "heldout_loss": loss,
+        "heldout_perplexity": math.exp(loss),
+    }, feats
+
+
+def _train(model: WindowLM, ctx: torch.Tensor, target: torch.Tensor, cfg: LMConfig,
+           d: int) -> tuple[int, list[dict[str, Any]]]:
+    """Adam on random training windows, the learning rate decayed linearly to zero over the token budget.
+
+    Returns the number of steps and the loss curve (the mean training loss of every tenth of the run).
+    """
+    batch = cfg.batch_size
+    steps = max(1, cfg.train_tokens // batch)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0 - step / steps)
+    draw = torch.Generator().manual_seed(cfg.seed)
     curve, running = [], []
     every = max(1, int(steps * LOG_EVERY))
     model.train()
@@ -178,17 +236,17 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
             curve.append({"step": step, "tokens": step * batch, "train_loss": float(np.mean(running))})
             log.info("d=%d step %d/%d train loss %.4f", d, step, steps, curve[-1]["train_loss"])
             running = []
+    return steps, curve
 
-    # 3. held-out loss and the head's inputs there
-    model.eval()
-    hctx, htarget = (torch.from_numpy(a) for a in streams["heldout"])
-    loss, feats = _heldout(model, hctx, htarget)
-    log.info("d=%d held-out loss %.4f perplexity %.1f", d, loss, math.exp(loss))
 
-    # 4. save: the head as a released model would ship it, the whole model, metrics, activation ranges
-    out_dir = Path(out_dir)
+def _save_model(model: WindowLM, tokens: list[str], out_dir: Path, *, float32: bool) -> None:
+    """Write the head, the whole model and the tokens.
+
+    The linear head saves its float32 ``weight`` and ``bias``; another head the ``weight`` (and ``bias``) of its
+    ``weights()`` in float64, as the checks read them.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
-    if head == "linear":
+    if float32:
         _save_safetensors({"weight": model.head.weight, "bias": model.head.bias}, out_dir / "head.safetensors")
     else:
         W, b = model.head.weights()
@@ -197,29 +255,3 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
     _save_safetensors(model.state_dict(), out_dir / "lm.safetensors")
     with atomic_path(out_dir / "vocab.txt") as tmp:
         tmp.write_text("".join(f"{t}\n" for t in tokens), encoding="utf-8")
-    stats = activation_percentiles(feats, cfg["percentiles"])
-    stats.insert(0, "model", key)
-    write_table(stats, activations_path, config=config, inputs=[vocab_path], heldout_split=cfg["heldout_split"])
-    record = {
-        "model": key,
-        "head": head,
-        "d": d,
-        "k": getattr(model.head, "k", None),  # a DFT head's guaranteed ranking length
-        "n": len(tokens),
-        "activation": cfg["activation"],
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "head_parameters": sum(p.numel() for p in model.head.parameters()),
-        "train_tokens": steps * batch,
-        "train_positions": len(target),
-        "heldout_split": cfg["heldout_split"],
-        "heldout_tokens": len(htarget),
-        "heldout_unk_rate": float((htarget == tokens.index(UNK)).float().mean()),
-        "heldout_loss": loss,
-        "heldout_perplexity": math.exp(loss),
-        "curve": curve,
-        "seconds": round(time.perf_counter() - start_time, 1),
-        "cpu_seconds": round(time.process_time() - start_cpu, 1),  # comparable across busy and idle machines
-        "settings": dict(cfg),
-    }
-    write_json(record, out_dir / "train.json")
-    return record

@@ -15,12 +15,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from argmaxable.multilabel.setup_tables import SETUP_TABLES
 from argmaxable.provenance import save_figure, write_table
 
 TABLES = ("table_4_2", "table_5_1", "table_5_2", "table_encoder_space", "table_dft_exceptions",
           "table_metrics")
 FIGURES = ("fig_4_3", "fig_5_6a", "fig_5_6b", "fig_5_7", "fig_5_8")
 KEYS = ["dataset", "head", "d", "seed"]
+COLOURS = {"bsl": "tab:orange", "dft": "tab:blue"}  # of the two heads in every figure
 
 
 def run_key(path: Path) -> dict[str, Any]:
@@ -118,13 +120,26 @@ def _d_ticks(ax, values) -> None:
 
 def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame, loss_curve_d: int | None):
     """The thesis figures as matplotlib figures, keyed by name."""
-    import matplotlib.pyplot as plt  # the backend is the caller's (Agg where there is no display)
-
     test = summary[(summary["source"] == "gold") & (summary["space"] == "head") & (summary["split"] == "test")]
     test = test.assign(pct=100 * test["eps_argmaxable"] / test["total"])
     datasets = sorted(summary["dataset"].unique())
-    colours = {"bsl": "tab:orange", "dft": "tab:blue"}
-    figs = {}
+    return {"fig_4_3": _fig_4_3(test, datasets), "fig_5_6a": _fig_5_6a(test, datasets),
+            "fig_5_6b": _fig_5_6b(runs, datasets), "fig_5_7": _fig_5_7(curves, datasets, loss_curve_d),
+            "fig_5_8": _fig_5_8(runs, datasets)}
+
+
+def _per_dataset(datasets: list[str], title: str):
+    """A figure with one panel per dataset, and its axes."""
+    import matplotlib.pyplot as plt  # the backend is the caller's (Agg where there is no display)
+
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.5 * len(datasets), 3.2), squeeze=False)
+    fig.suptitle(title, y=1.04)
+    return fig, axes[0]
+
+
+def _fig_4_3(test: pd.DataFrame, datasets: list[str]):
+    """BSL: share of argmaxable test assignments against d, one line per dataset."""
+    import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
     for ds in datasets:
@@ -133,26 +148,27 @@ def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame
            title="thesis Fig. 4.3: BSL, argmaxable test assignments")
     _d_ticks(ax, test["d"])
     ax.legend()
-    figs["fig_4_3"] = fig
+    return fig
 
-    def per_dataset(title):
-        fig, axes = plt.subplots(1, len(datasets), figsize=(4.5 * len(datasets), 3.2), squeeze=False)
-        fig.suptitle(title, y=1.04)
-        return fig, axes[0]
 
-    fig, axes = per_dataset("thesis Fig. 5.6(a): argmaxable test assignments")
+def _fig_5_6a(test: pd.DataFrame, datasets: list[str]):
+    """Share of argmaxable test assignments against d, BSL beside DFT, one panel per dataset."""
+    fig, axes = _per_dataset(datasets, "thesis Fig. 5.6(a): argmaxable test assignments")
     for ax, ds in zip(axes, datasets, strict=True):
-        for head, c in colours.items():
+        for head, c in COLOURS.items():
             _band(ax, test[(test["dataset"] == ds) & (test["head"] == head)], "d", "pct", head.upper(), color=c)
         ax.set(xscale="log", title=ds, xlabel="d", ylabel="% eps-argmaxable")
         _d_ticks(ax, test.loc[test["dataset"] == ds, "d"])
         ax.legend()
-    figs["fig_5_6a"] = fig
+    return fig
 
-    fig, axes = per_dataset("thesis Fig. 5.6(b): F1@k and trainable parameters")
+
+def _fig_5_6b(runs: pd.DataFrame, datasets: list[str]):
+    """Test F1@k and trainable head parameters against d, one panel per dataset."""
+    fig, axes = _per_dataset(datasets, "thesis Fig. 5.6(b): F1@k and trainable parameters")
     for ax, ds in zip(axes, datasets, strict=True):
         twin = ax.twinx()
-        for head, c in colours.items():
+        for head, c in COLOURS.items():
             r = runs[(runs["dataset"] == ds) & (runs["head"] == head)]
             _band(ax, r, "d", "test_f1@k", head.upper(), color=c)
             p = r.groupby("d")["trainable_head"].median()
@@ -161,33 +177,40 @@ def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame
         _d_ticks(ax, runs.loc[runs["dataset"] == ds, "d"])
         twin.set_ylabel("trainable head parameters (dashed)")
         ax.legend()
-    figs["fig_5_6b"] = fig
+    return fig
 
-    fig, axes = per_dataset("thesis Fig. 5.7: training loss")
+
+def _fig_5_7(curves: pd.DataFrame, datasets: list[str], loss_curve_d: int | None):
+    """Training loss against wall time at one d (``loss_curve_d``, else the middle of the sweep) per dataset."""
+    fig, axes = _per_dataset(datasets, "thesis Fig. 5.7: training loss")
     for ax, ds in zip(axes, datasets, strict=True):
         c_ds = curves[curves["dataset"] == ds]
         ds_d = sorted(c_ds["d"].unique())
         d = loss_curve_d if loss_curve_d in ds_d else ds_d[len(ds_d) // 2]
         labelled = set()
         for (head, _seed), g in c_ds[c_ds["d"] == d].groupby(["head", "seed"]):
-            ax.plot(g["elapsed_s"], g["train_loss"], color=colours.get(head), alpha=0.8,
+            ax.plot(g["elapsed_s"], g["train_loss"], color=COLOURS.get(head), alpha=0.8,
                     label=None if head in labelled else head.upper())
             labelled.add(head)
         ax.set(yscale="log", title=f"{ds}, d={d}", xlabel="wall time (s)", ylabel="training BCE")
         ax.legend()
-    figs["fig_5_7"] = fig
+    return fig
+
+
+def _fig_5_8(runs: pd.DataFrame, datasets: list[str]):
+    """Minutes to the best dev criterion per dataset, BSL beside DFT."""
+    import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
-    width = 0.8 / len(colours)
-    for j, (head, c) in enumerate(colours.items()):
+    width = 0.8 / len(COLOURS)
+    for j, (head, c) in enumerate(COLOURS.items()):
         g = runs[runs["head"] == head].groupby("dataset")["time_to_best_s"].agg(["mean", "std"]).reindex(datasets)
         ax.bar(np.arange(len(datasets)) + j * width, g["mean"] / 60, width, yerr=g["std"] / 60,
                color=c, label=head.upper())
     ax.set_xticks(np.arange(len(datasets)) + width / 2, datasets)
     ax.set(ylabel="minutes to best dev criterion", title="thesis Fig. 5.8: time to convergence")
     ax.legend()
-    figs["fig_5_8"] = fig
-    return figs
+    return fig
 
 
 def aggregate(run_dirs: Iterable[str | Path], tables_dir: str | Path, figures_dir: str | Path, *,
@@ -224,7 +247,5 @@ def aggregate(run_dirs: Iterable[str | Path], tables_dir: str | Path, figures_di
 
 def load_tables(tables_dir: str | Path) -> dict[str, pd.DataFrame]:
     """Read back the tables :func:`aggregate` wrote (for notebooks)."""
-    from argmaxable.multilabel.setup_tables import SETUP_TABLES
-
     return {name: pd.read_csv(Path(tables_dir) / f"{name}.csv") for name in ("summary", *TABLES, *SETUP_TABLES)
             if (Path(tables_dir) / f"{name}.csv").exists()}

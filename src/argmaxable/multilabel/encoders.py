@@ -11,7 +11,6 @@ verification) and ``collate(rows) -> inputs`` that turns dataset rows into a bat
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,13 +20,7 @@ import torch
 from torch import nn
 
 from argmaxable.multilabel.schema import ENCODERS, EncoderConfig
-
-_WORD = re.compile(r"[a-z0-9]+(?:[-_.+][a-z0-9]+)*")  # words, keeping package-style names like lib-foo2.0
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens (CAML lower-cases and keeps alphanumeric tokens)."""
-    return _WORD.findall(text.lower())
+from argmaxable.text import tokenize
 
 
 class CNNEncoder(nn.Module):

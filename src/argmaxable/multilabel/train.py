@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from omegaconf import OmegaConf
 from torch import nn
 
+from argmaxable.config import typed
+from argmaxable.multilabel.datasets import load_built
 from argmaxable.multilabel.encoders import build_encoder
 from argmaxable.multilabel.heads import Head, composite, make_head, trainable_parameters
 from argmaxable.multilabel.metrics import labels_to_dense, multilabel_metrics
@@ -61,8 +62,7 @@ def resolve_device(name: str) -> torch.device:
 
 def run_config(run: dict | RunConfig) -> RunConfig:
     """Validate a run's settings (a plain dict from Snakemake params) against :class:`RunConfig`."""
-    cfg = OmegaConf.merge(OmegaConf.structured(RunConfig), run)
-    out: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
+    out = typed(RunConfig, run)
     if out.criterion not in ("loss", "p@k"):
         raise ValueError(f"multilabel criterion must be 'loss' or 'p@k'; got {out.criterion!r}")
     return out
@@ -135,16 +135,10 @@ def fit(dsd, n: int, out_dir: str | Path, *, head: str, d: int, seed: int, run: 
         seed_everything(seed)
 
         # 1. Data: an optional capped training subset (the same for all runs) and a capped dev set for stopping.
-        train = dsd["train"]
-        if cfg.max_train is not None and len(train) > cfg.max_train:
-            train = train.select(np.sort(np.random.default_rng(0).permutation(len(train))[: cfg.max_train]))
-        train_rows, train_labels = list(train), train["labels"]
-        k = active_bound(train_labels, cfg.k_active, n)
-        dev = dsd["dev"]
-        stop_rows = list(dev.select(range(min(len(dev), cfg.max_eval or len(dev)))))
-        stop_labels = [r["labels"] for r in stop_rows]
+        train_rows, stop_rows = _training_rows(dsd, cfg)
+        k = active_bound([r["labels"] for r in train_rows], cfg.k_active, n)
 
-        # 2. Model and optimiser (separate learning rates for encoder and classifier, Table A.4).
+        # 2. Model and optimiser (separate learning rates for encoder and classifier, Table A.4), or a resumed run.
         encoder = build_encoder(cfg.encoder, [r.get("text", "") for r in train_rows])
         device = resolve_device(cfg.device)
         model = Model(encoder, make_head(head, encoder.dim, n, d, k)).to(device)
@@ -152,52 +146,12 @@ def fit(dsd, n: int, out_dir: str | Path, *, head: str, d: int, seed: int, run: 
             {"params": model.encoder.parameters(), "lr": cfg.lr_encoder},
             {"params": model.head.parameters(), "lr": cfg.lr_classifier},
         ])
-        higher_better = cfg.criterion == "p@k"
-        state = {"epoch": 0, "step": 0, "elapsed": 0.0, "best": -math.inf if higher_better else math.inf,
-                 "best_step": 0, "best_elapsed": 0.0, "bad_evals": 0, "curve": [], "done": False}
         ckpt_path, best_path = out_dir / "checkpoint.pt", out_dir / "best.pt"
-        if ckpt_path.exists():
-            ckpt = _read_checkpoint(ckpt_path, device)
-            model.load_state_dict(ckpt["model"])
-            optim.load_state_dict(ckpt["optim"])
-            torch.set_rng_state(ckpt["rng"].cpu())
-            state = ckpt["state"]
-            log.info("resumed from %s at epoch %d step %d", ckpt_path, state["epoch"], state["step"])
+        state = _start_state(ckpt_path, model, optim, device, higher_better=cfg.criterion == "p@k")
 
         # 3. Train with early stopping; checkpoint after every evaluation.
-        loss_fn = nn.BCEWithLogitsLoss()
-        steps_per_epoch = math.ceil(len(train_rows) / cfg.batch_size)
-        eval_every = cfg.eval_every or steps_per_epoch
-        running: list[float] = []
-        while not state["done"] and state["epoch"] < cfg.max_epochs:
-            # The epoch's order depends only on (seed, epoch), so a resumed run sees the same batches.
-            order = np.random.default_rng([seed, state["epoch"]]).permutation(len(train_rows))
-            start_batch = state["step"] - state["epoch"] * steps_per_epoch
-            for b in range(start_batch, steps_per_epoch):
-                t0 = time.perf_counter()
-                idx = order[b * cfg.batch_size : (b + 1) * cfg.batch_size]
-                rows = [train_rows[i] for i in idx]
-                y = torch.from_numpy(labels_to_dense([r["labels"] for r in rows], n)).float().to(device)  # (B, n)
-                loss = loss_fn(model(model.batch(rows)), y)
-                if state["step"] == 0:  # the loss at initialisation (thesis Fig. 5.7: DFT starts lower)
-                    state["curve"].append({"step": 0, "epoch": 0, "elapsed_s": 0.0, "train_loss": loss.item(),
-                                           "dev_loss": math.nan, "dev_p@k": math.nan})
-                optim.zero_grad()
-                loss.backward()
-                optim.step()
-                state["step"] += 1
-                state["elapsed"] += time.perf_counter() - t0
-                running.append(loss.item())
-                if state["step"] % eval_every == 0 or b == steps_per_epoch - 1:
-                    _evaluate(model, stop_rows, stop_labels, n, cfg, state, running, higher_better, best_path)
-                    running = []
-                    if state["bad_evals"] >= cfg.patience:
-                        state["done"] = True
-                        break
-                    if b < steps_per_epoch - 1:
-                        _checkpoint(ckpt_path, model, optim, state)
-            state["epoch"] += 1
-            _checkpoint(ckpt_path, model, optim, state)
+        _train(model, optim, train_rows, stop_rows, n, cfg, state, seed=seed, ckpt_path=ckpt_path,
+               best_path=best_path)
 
         # 4. Score the best model on dev and test; store W, the composite map and predicted assignments.
         model.load_state_dict(torch.load(best_path, weights_only=True, map_location=device))
@@ -207,6 +161,74 @@ def fit(dsd, n: int, out_dir: str | Path, *, head: str, d: int, seed: int, run: 
         return record
     finally:
         torch.set_num_threads(threads)
+
+
+def _training_rows(dsd, cfg: RunConfig) -> tuple[list[dict], list[dict]]:
+    """The training rows (a subset of ``max_train`` when set, the same for all runs) and the first
+    ``max_eval`` dev rows, on which early stopping decides."""
+    train = dsd["train"]
+    if cfg.max_train is not None and len(train) > cfg.max_train:
+        train = train.select(np.sort(np.random.default_rng(0).permutation(len(train))[: cfg.max_train]))
+    dev = dsd["dev"]
+    return list(train), list(dev.select(range(min(len(dev), cfg.max_eval or len(dev)))))
+
+
+def _start_state(ckpt_path: Path, model: Model, optim, device, *, higher_better: bool) -> dict[str, Any]:
+    """A fresh run's state, or the state of ``ckpt_path`` with the model, optimiser and torch RNG restored."""
+    if not ckpt_path.exists():
+        return {"epoch": 0, "step": 0, "elapsed": 0.0, "best": -math.inf if higher_better else math.inf,
+                "best_step": 0, "best_elapsed": 0.0, "bad_evals": 0, "curve": [], "done": False}
+    ckpt = _read_checkpoint(ckpt_path, device)
+    model.load_state_dict(ckpt["model"])
+    optim.load_state_dict(ckpt["optim"])
+    torch.set_rng_state(ckpt["rng"].cpu())
+    state = ckpt["state"]
+    log.info("resumed from %s at epoch %d step %d", ckpt_path, state["epoch"], state["step"])
+    return state
+
+
+def _train(model: Model, optim, train_rows: list[dict], stop_rows: list[dict], n: int, cfg: RunConfig,
+           state: dict[str, Any], *, seed: int, ckpt_path: Path, best_path: Path) -> None:
+    """Epochs of minibatch BCE until ``max_epochs`` or ``patience`` evaluations without improvement.
+
+    Updates ``state``; evaluates every ``eval_every`` steps and at each epoch's end, then checkpoints.
+    """
+    loss_fn = nn.BCEWithLogitsLoss()
+    device = next(model.parameters()).device
+    stop_labels = [r["labels"] for r in stop_rows]
+    higher_better = cfg.criterion == "p@k"
+    steps_per_epoch = math.ceil(len(train_rows) / cfg.batch_size)
+    eval_every = cfg.eval_every or steps_per_epoch
+    running: list[float] = []
+    while not state["done"] and state["epoch"] < cfg.max_epochs:
+        # The epoch's order depends only on (seed, epoch), so a resumed run sees the same batches.
+        order = np.random.default_rng([seed, state["epoch"]]).permutation(len(train_rows))
+        start_batch = state["step"] - state["epoch"] * steps_per_epoch
+        for b in range(start_batch, steps_per_epoch):
+            t0 = time.perf_counter()
+            idx = order[b * cfg.batch_size : (b + 1) * cfg.batch_size]
+            rows = [train_rows[i] for i in idx]
+            y = torch.from_numpy(labels_to_dense([r["labels"] for r in rows], n)).float().to(device)  # (B, n)
+            loss = loss_fn(model(model.batch(rows)), y)
+            if state["step"] == 0:  # the loss at initialisation (thesis Fig. 5.7: DFT starts lower)
+                state["curve"].append({"step": 0, "epoch": 0, "elapsed_s": 0.0, "train_loss": loss.item(),
+                                       "dev_loss": math.nan, "dev_p@k": math.nan})
+            optim.zero_grad()
+            loss.backward()
+            optim.step()
+            state["step"] += 1
+            state["elapsed"] += time.perf_counter() - t0
+            running.append(loss.item())
+            if state["step"] % eval_every == 0 or b == steps_per_epoch - 1:
+                _evaluate(model, stop_rows, stop_labels, n, cfg, state, running, higher_better, best_path)
+                running = []
+                if state["bad_evals"] >= cfg.patience:
+                    state["done"] = True
+                    break
+                if b < steps_per_epoch - 1:
+                    _checkpoint(ckpt_path, model, optim, state)
+        state["epoch"] += 1
+        _checkpoint(ckpt_path, model, optim, state)
 
 
 def _evaluate(model, rows, labels, n, cfg, state, running, higher_better, best_path) -> None:
@@ -276,7 +298,5 @@ def _finish(model: Model, dsd, n, k, out_dir: Path, cfg: RunConfig, state, *, he
 
 def train_run(dataset_dir: str | Path, out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
     """Load a built dataset (``datasets.load_built``) and :func:`fit` one run on it."""
-    from argmaxable.multilabel.datasets import load_built
-
     dsd, label_names = load_built(dataset_dir)
     return fit(dsd, len(label_names), out_dir, inputs=(dataset_dir,), **kwargs)

@@ -17,6 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from argmaxable.config import typed
+from argmaxable.core import check_assignments
+from argmaxable.multilabel.datasets import load_built
 from argmaxable.multilabel.schema import VerifyConfig
 from argmaxable.provenance import write_table
 
@@ -32,12 +35,10 @@ def check_distinct(W: np.ndarray, b: np.ndarray | None, bound: float, assignment
     Numerical trouble in the LP comes back as ``undecided`` from the core (GUIDE §1); a :class:`SolverError`
     (e.g. Gurobi's licence limit) is a failure of the run and propagates.
     """
-    import argmaxable as am
-
     index: dict[tuple[int, ...], int] = {}
     inverse = np.array([index.setdefault(a, len(index)) for a in assignments], dtype=np.int64)
-    res = am.check_assignments(W, [list(a) for a in index], b, bound=bound, eps=cfg.eps, solver=cfg.solver,
-                               workers=cfg.workers)
+    res = check_assignments(W, [list(a) for a in index], b, bound=bound, eps=cfg.eps, solver=cfg.solver,
+                            workers=cfg.workers)
     status, radius = np.asarray(res.status, dtype=object), np.asarray(res.radius, dtype=np.float64)
     return status[inverse], radius[inverse], {k: np.asarray(v)[inverse] for k, v in res.answers.items()}
 
@@ -91,11 +92,7 @@ def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: Verify
 def verify_run(dataset_dir: str | Path, run_dir: str | Path, out_path: str | Path, *,
                verify: dict | VerifyConfig, config: Any = None) -> pd.DataFrame:
     """Verify one run (``run_dir/head.npz``) on the dataset's splits; write the table to ``out_path``."""
-    from omegaconf import OmegaConf
-
-    from argmaxable.multilabel.datasets import load_built
-
-    cfg: VerifyConfig = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(VerifyConfig), verify))
+    cfg = typed(VerifyConfig, verify)
     dsd, _ = load_built(dataset_dir)
     npz_path = Path(run_dir) / "head.npz"
     with np.load(npz_path, allow_pickle=False) as npz:

@@ -15,12 +15,16 @@ of A_m with ``A_m x = 1`` (Cor. 1's optimum), and tests whether every other logi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 from scipy.special import log_ndtr, ndtri
 
-from argmaxable.theory.common import write_figure, write_tables
+from argmaxable.config import typed
+from argmaxable.outputs import write_figure, write_tables
 from argmaxable.theory.reference import BASRI_JACOBS_APPENDIX_B, BASRI_JACOBS_TABLE1, compare_cells
+from argmaxable.theory.schema import BasriJacobsConfig
 
 FORMS = ("gumbel", "direct")
 
@@ -100,14 +104,14 @@ def simulate(N: int, d: int, m_values, trials: int, matrices: int, seed: int) ->
     return hits / trials
 
 
-def appendix_b(settings: dict, *, seed: int) -> pd.DataFrame:
+def appendix_b(settings: BasriJacobsConfig, *, seed: int) -> pd.DataFrame:
     """Bound (both forms) and simulation for m = 1..mc_m_max on a random matrix of size mc_N x mc_d."""
-    N, d = settings["mc_N"], settings["mc_d"]
-    m = np.arange(1, settings["mc_m_max"] + 1)
+    N, d = settings.mc_N, settings.mc_d
+    m = np.arange(1, settings.mc_m_max + 1)
     df = pd.DataFrame({"m": m, "bound_gumbel": bound(N, d, m, "gumbel"),
                        "bound_direct": bound(N, d, m, "direct")})
-    df["simulation"] = simulate(N, d, m, settings["mc_trials"], settings["mc_matrices"], seed)
-    df.insert(0, "trials", settings["mc_trials"])
+    df["simulation"] = simulate(N, d, m, settings.mc_trials, settings.mc_matrices, seed)
+    df.insert(0, "trials", settings.mc_trials)
     return df
 
 
@@ -189,26 +193,27 @@ def plot_appendix_b(df: pd.DataFrame, probability: float, N: int, d: int):
     return fig
 
 
-def run_basri_jacobs(settings: dict, out: dict, *, seed: int, config=None) -> None:
+def run_basri_jacobs(settings: BasriJacobsConfig | Mapping, out: dict, *, seed: int, config=None) -> None:
     """Rule ``bound_topm``: Table 1 (fails loudly if the Gumbel form differs), Fig. 2, appendix B.
 
     Parameters
     ----------
-    settings : dict
+    settings : BasriJacobsConfig or mapping
         ``theory.basri_jacobs``.
     out : dict
         Paths: ``table1``, ``appendix_b``, ``crossings`` (.parquet, .md beside), ``fig2``, ``fig_b`` (.png).
     """
-    p = settings["probability"]
+    settings = typed(BasriJacobsConfig, settings)
+    p = settings.probability
     t1 = table1(p)
     rows = t1["model"] + " (N=" + t1["N"].astype(str) + ", d=" + t1["d"].astype(str) + ")"
     compare_cells(t1["m_gumbel"].set_axis(rows), t1["m_paper"].set_axis(rows),
                   "Basri-Jacobs Table 1 (Gumbel form)")
-    if settings["mc_N"] == BASRI_JACOBS_APPENDIX_B["N"] and settings["mc_d"] == BASRI_JACOBS_APPENDIX_B["d"]:
-        m_b = largest_m(settings["mc_N"], settings["mc_d"], p) + 1  # appendix B quotes the first m below p
+    if settings.mc_N == BASRI_JACOBS_APPENDIX_B["N"] and settings.mc_d == BASRI_JACOBS_APPENDIX_B["d"]:
+        m_b = largest_m(settings.mc_N, settings.mc_d, p) + 1  # appendix B quotes the first m below p
         compare_cells(pd.Series([m_b]), pd.Series([BASRI_JACOBS_APPENDIX_B["m_bound"]]),
                       "Basri-Jacobs appendix B, first m with bound < 0.99")
     sim = appendix_b(settings, seed=seed)
     write_tables({"table1": t1, "appendix_b": sim, "crossings": crossings(sim, p)}, out, config)
     write_figure(plot_fig2(t1, p), out["fig2"], config)
-    write_figure(plot_appendix_b(sim, p, settings["mc_N"], settings["mc_d"]), out["fig_b"], config)
+    write_figure(plot_appendix_b(sim, p, settings.mc_N, settings.mc_d), out["fig_b"], config)

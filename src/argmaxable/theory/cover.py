@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 from decimal import Decimal
 
 import numpy as np
 import pandas as pd
 
-import argmaxable as am
-from argmaxable.theory.common import write_figure, write_tables
-from argmaxable.theory.reference import ReproductionError, compare_cells
+from argmaxable.config import typed
+from argmaxable.core import check_assignments
+from argmaxable.outputs import ReproductionError, write_figure, write_tables
+from argmaxable.theory.reference import compare_cells
+from argmaxable.theory.schema import CoverConfig
 
 
 def cover_count(n: int, d: int) -> int:
@@ -51,7 +54,7 @@ def enumeration_table(max_n: int, *, seed: int, bound: float, eps: float) -> pd.
         Y = all_assignments(n)
         for d in range(1, n + 1):
             W = rng.standard_normal((n, d))  # general position with probability 1
-            counts = am.check_assignments(W, Y, bound=bound, eps=eps, workers=1).counts()
+            counts = check_assignments(W, Y, bound=bound, eps=eps, workers=1).counts()
             rows.append({"n": n, "d": d, "cover": cover_count(n, d), "enumerated": counts["argmaxable"],
                          "undecided": counts["undecided"]})
     return pd.DataFrame(rows)
@@ -93,25 +96,26 @@ def plot_percentage(n: int):
     return fig
 
 
-def run_cover(settings: dict, out: dict, *, seed: int, config=None) -> None:
+def run_cover(settings: CoverConfig | Mapping, out: dict, *, seed: int, config=None) -> None:
     """Rule ``count_cover``: Fig. 5.2 table and figure, and the enumeration check (fails on any mismatch).
 
     Parameters
     ----------
-    settings : dict
+    settings : CoverConfig or mapping
         ``theory.cover`` (n, d_values, enumerate_max_n, bound, eps).
     out : dict
         Paths: ``percentage`` and ``enumeration`` (.parquet, .md beside), ``figure`` (.png, .pdf beside).
     seed : int
         Seed of the random W used for enumeration.
     """
-    enum = enumeration_table(settings["enumerate_max_n"], seed=seed, bound=settings["bound"],
-                             eps=settings["eps"])
+    settings = typed(CoverConfig, settings)
+    enum = enumeration_table(settings.enumerate_max_n, seed=seed, bound=settings.bound,
+                             eps=settings.eps)
     indexed = enum.set_index(["n", "d"])
     compare_cells(indexed["enumerated"], indexed["cover"], "Cover's count (thesis eq. 5.2) vs enumeration")
     if enum["undecided"].any():
         stuck = enum[enum["undecided"] > 0]
         raise ReproductionError(f"Cover enumeration left assignments undecided:\n{stuck}")
-    n = settings["n"]
-    write_tables({"percentage": percentage_table(n, settings["d_values"]), "enumeration": enum}, out, config)
+    n = settings.n
+    write_tables({"percentage": percentage_table(n, settings.d_values), "enumeration": enum}, out, config)
     write_figure(plot_percentage(n), out["figure"], config)

@@ -10,14 +10,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
-import argmaxable as am
+from argmaxable.config import typed
 from argmaxable.constructions import dft_matrix
-from argmaxable.theory.common import write_figure, write_tables
+from argmaxable.core import check_assignments
+from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.theory.cover import all_assignments
-from argmaxable.theory.reference import ReproductionError
+from argmaxable.theory.schema import DftConfig
 
 
 def alternations(Y: np.ndarray) -> np.ndarray:
@@ -32,7 +35,7 @@ def alternation_table(max_n: int, *, bound: float, eps: float) -> pd.DataFrame:
         Y = all_assignments(n)
         predicted = alternations(Y)
         for k in range(1, (n - 1) // 2 + 1):
-            res = am.check_assignments(dft_matrix(n, k), Y, bound=bound, eps=eps, workers=1)
+            res = check_assignments(dft_matrix(n, k), Y, bound=bound, eps=eps, workers=1)
             found = res.status == "argmaxable"
             expected = predicted <= 2 * k
             rows.append({"n": n, "k": k, "argmaxable": int(found.sum()), "alternating": int(expected.sum()),
@@ -65,7 +68,7 @@ def radius_table(n_values, k_values, *, slack: int, samples: int, quantile: floa
             W = dft_matrix(n, k)
             for s in (0, slack):
                 Ws = np.hstack([W, rng.standard_normal((n, s)) / np.sqrt(n)])  # (n, 2k+1+s)
-                res = am.check_assignments(Ws, Y, bound=bound, eps=eps, workers=1, exact_radius=True)
+                res = check_assignments(Ws, Y, bound=bound, eps=eps, workers=1, exact_radius=True)
                 counts = res.counts()
                 # An undecided LP showed no ball larger than eps: count its radius as 0 (below the LP's reach).
                 radius = np.nan_to_num(res.radius, nan=0.0)
@@ -125,23 +128,24 @@ def plot_radius(df: pd.DataFrame, eps: float, quantile: float):
     return fig
 
 
-def run_dft(settings: dict, out: dict, *, seed: int, config=None) -> None:
+def run_dft(settings: DftConfig | Mapping, out: dict, *, seed: int, config=None) -> None:
     """Rule ``measure_dft``: alternation check (fails loudly), Fig. 5.5 table and figure, Fig. 5.4 figure.
 
     Parameters
     ----------
-    settings : dict
+    settings : DftConfig or mapping
         ``theory.dft``.
     out : dict
         Paths: ``alternation``, ``radius`` (.parquet, .md beside), ``geometry``, ``radius_figure`` (.png).
     """
-    alt = alternation_table(settings["alternation_max_n"], bound=settings["bound"], eps=settings["eps"])
+    settings = typed(DftConfig, settings)
+    alt = alternation_table(settings.alternation_max_n, bound=settings.bound, eps=settings.eps)
     bad = alt[(alt["mismatches"] > 0) | (alt["undecided"] > 0)]
     if len(bad):
         raise ReproductionError(f"thesis Thm 5.3 (argmaxable = at most 2k sign changes) fails for:\n{bad}")
-    radius = radius_table(settings["n_values"], settings["k_values"], slack=settings["slack"],
-                          samples=settings["samples"], quantile=settings["quantile"], seed=seed,
-                          bound=settings["bound"], eps=settings["eps"])
+    radius = radius_table(settings.n_values, settings.k_values, slack=settings.slack,
+                          samples=settings.samples, quantile=settings.quantile, seed=seed,
+                          bound=settings.bound, eps=settings.eps)
     write_tables({"alternation": alt, "radius": radius}, out, config)
-    write_figure(plot_geometry(settings["geometry_n"]), out["geometry"], config)
-    write_figure(plot_radius(radius, settings["eps"], settings["quantile"]), out["radius_figure"], config)
+    write_figure(plot_geometry(settings.geometry_n), out["geometry"], config)
+    write_figure(plot_radius(radius, settings.eps, settings.quantile), out["radius_figure"], config)

@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-import argmaxable as am
-from argmaxable.core.systems import CategorySystem
-from argmaxable.theory.common import write_figure, write_tables
+from argmaxable.config import typed
+from argmaxable.core import check_assignments, check_categories
+from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.theory.cover import all_assignments
-from argmaxable.theory.reference import ReproductionError, compare_cells
+from argmaxable.theory.reference import compare_cells
 from argmaxable.theory.regions import enumerate_rankings
+from argmaxable.theory.schema import IllustrationsConfig
 from argmaxable.theory.toy import TOY_W
 
 # 002 Fig. 3 / Fig. 8: three classes around the origin (general position), the rows of W in R^{3 x 2}.
@@ -183,25 +185,27 @@ def plot_fig8():
 
 
 def reflect_trace(W: np.ndarray, b: np.ndarray | None, target: int, *, steps: int, eps: float):
-    """Iterates x_0, x_1, ... of braid reflection for one class, with the core's own step (002 Fig. 5).
+    """Iterates x_0, x_1, ... of braid reflection for one class (002 Fig. 5), in plain float64.
 
-    Each step asks the core's system for the row to reflect across (the current winner's hyperplane with the
-    target) and reflects x across it, as :func:`argmaxable.core.reflect.reflect` does; it stops once the
-    target wins by more than ``eps``. Returns the iterates (k + 1, 2) and the winner reflected away from at
-    each step (k,).
+    Starts at x_0 = w_t; each step takes the class winning at x among the others and reflects x across its
+    hyperplane with the target, the step of the core's approximate stage (:func:`argmaxable.core.reflect.reflect`);
+    it stops once every other class's hyperplane lies more than ``eps`` away on the target's side. The tests
+    hold the number of iterates to the steps :func:`argmaxable.check_categories` reports. Returns the iterates
+    (k + 1, 2) and the winner reflected away from at each step (k,).
     """
-    system = CategorySystem(W, b)
-    items = np.array([target])
-    x = system.start(items).astype(np.float64)  # (1, 2)
-    xs, winners = [x[0].copy()], []
+    b = np.zeros(len(W)) if b is None else b
+    others = np.delete(np.arange(len(W)), target)
+    A, c = W[others] - W[target], b[others] - b[target]  # class others[i] beats the target where A_i x + c_i > 0
+    norms = np.linalg.norm(A, axis=1)
+    x = W[target].astype(np.float64)  # (2,)
+    xs, winners = [x.copy()], []
     for _ in range(steps):
-        worst, margin = system.evaluate(items, x, eps)
-        if margin[0] > eps:
+        if np.min(-(A @ x + c) / norms) > eps:
             break
-        a, c = system.rows(items, worst)
-        x = x - (2.0 * (a[0] @ x[0] + c[0]) / (a[0] @ a[0])) * a
-        xs.append(x[0].copy())
-        winners.append(int(worst[0]))
+        j = int(np.argmax(W[others] @ x + b[others]))  # the current winner among the others (002 Fig. 5 line 1)
+        x = x - (2.0 * (A[j] @ x + c[j]) / (A[j] @ A[j])) * A[j]
+        xs.append(x.copy())
+        winners.append(int(others[j]))
     return np.array(xs), np.array(winners, dtype=int)
 
 
@@ -274,7 +278,7 @@ def plot_braid_reflect(verdicts: pd.DataFrame, *, bound: float, eps: float):
 
 def braid_reflect_table(*, bound: float, eps: float, patience: int) -> pd.DataFrame:
     """The combined algorithm on :data:`REFLECT_W`: steps of the approximate stage, LP where it fails."""
-    res = am.check_categories(REFLECT_W, b=REFLECT_B, bound=bound, eps=eps, patience=patience, workers=1)
+    res = check_categories(REFLECT_W, b=REFLECT_B, bound=bound, eps=eps, patience=patience, workers=1)
     df = res.to_frame()[["item", "status", "steps", "radius"]]
     df["stage"] = np.where(df["steps"] >= 0, "approximate", "exact LP")
     df["expected"] = REFLECT_EXPECTED
@@ -292,8 +296,8 @@ def chebyshev_balls(W: np.ndarray, b: np.ndarray, *, eps: float) -> pd.DataFrame
     faces = np.vstack([np.eye(2), -np.eye(2)])  # (4, 2)
     Y = all_assignments(n)
     Y_box = np.hstack([Y, np.zeros((len(Y), 4), dtype=bool)])
-    res = am.check_assignments(np.vstack([W, faces]), Y_box, b=np.concatenate([b, -np.full(4, BOX)]),
-                               bound=BOX, eps=eps, exact_radius=True, workers=1)
+    res = check_assignments(np.vstack([W, faces]), Y_box, b=np.concatenate([b, -np.full(4, BOX)]),
+                            bound=BOX, eps=eps, exact_radius=True, workers=1)
     return pd.DataFrame({"assignment": ["".join("+" if v else "-" for v in y) for y in Y], "status": res.status,
                          "radius": res.radius, "x1": res.witness[:, 0], "x2": res.witness[:, 1]})
 
@@ -331,7 +335,7 @@ def overcrowding_table(line_counts, *, seed: int, eps: float, pixels: int = 400)
     for n in line_counts:
         signs = (X @ W[:n].T + b[:n]) > 0  # (pixels^2, n)
         Y, inverse = np.unique(signs, axis=0, return_inverse=True)
-        res = am.check_assignments(W[:n], Y, b=b[:n], bound=BOX, eps=eps, exact_radius=True, workers=1)
+        res = check_assignments(W[:n], Y, b=b[:n], bound=BOX, eps=eps, exact_radius=True, workers=1)
         codes[n] = (inverse.reshape(pixels, pixels), W[:n], b[:n])
         rows.append({"lines": n, "regions": len(Y), "argmaxable": int((res.status == "argmaxable").sum()),
                      "median_radius": float(np.median(res.radius)), "min_radius": float(res.radius.min())})
@@ -355,27 +359,28 @@ def plot_overcrowding(table: pd.DataFrame, codes: dict):
     return fig
 
 
-def run_illustrations(settings: dict, out: dict, *, seed: int, config=None) -> None:
+def run_illustrations(settings: IllustrationsConfig | Mapping, out: dict, *, seed: int, config=None) -> None:
     """Rule ``plot_illustrations``: tables and figures of this module; fails if a ranking count differs.
 
     Parameters
     ----------
-    settings : dict
+    settings : IllustrationsConfig or mapping
         ``theory.illustrations``: bound, eps, patience, overcrowding_lines.
     out : dict
         Paths: ``arrangements``, ``braid_reflect``, ``chebyshev_balls``, ``overcrowding`` (.parquet, .md
         beside) and ``fig3``, ``fig7``, ``fig8``, ``reflect_figure``, ``balls_figure``, ``overcrowding_figure``
         (.png, .pdf beside).
     """
-    bound, eps = settings["bound"], settings["eps"]
+    settings = typed(IllustrationsConfig, settings)
+    bound, eps = settings.bound, settings.eps
     arr = arrangement_table(bound=bound, eps=eps)
     keys = arr["figure"] + " |C|=" + arr["classes"].astype(str) + " bias=" + arr["bias"].astype(str)
     compare_cells(arr["feasible"].set_axis(keys), arr["paper"].set_axis(keys), "002 Figs 3, 7, 8 ranking counts")
-    verdicts = braid_reflect_table(bound=bound, eps=eps, patience=settings["patience"])
+    verdicts = braid_reflect_table(bound=bound, eps=eps, patience=settings.patience)
     if (verdicts["outcome"] != verdicts["expected"]).any():
         raise ReproductionError(f"the braid-reflect toy layer's outcomes differ from the design:\n{verdicts}")
     balls = chebyshev_balls(W3, B3, eps=eps)
-    crowd, codes = overcrowding_table(settings["overcrowding_lines"], seed=seed, eps=eps)
+    crowd, codes = overcrowding_table(settings.overcrowding_lines, seed=seed, eps=eps)
     write_tables({"arrangements": arr, "braid_reflect": verdicts, "chebyshev_balls": balls,
                   "overcrowding": crowd}, out, config)
     write_figure(plot_fig3(arr), out["fig3"], config)

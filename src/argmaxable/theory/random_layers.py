@@ -10,32 +10,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
-import argmaxable as am
+from argmaxable.config import typed
+from argmaxable.constructions import random_layer
+from argmaxable.core import check_categories
+from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.provenance import write_table
-from argmaxable.theory.common import write_figure, write_tables
-from argmaxable.theory.reference import ReproductionError
+from argmaxable.theory.schema import RandomLayersConfig
 
 # 002 §5 / thesis §4.2.4: with n = 10000 and U(-1, 1) weights no unargmaxable token is expected from d = 30.
 ZERO_FROM_D = 30
 
 
-def random_layer(n: int, d: int, *, low: float, high: float, bias: bool, seed: int):
-    """W (n, d) and b (n,) or None, i.i.d. U(low, high); the stream depends on (seed, d) only."""
-    rng = np.random.default_rng([seed, d])
-    W = rng.uniform(low, high, (n, d))
-    b = rng.uniform(low, high, n) if bias else None
-    return W, b
-
-
-def check_random_layer(settings: dict, d: int, *, seed: int) -> pd.DataFrame:
+def check_random_layer(settings: RandomLayersConfig, d: int, *, seed: int) -> pd.DataFrame:
     """Check every category of one random layer; one row per category (status, steps, radius)."""
-    W, b = random_layer(settings["n"], d, low=settings["low"], high=settings["high"], bias=settings["bias"],
+    W, b = random_layer(settings.n, d, low=settings.low, high=settings.high, bias=settings.bias,
                         seed=seed)
-    res = am.check_categories(W, b=b, bound=settings["bound"], patience=settings["patience"],
-                              eps=settings["eps"], workers=settings["workers"])
+    res = check_categories(W, b=b, bound=settings.bound, patience=settings.patience,
+                           eps=settings.eps, workers=settings.workers)
     df = res.to_frame()[["item", "status", "steps", "radius"]]
     df.insert(0, "d", d)
     return df
@@ -89,18 +85,18 @@ def plot_sweep(frames: list[pd.DataFrame], patience: int):
     return fig
 
 
-def qhull_table(settings: dict, *, seed: int) -> pd.DataFrame:
+def qhull_table(settings: RandomLayersConfig, *, seed: int) -> pd.DataFrame:
     """Per d: the core's verdicts against Qhull's hull vertices; the approximate stage's precision/recall."""
     from scipy.spatial import ConvexHull
 
     rows = []
-    for d in settings["qhull_d_values"]:
-        W, _ = random_layer(settings["qhull_n"], d, low=settings["low"], high=settings["high"], bias=False,
+    for d in settings.qhull_d_values:
+        W, _ = random_layer(settings.qhull_n, d, low=settings.low, high=settings.high, bias=False,
                             seed=seed)
         vertex = np.zeros(len(W), dtype=bool)
         vertex[ConvexHull(W).vertices] = True  # exact oracle: argmaxable iff a hull vertex
-        res = am.check_categories(W, bound=settings["bound"], patience=settings["patience"],
-                                  eps=settings["eps"], workers=settings["workers"])
+        res = check_categories(W, bound=settings.bound, patience=settings.patience,
+                               eps=settings.eps, workers=settings.workers)
         flagged = res.steps < 0  # the approximate stage alone calls these "potentially unargmaxable"
         truth = ~vertex
         tp = int((flagged & truth).sum())
@@ -113,25 +109,28 @@ def qhull_table(settings: dict, *, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def run_random_layer(settings: dict, d: int, out: str, *, seed: int, config=None) -> None:
+def run_random_layer(settings: RandomLayersConfig | Mapping, d: int, out: str, *, seed: int, config=None) -> None:
     """Rule ``check_random_layer``: one d of the sweep, one row per category, to ``out`` (.parquet)."""
+    settings = typed(RandomLayersConfig, settings)
     write_table(check_random_layer(settings, d, seed=seed), out, config=config)
 
 
-def run_random_summary(settings: dict, inputs: list[str], out: dict, *, seed: int, config=None) -> None:
+def run_random_summary(settings: RandomLayersConfig | Mapping, inputs: list[str], out: dict, *, seed: int,
+                       config=None) -> None:
     """Rule ``summarize_random_layers``: sweep table and figure, and the Qhull cross-check (fails loudly).
 
     Parameters
     ----------
-    settings : dict
+    settings : RandomLayersConfig or mapping
         ``theory.random_layers``.
     inputs : list of str
         Per-d tables written by :func:`run_random_layer`.
     out : dict
         Paths: ``summary``, ``qhull`` (.parquet, .md beside), ``figure`` (.png, .pdf beside).
     """
+    settings = typed(RandomLayersConfig, settings)
     frames = [pd.read_parquet(p) for p in inputs]
-    summary = summarize(frames, settings["patience"])
+    summary = summarize(frames, settings.patience)
     late = summary[(summary["d"] >= ZERO_FROM_D) & (summary["unargmaxable"] > 0)]
     if len(late):
         raise ReproductionError(f"002 §5 expects no unargmaxable category from d = {ZERO_FROM_D}; "
@@ -141,4 +140,4 @@ def run_random_summary(settings: dict, inputs: list[str], out: dict, *, seed: in
     if len(bad):
         raise ReproductionError(f"the core (or the one-sided approximate stage) disagrees with Qhull:\n{bad}")
     write_tables({"summary": summary, "qhull": qhull}, out, config, inputs=inputs)
-    write_figure(plot_sweep(frames, settings["patience"]), out["figure"], config)
+    write_figure(plot_sweep(frames, settings.patience), out["figure"], config)

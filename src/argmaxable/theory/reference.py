@@ -1,17 +1,15 @@
 """The seeds' published numbers that the theory rules reproduce, stored as data, and the loud comparison.
 
 Tables are transcribed from the plain-text seeds (cited per table) and parsed once; every rule compares its
-exact cells with them through :func:`compare_cells`, which raises :class:`ReproductionError` listing every
-differing cell.
+exact cells with them through :func:`compare_cells`, which raises
+:class:`~argmaxable.outputs.ReproductionError` listing every differing cell.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-
-class ReproductionError(AssertionError):
-    """An exact result differs from the value published in a seed paper."""
+from argmaxable.outputs import ReproductionError
 
 
 def _grid(text: str) -> dict[tuple[int, int], int]:
@@ -71,7 +69,7 @@ BASRI_JACOBS_APPENDIX_B = {"N": 50257, "d": 768, "m_bound": 27, "m_simulation": 
 
 
 def compare_cells(ours: pd.Series, paper: pd.Series, what: str) -> None:
-    """Raise :class:`ReproductionError` naming every cell where ``ours`` differs from ``paper``.
+    """Raise :class:`~argmaxable.outputs.ReproductionError` naming every cell where ``ours`` differs from ``paper``.
 
     Parameters
     ----------

@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 from functools import cache
 
 import numpy as np
 import pandas as pd
 
+from argmaxable.config import typed
 from argmaxable.core import chebyshev
-from argmaxable.theory.common import write_tables
-from argmaxable.theory.reference import REGIONS_BIAS, REGIONS_NO_BIAS, ReproductionError, compare_cells
+from argmaxable.outputs import ReproductionError, write_tables
+from argmaxable.theory.reference import REGIONS_BIAS, REGIONS_NO_BIAS, compare_cells
+from argmaxable.theory.schema import RegionsConfig
 
 
 @cache
@@ -138,12 +141,12 @@ def check_region_table(df: pd.DataFrame) -> None:
                                     f"{undecided[undecided > 0]}")
 
 
-def run_regions(settings: dict, out: dict, *, seed: int, config=None) -> pd.DataFrame:
+def run_regions(settings: RegionsConfig | Mapping, out: dict, *, seed: int, config=None) -> pd.DataFrame:
     """Rule ``count_regions``: write the long table and the two thesis-layout grids; fail on any mismatch.
 
     Parameters
     ----------
-    settings : dict
+    settings : RegionsConfig or mapping
         ``theory.regions`` (max_n, max_d, enumerate_max_n, bound, eps).
     out : dict
         Output paths with keys ``table``, ``no_bias``, ``bias`` (.parquet; a .md copy is written beside).
@@ -152,8 +155,9 @@ def run_regions(settings: dict, out: dict, *, seed: int, config=None) -> pd.Data
     config : dict, optional
         Whole composed config, recorded as provenance.
     """
-    df = region_table(settings["max_n"], settings["max_d"], settings["enumerate_max_n"], seed=seed,
-                      bound=settings["bound"], eps=settings["eps"])
+    settings = typed(RegionsConfig, settings)
+    df = region_table(settings.max_n, settings.max_d, settings.enumerate_max_n, seed=seed,
+                      bound=settings.bound, eps=settings.eps)
     check_region_table(df)
     write_tables({"table": df, "no_bias": grid(df, False), "bias": grid(df, True)}, out, config)
     return df

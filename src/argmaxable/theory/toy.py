@@ -9,9 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-import argmaxable as am
-from argmaxable.theory.common import write_figure, write_tables
-from argmaxable.theory.reference import ReproductionError
+from argmaxable.core import check_categories
+from argmaxable.outputs import ReproductionError, write_figure, write_tables
 
 # A W in R^{4 x 2} like 002 Fig. 2: c1, c2, c3 span a triangle around the origin and c4 lies inside it.
 TOY_W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])
@@ -56,7 +55,7 @@ def run_toy(out: dict, config=None) -> None:
     out : dict
         Paths: ``table`` (.parquet, .md beside), ``figure`` (.png, .pdf beside).
     """
-    res = am.check_categories(TOY_W)
+    res = check_categories(TOY_W)
     df = res.to_frame()[["item", "status", "radius", "steps"]]
     df.insert(0, "class", [f"c{i + 1}" for i in df["item"]])
     df["expected"] = TOY_EXPECTED

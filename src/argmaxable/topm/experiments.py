@@ -12,16 +12,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-import argmaxable as am
+from argmaxable.config import typed
+from argmaxable.constructions import gaussian_like, uniform_probabilities
+from argmaxable.core import check_top_m
+from argmaxable.outputs import write_figure, write_tables
 from argmaxable.provenance import write_table
 from argmaxable.theory.basri_jacobs import bound, largest_m
-from argmaxable.theory.common import write_figure, write_tables
-from argmaxable.topm.layers import check_prescribed, uniform_probabilities
+from argmaxable.topm.layers import check_prescribed
+from argmaxable.topm.schema import CheckSettings, PrescribedSettings, TopmConfig
 
 # 004 §6 and Fig. 1 / Fig. 6 captions: largest m with the share near 1 (read from the text, not the plots).
 # Keys are model config keys.
@@ -41,31 +46,25 @@ def load_trained(model_cfg: dict, root: str | Path):
     return load_model(model_cfg, root=Path(root))
 
 
-def gaussian_like(shape: tuple[int, int], seed: int) -> np.ndarray:
-    """A random output matrix of 004 §4: i.i.d. N(0, 1) entries, no bias (its stream is keyed by the shape too,
-    so it never repeats a synthetic model drawn from the same seed)."""
-    return np.random.default_rng((seed, *shape)).standard_normal(shape)
-
-
 def share_feasible(W: np.ndarray, b, m: int, trials: int, test: str, rng: np.random.Generator, *,
-                   prescribed: dict, check: dict) -> dict:
+                   prescribed: PrescribedSettings, check: CheckSettings) -> dict:
     """Check ``trials`` random m-sets of W's rows under ``test`` ("top-m" or "prescribed")."""
     N = W.shape[0]
     sets = [rng.choice(N, size=m, replace=False) for _ in range(trials)]
     if test == "top-m":
-        res = am.check_top_m(W, sets, b, **check)
+        res = check_top_m(W, sets, b, **asdict(check))
     else:
-        probs = [uniform_probabilities(m, rng, prescribed["low"], prescribed["high"]) for _ in sets]
-        res = check_prescribed(W, sets, probs, b, eps_ratio=prescribed["eps_ratio"], delta=prescribed["delta"],
-                               **check)
+        probs = [uniform_probabilities(m, rng, prescribed.low, prescribed.high) for _ in sets]
+        res = check_prescribed(W, sets, probs, b, eps_ratio=prescribed.eps_ratio, delta=prescribed.delta,
+                               **asdict(check))
     counts = res.counts()
     decided = counts["argmaxable"] + counts["unargmaxable"]
     return {"trials": trials, "feasible": counts["argmaxable"], "undecided": counts["undecided"],
             "fraction": counts["argmaxable"] / decided if decided else np.nan}
 
 
-def fraction_curve(W: np.ndarray, b, m_values, *, trials: int, seed: int, prescribed: dict,
-                   check: dict) -> pd.DataFrame:
+def fraction_curve(W: np.ndarray, b, m_values, *, trials: int, seed: int, prescribed: PrescribedSettings,
+                   check: CheckSettings) -> pd.DataFrame:
     """Share of random m-sets passing each test, for each m; a test's curve stops after its first zero share
     (larger sets only get harder; the figure says so)."""
     rng = np.random.default_rng(seed)
@@ -82,14 +81,14 @@ def fraction_curve(W: np.ndarray, b, m_values, *, trials: int, seed: int, prescr
     return pd.DataFrame(rows)
 
 
-def run_fraction(settings: dict, matrix: str, kind: str, model_cfg: dict, root: str, out: str, *, seed: int,
-                 config=None) -> None:
+def run_fraction(settings: TopmConfig | Mapping, matrix: str, kind: str, model_cfg: dict, root: str, out: str, *,
+                 seed: int, config=None) -> None:
     """Rule ``measure_topm``: Fig. 1's curves for one matrix (the trained layer or a Gaussian of its shape).
 
     Parameters
     ----------
-    settings : dict
-        ``topm.fraction`` plus ``check`` (core keywords) and ``prescribed``.
+    settings : TopmConfig or mapping
+        The ``topm`` blocks ``fraction``, ``check`` (core keywords) and ``prescribed``.
     matrix : str
         Model key.
     kind : {"trained", "gaussian"}
@@ -98,13 +97,14 @@ def run_fraction(settings: dict, matrix: str, kind: str, model_cfg: dict, root: 
     out : str
         Table path (.parquet).
     """
+    topm = typed(TopmConfig, settings)
     layer = load_trained(model_cfg, root)
     if kind == "trained":
         W, b = layer.W, layer.b
     else:
         W, b = gaussian_like(layer.W.shape, seed), None
-    df = fraction_curve(W, b, settings["m_values"], trials=settings["trials"], seed=seed,
-                        prescribed=settings["prescribed"], check=settings["check"])
+    df = fraction_curve(W, b, topm.fraction.m_values, trials=topm.fraction.trials, seed=seed,
+                        prescribed=topm.prescribed, check=topm.check)
     df.insert(0, "matrix", matrix)
     df.insert(1, "kind", kind)
     df.insert(2, "N", W.shape[0])
@@ -164,12 +164,13 @@ def plot_fraction(curves: pd.DataFrame, probability: float):
     return fig
 
 
-def run_fraction_summary(settings: dict, inputs: list[str], out: dict, config=None) -> None:
-    """Rule ``plot_topm_fraction``: gather every matrix's curves; tables ``curves``, ``summary``; ``figure``."""
+def run_fraction_summary(settings: TopmConfig | Mapping, inputs: list[str], out: dict, config=None) -> None:
+    """Rule ``plot_topm_fraction``: gather every matrix's curves; tables ``curves``, ``summary``; ``figure``
+    (``settings``: the ``topm`` value ``probability``)."""
     curves = pd.concat([pd.read_parquet(p) for p in inputs], ignore_index=True)
     curves["cor1_bound"] = [float(bound(N, d, m)) if m < d - 3 else np.nan
                             for N, d, m in zip(curves["N"], curves["d"], curves["m"], strict=True)]
-    p = settings["probability"]
+    p = typed(TopmConfig, settings).probability
     write_tables({"curves": curves, "summary": fraction_summary(curves, p)}, out, config)
     write_figure(plot_fraction(curves, p), out["figure"], config)
 
@@ -177,14 +178,15 @@ def run_fraction_summary(settings: dict, inputs: list[str], out: dict, config=No
 # ------------------------------------------------------------------------------------------------ Fig. 3
 
 
-def passes(W: np.ndarray, m: int, trials: int, probability: float, rng: np.random.Generator, check: dict) -> bool:
+def passes(W: np.ndarray, m: int, trials: int, probability: float, rng: np.random.Generator,
+           check: CheckSettings) -> bool:
     """Whether at least ``probability`` of ``trials`` random m-sets can be the top-m; stops at the first failure
-    too many (sets are checked in batches of ``check['workers']``)."""
+    too many (sets are checked in batches of ``check.workers``)."""
     allowed = int(np.floor((1 - probability) * trials))
     failures, done = 0, 0
     while done < trials:
-        batch = min(trials - done, max(1, check.get("workers", 1)))
-        res = am.check_top_m(W, [rng.choice(W.shape[0], size=m, replace=False) for _ in range(batch)], **check)
+        batch = min(trials - done, max(1, check.workers))
+        res = check_top_m(W, [rng.choice(W.shape[0], size=m, replace=False) for _ in range(batch)], **asdict(check))
         failures += int(np.sum(res.status != "argmaxable"))
         done += batch
         if failures > allowed:
@@ -192,7 +194,7 @@ def passes(W: np.ndarray, m: int, trials: int, probability: float, rng: np.rando
     return True
 
 
-def m_at_probability(N: int, d: int, *, trials: int, probability: float, seed: int, check: dict) -> dict:
+def m_at_probability(N: int, d: int, *, trials: int, probability: float, seed: int, check: CheckSettings) -> dict:
     """Largest m at which a Gaussian N x d matrix passes :func:`passes`, by bisection over 1 <= m < d (the share
     falls with m)."""
     rng = np.random.default_rng(seed)
@@ -211,11 +213,13 @@ def m_at_probability(N: int, d: int, *, trials: int, probability: float, seed: i
     return {"N": N, "d": d, "m": lo, "evaluations": evaluations, "trials": trials}
 
 
-def run_scaling_point(settings: dict, N: int, d: int, out: str, *, seed: int, config=None) -> None:
-    """Rule ``measure_topm_scaling``: Fig. 3's m at one (N, d)."""
-    row = m_at_probability(N, d, trials=settings["trials"], probability=settings["probability"], seed=seed,
-                           check=settings["check"])
-    row["m_cor1_bound"] = largest_m(N, d, settings["probability"])
+def run_scaling_point(settings: TopmConfig | Mapping, N: int, d: int, out: str, *, seed: int, config=None) -> None:
+    """Rule ``measure_topm_scaling``: Fig. 3's m at one (N, d) (``settings``: the ``topm`` blocks ``scaling``
+    (its ``trials``), ``check`` and ``probability``)."""
+    topm = typed(TopmConfig, settings)
+    row = m_at_probability(N, d, trials=topm.scaling.trials, probability=topm.probability, seed=seed,
+                           check=topm.check)
+    row["m_cor1_bound"] = largest_m(N, d, topm.probability)
     write_table(pd.DataFrame([row]), out, config=config)
 
 
@@ -250,18 +254,20 @@ def plot_scaling(by_d: pd.DataFrame, by_n: pd.DataFrame, fit: tuple[float, float
     return fig
 
 
-def run_scaling_summary(settings: dict, by_d_inputs: list[str], by_n_inputs: list[str], out: dict,
+def run_scaling_summary(settings: TopmConfig | Mapping, by_d_inputs: list[str], by_n_inputs: list[str], out: dict,
                         config=None) -> None:
-    """Rule ``plot_topm_scaling``: tables ``by_d``, ``by_n``, ``slope`` and the figure."""
+    """Rule ``plot_topm_scaling``: tables ``by_d``, ``by_n``, ``slope`` and the figure (``settings``: the
+    ``topm`` block ``scaling``, its ``trials``)."""
+    trials = typed(TopmConfig, settings).scaling.trials
     by_d = pd.concat([pd.read_parquet(p) for p in by_d_inputs], ignore_index=True).sort_values("d")
     by_n = pd.concat([pd.read_parquet(p) for p in by_n_inputs], ignore_index=True).sort_values("N")
     fit = fit_slope(by_d)
     top = by_d.iloc[-1]
     summary = pd.DataFrame([{"slope_measured": fit[0], "intercept_measured": fit[1], "slope_paper": PAPER_SLOPE,
                              "m_over_d_at_d_max": top["m"] / top["d"], "N": int(top["N"]),
-                             "d_min": int(by_d["d"].min()), "d_max": int(top["d"]), "trials": settings["trials"]}])
+                             "d_min": int(by_d["d"].min()), "d_max": int(top["d"]), "trials": trials}])
     write_tables({"by_d": by_d, "by_n": by_n, "slope": summary}, out, config)
-    write_figure(plot_scaling(by_d, by_n, fit, settings["trials"]), out["figure"], config)
+    write_figure(plot_scaling(by_d, by_n, fit, trials), out["figure"], config)
 
 
 # ------------------------------------------------------------------------------------------------ Fig. 7
@@ -303,22 +309,26 @@ def plot_rows(stats: dict) -> object:
     return fig
 
 
-def run_rows(settings: dict, models: dict[str, tuple[dict, str]], out: dict, *, seed: int, config=None) -> None:
+def run_rows(settings: TopmConfig | Mapping, models: dict[str, tuple[dict, str]], out: dict, *, seed: int,
+             config=None) -> None:
     """Rule ``compare_topm_rows``: table ``table`` (one row per model and kind) and ``figure``.
 
     Parameters
     ----------
+    settings : TopmConfig or mapping
+        The ``topm`` block ``rows``.
     models : dict
         key -> (model config, local directory).
     """
+    pairs = typed(TopmConfig, settings).rows.pairs
     stats, rows = {}, []
     for key, (model_cfg, root) in models.items():
         W = load_trained(model_cfg, root).W
-        stats[key] = compare_rows(W, settings["pairs"], seed)
+        stats[key] = compare_rows(W, pairs, seed)
         for kind, (norms, cos) in stats[key].items():
             rows.append({"model": key, "kind": kind, "N": W.shape[0], "d": W.shape[1],
                          "norm_mean": norms.mean(), "norm_std": norms.std(), "norm_cv": norms.std() / norms.mean(),
                          "cos_mean": cos.mean(), "cos_std": cos.std(), "cos_positive": float(np.mean(cos > 0)),
-                         "pairs": settings["pairs"]})
+                         "pairs": pairs})
     write_tables({"table": pd.DataFrame(rows)}, out, config)
     write_figure(plot_rows(stats), out["figure"], config)

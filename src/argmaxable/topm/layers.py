@@ -26,21 +26,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-import argmaxable as am
+from argmaxable.core import check_assignments
 from argmaxable.core.result import CheckResult
-
-
-def uniform_probabilities(m: int, rng: np.random.Generator, low: float = 0.1, high: float = 1.1) -> np.ndarray:
-    """Targets of 004 §6: m values drawn from U(low, high), normalised to sum to 1 (ratio at most high/low).
-
-    Examples
-    --------
-    >>> p = uniform_probabilities(5, np.random.default_rng(0))
-    >>> bool(np.isclose(p.sum(), 1.0) and p.max() / p.min() <= 11)
-    True
-    """
-    p = rng.uniform(low, high, size=m)
-    return p / p.sum()
+from argmaxable.verify import verify_certificate
 
 
 def _as_tokens(tokens, n: int) -> np.ndarray:
@@ -135,7 +123,7 @@ def check_layers(layers: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], ki
     ``check`` goes to :func:`argmaxable.check_assignments` as keywords (bound, eps, patience, solver, workers,
     exact_radius). Item k of the result is layer k; its certificate's rows index that layer's rows.
     """
-    parts = [am.check_assignments(V, active[None, :], e, **check) for V, e, active in layers]
+    parts = [check_assignments(V, active[None, :], e, **check) for V, e, active in layers]
     if not parts:
         raise ValueError("check_layers needs at least one item.")
     first = parts[0]
@@ -160,7 +148,7 @@ def _item(result: CheckResult, k: int) -> CheckResult:
 
 def verify_layers(result: CheckResult, layers: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
     """Re-check each item's evidence with :func:`argmaxable.verify_certificate` on its own derived layer."""
-    return np.array([bool(am.verify_certificate(_item(result, k), V, e, items=active[None, :])[0])
+    return np.array([bool(verify_certificate(_item(result, k), V, e, items=active[None, :])[0])
                      for k, (V, e, active) in enumerate(layers)], dtype=bool)
 
 

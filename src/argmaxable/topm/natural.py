@@ -14,15 +14,20 @@ held-out debtags descriptions, cut into as many texts.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from argmaxable.config import typed
+from argmaxable.outputs import write_figure, write_tables
 from argmaxable.provenance import atomic_path, metadata, sidecar, write_json
-from argmaxable.theory.common import write_figure, write_tables
 from argmaxable.topm.experiments import PAPER_FIG1, load_trained, share_feasible
 from argmaxable.topm.layers import check_prescribed
+from argmaxable.topm.schema import CheckSettings, PrescribedSettings, TopmConfig
 
 NATURAL, UNIFORM = "prescribed, natural", "prescribed, uniform"
 COLORS = {NATURAL: "tab:blue", UNIFORM: "tab:red"}  # 004 Fig. 6: blue natural, red uniform
@@ -65,9 +70,7 @@ def window_lm_top_probabilities(model_dir: str | Path, tokens: list[str], parts:
                                 max_tokens: int) -> list[np.ndarray]:
     """As :func:`top_probabilities` for the lm family's window LM (``lm.safetensors``, ``train.json``; ``tokens``:
     its vocabulary in row order), over its held-out descriptions cut into ``parts`` texts."""
-    import json
-
-    import torch
+    import torch  # the lm family's model: torch only where it runs
     from safetensors.torch import load_file
 
     from argmaxable.lm.corpus import encode, windows
@@ -90,18 +93,19 @@ def window_lm_top_probabilities(model_dir: str | Path, tokens: list[str], parts:
     return out
 
 
-def run_predict(settings: dict, model_cfg: dict, root: str, out: str, config=None) -> None:
-    """Rule ``predict_next_tokens``: the sorted top probabilities of every text, one array per text (.npz)."""
+def run_predict(settings: TopmConfig | Mapping, model_cfg: dict, root: str, out: str, config=None) -> None:
+    """Rule ``predict_next_tokens``: the sorted top probabilities of every text, one array per text (.npz)
+    (``settings``: the ``topm`` block ``natural``)."""
+    natural = typed(TopmConfig, settings).natural
     if (Path(root) / "lm.safetensors").exists():
         tokens = load_trained(model_cfg, root).tokens  # the vocabulary file the model directory holds
-        tops = window_lm_top_probabilities(root, tokens, len(settings["texts"]), top=settings["top"],
-                                           max_tokens=settings["max_tokens"])
+        tops = window_lm_top_probabilities(root, tokens, len(natural.texts), top=natural.top,
+                                           max_tokens=natural.max_tokens)
     else:
-        tops = top_probabilities(root, help_texts(settings["texts"]), top=settings["top"],
-                                 max_tokens=settings["max_tokens"])
+        tops = top_probabilities(root, help_texts(natural.texts), top=natural.top, max_tokens=natural.max_tokens)
     with atomic_path(Path(out)) as tmp, open(tmp, "wb") as fh:
         np.savez(fh, *tops)
-    write_json(metadata(config, texts=settings["texts"], model=model_cfg["name"]), sidecar(out))
+    write_json(metadata(config, texts=natural.texts, model=model_cfg["name"]), sidecar(out))
 
 
 def read_tops(path: str | Path) -> list[np.ndarray]:
@@ -125,8 +129,8 @@ def natural_probabilities(tops: list[np.ndarray], m: int, rng: np.random.Generat
     return t[rng.integers(t.shape[0]), :m]
 
 
-def natural_curve(W: np.ndarray, b, tops, m_values, *, trials: int, seed: int, prescribed: dict,
-                  check: dict) -> pd.DataFrame:
+def natural_curve(W: np.ndarray, b, tops, m_values, *, trials: int, seed: int, prescribed: PrescribedSettings,
+                  check: CheckSettings) -> pd.DataFrame:
     """Share of random m-sets that can receive natural target probabilities, for each m (stops at a zero)."""
     rng = np.random.default_rng(seed)
     rows = []
@@ -135,8 +139,8 @@ def natural_curve(W: np.ndarray, b, tops, m_values, *, trials: int, seed: int, p
             break
         sets = [rng.choice(W.shape[0], size=m, replace=False) for _ in range(trials)]
         probs = [natural_probabilities(tops, m, rng) for _ in sets]
-        res = check_prescribed(W, sets, probs, b, eps_ratio=prescribed["eps_ratio"], delta=prescribed["delta"],
-                               **check)
+        res = check_prescribed(W, sets, probs, b, eps_ratio=prescribed.eps_ratio, delta=prescribed.delta,
+                               **asdict(check))
         counts = res.counts()
         decided = counts["argmaxable"] + counts["unargmaxable"]
         rows.append({"m": int(m), "test": NATURAL, "trials": trials, "feasible": counts["argmaxable"],
@@ -173,29 +177,30 @@ def plot_natural(cumulative: pd.DataFrame, curves: pd.DataFrame, model: str, n_t
     return fig
 
 
-def run_natural(settings: dict, model: str, model_cfg: dict, root: str, tops_path: str, out: dict, *, seed: int,
-                config=None) -> None:
+def run_natural(settings: TopmConfig | Mapping, model: str, model_cfg: dict, root: str, tops_path: str, out: dict,
+                *, seed: int, config=None) -> None:
     """Rule ``measure_topm_natural``: tables ``cumulative`` (Fig. 4), ``curves`` (Fig. 6) and ``figure``.
 
     Parameters
     ----------
-    settings : dict
-        ``topm.natural`` plus ``m_values``, ``trials`` (from ``topm.fraction``), ``check`` and ``prescribed``.
+    settings : TopmConfig or mapping
+        The ``topm`` blocks ``natural``, ``fraction`` (its ``m_values`` and ``trials``), ``check`` and
+        ``prescribed``.
     """
+    topm = typed(TopmConfig, settings)
     tops = read_tops(tops_path)
     layer = load_trained(model_cfg, root)
-    m_values, trials = settings["m_values"], settings["trials"]
+    m_values, trials = topm.fraction.m_values, topm.fraction.trials
     natural = natural_curve(layer.W, layer.b, tops, m_values, trials=trials, seed=seed,
-                            prescribed=settings["prescribed"], check=settings["check"])
+                            prescribed=topm.prescribed, check=topm.check)
     rng = np.random.default_rng(seed)
     uniform = []
     for m in m_values[: len(natural)]:
         uniform.append({"m": int(m), "test": UNIFORM, **share_feasible(
-            layer.W, layer.b, int(m), trials, "prescribed", rng, prescribed=settings["prescribed"],
-            check=settings["check"])})
+            layer.W, layer.b, int(m), trials, "prescribed", rng, prescribed=topm.prescribed, check=topm.check)})
     curves = pd.concat([natural, pd.DataFrame(uniform)], ignore_index=True)
     curves.insert(0, "model", model)
-    cumulative = cumulative_table(tops, settings["cumulative_m"])
+    cumulative = cumulative_table(tops, topm.natural.cumulative_m)
     cumulative.insert(0, "model", model)
     write_tables({"cumulative": cumulative, "curves": curves}, out, config)
     write_figure(plot_natural(cumulative, curves, model, len(tops)), out["figure"], config)

@@ -9,25 +9,17 @@ Gaussian W of the same shape is checked on the same rankings: it lacks the prope
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
+from dataclasses import asdict, replace
 
 import numpy as np
 import pandas as pd
 
-from argmaxable.constructions import dft_matrix
-from argmaxable.theory.common import write_figure, write_tables
-from argmaxable.theory.reference import ReproductionError
+from argmaxable.config import typed
+from argmaxable.constructions import dft_ranking_layer
+from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.topm.layers import check_rankings, verify_rankings
-
-
-def dft_ranking_layer(n: int, k: int) -> np.ndarray:
-    """``W^DFT_{n,2k+1}`` without its constant (DC) column: shape (n, 2k) (thesis Prop. 5.3).
-
-    Examples
-    --------
-    >>> dft_ranking_layer(8, 2).shape
-    (8, 4)
-    """
-    return dft_matrix(n, k)[:, 1:]
+from argmaxable.topm.schema import CheckSettings, TopmConfig
 
 
 def _rankings(n: int, k: int, samples: int | None, rng: np.random.Generator) -> list[tuple[int, ...]]:
@@ -37,8 +29,8 @@ def _rankings(n: int, k: int, samples: int | None, rng: np.random.Generator) -> 
     return [tuple(rng.choice(n, size=k, replace=False)) for _ in range(samples)]
 
 
-def _count(W: np.ndarray, rankings, check: dict) -> dict:
-    res = check_rankings(W, rankings, **check)
+def _count(W: np.ndarray, rankings, check: CheckSettings) -> dict:
+    res = check_rankings(W, rankings, **asdict(check))
     if not verify_rankings(res, W, rankings).all():
         raise ReproductionError("a top-k ranking verdict failed its float64 certificate check")
     counts = res.counts()
@@ -48,7 +40,7 @@ def _count(W: np.ndarray, rankings, check: dict) -> dict:
             if counts["argmaxable"] else np.nan}
 
 
-def ranking_table(cases, *, samples: int | None, seed: int, check: dict) -> pd.DataFrame:
+def ranking_table(cases, *, samples: int | None, seed: int, check: CheckSettings) -> pd.DataFrame:
     """For each (n, k): top-k rankings argmaxable for the DFT layer and a Gaussian layer of shape (n, 2k)."""
     rng = np.random.default_rng(seed)
     rows = []
@@ -61,7 +53,7 @@ def ranking_table(cases, *, samples: int | None, seed: int, check: dict) -> pd.D
     return pd.DataFrame(rows)
 
 
-def gaussian_d_table(n: int, k_values, *, matrices: int, seed: int, check: dict) -> pd.DataFrame:
+def gaussian_d_table(n: int, k_values, *, matrices: int, seed: int, check: CheckSettings) -> pd.DataFrame:
     """Fraction of all top-k rankings of n tokens argmaxable for Gaussian W (n, d), d = k..n-1, averaged over
     ``matrices`` draws: how far above Cor. 3's d* = 2k a random layer must go."""
     rng = np.random.default_rng(seed)
@@ -110,7 +102,7 @@ def plot_rankings(exhaustive: pd.DataFrame, sampled: pd.DataFrame, by_d: pd.Data
     return fig
 
 
-def run_rankings(settings: dict, out: dict, *, seed: int, config=None) -> None:
+def run_rankings(settings: TopmConfig | Mapping, out: dict, *, seed: int, config=None) -> None:
     """Rule ``check_dft_rankings``: Prop. 5.3 exhaustively (fails loudly on any unargmaxable DFT ranking),
     sampled for large n, Gaussian layers vs d, and the figure.
 
@@ -119,21 +111,22 @@ def run_rankings(settings: dict, out: dict, *, seed: int, config=None) -> None:
 
     Parameters
     ----------
-    settings : dict
-        ``topm.ranking`` plus ``check`` (core keywords; ``bound`` comes from ``topm.ranking``).
+    settings : TopmConfig or mapping
+        The ``topm`` blocks ``ranking`` and ``check`` (core keywords; ``bound`` comes from ``topm.ranking``).
     out : dict
         Paths: ``exhaustive``, ``sampled``, ``by_d`` (.parquet, .md beside), ``figure`` (.png).
     """
-    check = {**settings["check"], "bound": settings["bound"]}
-    cases = [(n, k) for n in settings["exhaustive_n"] for k in range(1, (n - 2) // 2 + 1)]  # d = 2k < n - 1
+    topm = typed(TopmConfig, settings)
+    ranking, check = topm.ranking, replace(topm.check, bound=topm.ranking.bound)
+    cases = [(n, k) for n in ranking.exhaustive_n for k in range(1, (n - 2) // 2 + 1)]  # d = 2k < n - 1
     exhaustive = ranking_table(cases, samples=None, seed=seed, check=check)
-    big = [(n, k) for n in settings["sampled_n"] for k in settings["k_values"] if 2 * k < n - 1]
-    sampled = ranking_table(big, samples=settings["samples"], seed=seed + 1, check=check)
+    big = [(n, k) for n in ranking.sampled_n for k in ranking.k_values if 2 * k < n - 1]
+    sampled = ranking_table(big, samples=ranking.samples, seed=seed + 1, check=check)
     failed = exhaustive[(exhaustive["layer"] == "dft") & (exhaustive["argmaxable"] < exhaustive["rankings"])]
     if len(failed):
         raise ReproductionError(f"thesis Prop. 5.3 (every top-k ranking of the DFT layer argmaxable) fails:\n{failed}")
-    by_d = gaussian_d_table(settings["by_d_n"], settings["by_d_k"], matrices=settings["matrices"], seed=seed + 2,
+    by_d = gaussian_d_table(ranking.by_d_n, ranking.by_d_k, matrices=ranking.matrices, seed=seed + 2,
                             check=check)
     write_tables({"exhaustive": exhaustive, "sampled": sampled, "by_d": by_d}, out, config)
-    write_figure(plot_rankings(exhaustive, sampled, by_d, settings["samples"]), out["figure"], config)
+    write_figure(plot_rankings(exhaustive, sampled, by_d, ranking.samples), out["figure"], config)
 

@@ -80,18 +80,33 @@ def covering_split(
     rank = np.empty(n_ex, dtype=np.int64)
     rank[np.random.default_rng(seed).permutation(n_ex)] = np.arange(n_ex)
     assign = np.full(n_ex, -1, dtype=np.int64)  # index into names, -1 = unassigned
+    owner, starts = _examples_by_label(labels, rank)
+    _cover(labels, owner, starts, [names.index(split) for split in cover], assign)
+    _fill(rank, [sizes[split] for split in names], assign)
+    return np.array([*names, UNUSED], dtype=object)[assign].astype(str)
 
-    # 1. Inverted index: for each label, its examples in random (rank) order.
+
+def _examples_by_label(labels: Sequence[Sequence[int]], rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Inverted index: for each label, its examples in random (rank) order.
+
+    Returns ``owner`` (the examples, grouped by label) and ``starts``: label l's examples are
+    ``owner[starts[l]:starts[l + 1]]``.
+    """
+    n_ex = len(labels)
     lens = np.fromiter((len(y) for y in labels), dtype=np.int64, count=n_ex)
     flat = np.fromiter((i for y in labels for i in y), dtype=np.int64, count=int(lens.sum()))
     owner = np.repeat(np.arange(n_ex), lens)
     order = np.lexsort((rank[owner], flat))
     flat, owner = flat[order], owner[order]
     n_labels = int(flat.max()) + 1 if flat.size else 0
-    starts = np.searchsorted(flat, np.arange(n_labels + 1))
+    return owner, np.searchsorted(flat, np.arange(n_labels + 1))
 
-    # 2. Cover: rarest label first, each cover split takes the first unassigned example holding it.
-    covered = np.zeros((len(cover), n_labels), dtype=bool)
+
+def _cover(labels: Sequence[Sequence[int]], owner: np.ndarray, starts: np.ndarray, cover: list[int],
+           assign: np.ndarray) -> None:
+    """Rarest label first, each cover split (an index into the split names) takes the first unassigned example
+    holding it; writes the splits into ``assign``."""
+    covered = np.zeros((len(cover), len(starts) - 1), dtype=bool)
     cursor = starts[:-1].copy()
     for label in np.argsort(np.diff(starts), kind="stable"):
         for c, split in enumerate(cover):
@@ -104,16 +119,16 @@ def covering_split(
             if p == starts[label + 1]:
                 break  # too few examples; the builder drops labels missing from train
             ex = owner[p]
-            assign[ex] = names.index(split)
+            assign[ex] = split
             covered[c, list(labels[ex])] = True
 
-    # 3. Fill each split up to its size with unassigned examples in random order.
+
+def _fill(rank: np.ndarray, sizes: list[int | None], assign: np.ndarray) -> None:
+    """Fill each split (in order) up to its size with unassigned examples in random order (``None``: all left)."""
     free = np.argsort(rank)
     free = free[assign[free] < 0]
     taken = 0
-    for s, split in enumerate(names):
-        need = sizes[split]
-        need = len(free) - taken if need is None else max(0, need - int(np.sum(assign == s)))
+    for s, size in enumerate(sizes):
+        need = len(free) - taken if size is None else max(0, size - int(np.sum(assign == s)))
         assign[free[taken : taken + need]] = s
         taken += min(need, len(free) - taken)
-    return np.array([*names, UNUSED], dtype=object)[assign].astype(str)

@@ -1,4 +1,8 @@
-"""Output helpers of the theory rules: tables as parquet plus a readable markdown copy, figures as PNG+PDF."""
+"""What the theory and top-m rules write, and how they fail loudly.
+
+Tables as parquet plus a readable markdown copy, figures as PNG plus PDF (each with its provenance sidecar,
+:mod:`argmaxable.provenance`), and :class:`ReproductionError` for an exact result that differs from the paper.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,10 @@ from typing import Any
 import pandas as pd
 
 from argmaxable.provenance import save_figure, write_table
+
+
+class ReproductionError(AssertionError):
+    """An exact result differs from the value published in a seed paper."""
 
 
 def write_tables(tables: Mapping[str, pd.DataFrame], out: Mapping[str, str], config: Any = None,
