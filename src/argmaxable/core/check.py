@@ -9,7 +9,7 @@ Results do not depend on the number of workers: each item is solved on its own, 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -19,7 +19,17 @@ from argmaxable.core.chebyshev import FEASIBLE, INFEASIBLE, chebyshev
 from argmaxable.core.numerics import gamma, range_scale
 from argmaxable.core.reflect import reflect
 from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE, UNDECIDED, CheckResult
-from argmaxable.core.solvers import SOLVERS
+from argmaxable.core.settings import (
+    ASSIGNMENT_BOUND,
+    BOUND,
+    EPS,
+    PATIENCE,
+    SET_PATIENCE,
+    SOLVER,
+    WORKERS,
+    Settings,
+    show,
+)
 from argmaxable.core.systems import AssignmentSystem, CategorySystem, resolve_device
 
 _VERDICT = {FEASIBLE: ARGMAXABLE, INFEASIBLE: UNARGMAXABLE}
@@ -82,46 +92,15 @@ def _as_bias(b, n: int, masks: bool = False) -> np.ndarray | None:
     return b
 
 
-def _show(value) -> str:
-    """repr of a setting without numpy's type wrapper (np.float64(1.0) -> 1.0)."""
-    return repr(value.item() if isinstance(value, np.generic) else value)
-
-
-def _is_real(value) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-
-
-def _is_count(value) -> bool:
-    """An int or a numpy integer (not a bool, not a float that happens to be integral)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-def _check_settings(bound, eps, patience, solver, workers) -> None:
-    for name, value in (("bound", bound), ("eps", eps)):
-        if not _is_real(value):
-            raise ValueError(f"The {name!r} parameter must be a number. Got {_show(value)} ({type(value).__name__}).")
-    if not (np.isfinite(bound) and bound > 0):
-        raise ValueError(f"The 'bound' parameter must be a positive number. Got {_show(bound)} instead.")
-    if not (np.isfinite(eps) and eps >= 0):
-        raise ValueError(f"The 'eps' parameter must be a non-negative number. Got {_show(eps)} instead.")
-    if not _is_count(patience) or patience < 0:
-        raise ValueError(f"The 'patience' parameter must be a non-negative integer. Got {_show(patience)} "
-                         f"({type(patience).__name__}) instead.")
-    if solver not in SOLVERS:
-        raise ValueError(f"The 'solver' parameter must be one of {SOLVERS}. Got {_show(solver)} instead.")
-    if not _is_count(workers) or workers < 1:
-        raise ValueError(f"The 'workers' parameter must be a positive integer. Got {_show(workers)} "
-                         f"({type(workers).__name__}) instead.")
-
-
 def _progress(total: int, desc: str, enabled: bool):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, unit="item", disable=not enabled, leave=False)
 
 
-def _run(system, items, *, bound, box, eps, patience, solver, workers, progress, kind, radius_threshold,
-         exact_lp, map_rows=None) -> CheckResult:
+def _run(system, items, settings: Settings, box, *, kind, radius_threshold, map_rows=None,
+         shown_box=None) -> CheckResult:
+    eps, patience, progress, exact_lp = settings.eps, settings.patience, settings.progress, settings.exact_radius
     k = len(items)
     status = np.full(k, ARGMAXABLE, dtype=object)
     radius = np.full(k, np.nan)  # certified lower bound where one was measured
@@ -182,7 +161,8 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
 
     def solve(pos: int):
         A, c = system.dense(int(items[pos]))
-        return chebyshev(A, c, bound=bound, lower=box[0], upper=box[1], eps=eps, solver=solver, x0=x0[int(pos)],
+        return chebyshev(A, c, bound=settings.bound, lower=box[0], upper=box[1], eps=eps, solver=settings.solver,
+                         x0=x0[int(pos)],
                          thresholds=thresholds, exact=exact_lp, seed_rows=seeds.get(int(pos)))
 
     def record(pos: int, out) -> None:
@@ -227,7 +207,7 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
     with (
         _progress(len(todo), f"{kind}: exact LP", progress) as bar,
         threadpool_limits(limits=1, user_api="blas"),
-        ThreadPoolExecutor(workers) as pool,
+        ThreadPoolExecutor(settings.workers) as pool,
     ):
         while waves:
             wave = waves.pop()
@@ -251,9 +231,7 @@ def _run(system, items, *, bound, box, eps, patience, solver, workers, progress,
         upper_shown = np.where(np.isfinite(upper) | (upper == -np.inf), upper, np.nan)
     return CheckResult(kind, np.asarray(items), status.astype(str), radius, radius_exact, steps,
                        lp_rounds, witness, message.astype(str), certificates,
-                       {"bound": float(bound), "lower": box[0].tolist(), "upper": box[1].tolist(), "eps": float(eps),
-                        "patience": int(patience), "solver": solver, "exact_radius": bool(exact_lp),
-                        **numeric_settings(system, whole)},
+                       {**settings.record(box if shown_box is None else shown_box), **numeric_settings(system, whole)},
                        radius_upper=upper_shown, answers=answers)
 
 
@@ -338,16 +316,14 @@ def masked_rows(W: np.ndarray, b: np.ndarray, box, eps: float) -> np.ndarray:
     return out
 
 
-def _prepare(W, b, bound, lower, upper, eps, patience, solver, workers, keep_float32=False,
-             masks=False) -> Prepared:
+def _prepare(W, b, settings: Settings, keep_float32=False, masks=False) -> Prepared:
     """Validated W, b and box, masked categories set aside (with ``masks``), the layer scaled into the safe range;
     or a one-line ValueError."""
     W = _as_matrix(W, keep_float32=keep_float32)
     b = _as_bias(b, W.shape[0], masks=masks)
-    _check_settings(bound, eps, patience, solver, workers)
-    out = Prepared(W, b, make_box(W.shape[1], bound, lower, upper))
+    out = Prepared(W, b, make_box(W.shape[1], settings.bound, settings.lower, settings.upper))
     if masks and b is not None and b.min() < b.max():
-        masked = masked_rows(W, b, out.box, eps)
+        masked = masked_rows(W, b, out.box, settings.eps)
         if masked.any():
             out.keep = np.flatnonzero(~masked)
             W, b = W[out.keep], b[out.keep]
@@ -421,8 +397,8 @@ def _with_masked(res: CheckResult, items: np.ndarray, live: np.ndarray, keep: np
                                 for key, v in res.answers.items()})
 
 
-def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None, upper=None, eps: float = 1e-8,
-                     patience: int = 2500, solver: str = "highs", workers: int = 2, progress: bool = False,
+def check_categories(W, items=None, b=None, *, bound: float = BOUND, lower=None, upper=None, eps: float = EPS,
+                     patience: int = PATIENCE, solver: str = SOLVER, workers: int = WORKERS, progress: bool = False,
                      exact_radius: bool = False, device: str | None = "auto") -> CheckResult:
     """Which categories of softmax(W x + b) can be the argmax for some x in the box?
 
@@ -473,7 +449,8 @@ def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None,
     >>> check_categories(W, lower=0.0).status.tolist()  # after a ReLU: x >= 0, where c2 = (-1, -1) cannot win
     ['argmaxable', 'argmaxable', 'unargmaxable', 'unargmaxable']
     """
-    prep = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers, keep_float32=True, masks=True)
+    settings = Settings(bound, lower, upper, eps, patience, solver, workers, progress, exact_radius, device)
+    prep = _prepare(W, b, settings, keep_float32=True, masks=True)
     n = prep.W0.shape[0]
     items = np.arange(n) if items is None else _as_indices(items, n)
     live, run = np.ones(len(items), dtype=bool), items
@@ -482,10 +459,8 @@ def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None,
         index[prep.keep] = np.arange(len(prep.keep))
         live = index[items] >= 0
         run = index[items[live]]
-    system = CategorySystem(prep.W, prep.b, resolve_device(device))
-    res = _run(system, run, bound=bound, box=prep.box, eps=eps, patience=patience, solver=solver, workers=workers,
-               progress=progress, kind="categories", radius_threshold=None, exact_lp=exact_radius,
-               map_rows=system.row_index)
+    system = CategorySystem(prep.W, prep.b, resolve_device(settings.device))
+    res = _run(system, run, settings, prep.box, kind="categories", radius_threshold=None, map_rows=system.row_index)
     if prep.keep is not None:
         res = _with_masked(res, items, live, prep.keep, prep.b0, prep.W0.shape[1])
     if prep.lossy:
@@ -531,7 +506,7 @@ def _as_signs(Y, n: int) -> np.ndarray:
         if not all(isinstance(v, (int, np.integer)) for v in values):
             bad = next(v for v in values if not isinstance(v, (int, np.integer)))
             raise ValueError(f"The 'items' parameter's assignment {r} must hold integer label indices. "
-                             f"Got {_show(bad)}.")
+                             f"Got {show(bad)}.")
         bad = [int(v) for v in values if not 0 <= v < n]  # Python ints: no overflow above 2^63
         if bad:
             raise ValueError(f"The 'items' parameter's assignment {r} has label indices outside [0, {n}): "
@@ -544,9 +519,9 @@ def _as_signs(Y, n: int) -> np.ndarray:
     return signs
 
 
-def check_assignments(W, items, b=None, *, bound: float = 1e4, lower=None, upper=None, eps: float = 1e-8,
-                      patience: int = 100, solver: str = "highs", workers: int = 2, progress: bool = False,
-                      exact_radius: bool = False) -> CheckResult:
+def check_assignments(W, items, b=None, *, bound: float = ASSIGNMENT_BOUND, lower=None, upper=None,
+                      eps: float = EPS, patience: int = SET_PATIENCE, solver: str = SOLVER, workers: int = WORKERS,
+                      progress: bool = False, exact_radius: bool = False) -> CheckResult:
     """Which label assignments of sigmoid(W x + b) can be the thresholded output for some x in the box?
 
     Parameters
@@ -585,17 +560,23 @@ def check_assignments(W, items, b=None, *, bound: float = 1e4, lower=None, upper
     >>> check_assignments(W, [[0, 3], [3], [0, 1, 3]]).status.tolist()
     ['argmaxable', 'unargmaxable', 'argmaxable']
     """
-    prep = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers)
+    settings = Settings(bound, lower, upper, eps, patience, solver, workers, progress, exact_radius, device=None)
+    return _check_signs(W, items, b, settings, kind="assignments")
+
+
+def _check_signs(W, items, b, settings: Settings, *, kind: str, shown_box=None) -> CheckResult:
+    """:func:`check_assignments` with its settings built; ``shown_box``: the box the result records (default: the
+    one checked)."""
+    prep = _prepare(W, b, settings)
     signs = _as_signs(items, prep.W.shape[0])
     system = AssignmentSystem(prep.W, prep.b, signs)
-    res = _run(system, np.arange(len(signs)), bound=bound, box=prep.box, eps=eps, patience=patience, solver=solver,
-               workers=workers, progress=progress, kind="assignments", radius_threshold=1.0,
-               exact_lp=exact_radius)
+    res = _run(system, np.arange(len(signs)), settings, prep.box, kind=kind, radius_threshold=1.0,
+               shown_box=shown_box)
     return _reverified(res, prep.W0, prep.b0, signs > 0) if prep.lossy else res
 
 
-def check_top_m(W, items, b=None, *, bound: float = 100.0, lower=None, upper=None, eps: float = 1e-8,
-                patience: int = 100, solver: str = "highs", workers: int = 2, progress: bool = False,
+def check_top_m(W, items, b=None, *, bound: float = BOUND, lower=None, upper=None, eps: float = EPS,
+                patience: int = SET_PATIENCE, solver: str = SOLVER, workers: int = WORKERS, progress: bool = False,
                 exact_radius: bool = False) -> CheckResult:
     """Can the tokens of each set be exactly the top-m of softmax(W x + b) for some x in the box?
 
@@ -612,12 +593,11 @@ def check_top_m(W, items, b=None, *, bound: float = 100.0, lower=None, upper=Non
     >>> check_top_m(W, [[0, 1], [3]]).status.tolist()
     ['argmaxable', 'unargmaxable']
     """
-    prep = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers)  # scaled as there
+    settings = Settings(bound, lower, upper, eps, patience, solver, workers, progress, exact_radius, device=None)
+    prep = _prepare(W, b, settings)  # scaled as there
     lo, hi = prep.box
     augmented = np.hstack([prep.W, -np.ones((prep.W.shape[0], 1))])
-    res = check_assignments(augmented, items, prep.b, bound=bound, lower=np.append(lo, -bound),
-                            upper=np.append(hi, bound), eps=eps, patience=patience, solver=solver, workers=workers,
-                            progress=progress, exact_radius=exact_radius)
-    res.kind = "top-m sets"
-    res.settings.update(lower=lo.tolist(), upper=hi.tolist())  # the box of x; tau's is [-bound, bound]
+    over_tau = replace(settings, lower=np.append(lo, -bound), upper=np.append(hi, bound))
+    # the result records the box of x; tau's is [-bound, bound]
+    res = _check_signs(augmented, items, prep.b, over_tau, kind="top-m sets", shown_box=prep.box)
     return _reverified(res, prep.W0, prep.b0, _as_signs(items, prep.W0.shape[0]) > 0) if prep.lossy else res
