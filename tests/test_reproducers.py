@@ -81,7 +81,7 @@ def test_bool_matrix_and_index_lists_agree():
 def _failing_lp(status, lower, upper):
     from argmaxable.core.chebyshev import LPOutcome
 
-    def fake(A, c, **kw):
+    def fake(A, c, *args, **kw):
         return LPOutcome(status, np.nan, lower, upper, None, message="HiGHS model status 13: fake failure")
 
     return fake

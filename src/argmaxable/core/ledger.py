@@ -29,7 +29,8 @@ class Ledger:
     stage : ndarray of str
         The stage whose proof decided each item ("" while none has).
     starts : dict
-        Position -> (point, rows): where the exact LP starts and which rows seed its first working set.
+        Position -> :class:`~argmaxable.core.chebyshev.WarmStart`: where the exact LP starts, which rows seed its
+        first working set.
     settings : dict
         What the result records about the run (the settings, then the numeric path the stages took).
     """

@@ -141,3 +141,27 @@ class Settings:
                 "eps": float(self.eps), "patience": int(self.patience), "solver": self.solver,
                 "exact_radius": bool(self.exact_radius)}
 
+    def lp(self, thresholds) -> LPSettings:
+        """The exact stage's LP settings, deciding ``radius > threshold`` for each of ``thresholds``."""
+        return LPSettings(self.eps, self.solver, self.exact_radius, tuple(thresholds))
+
+
+@dataclass(frozen=True)
+class LPSettings:
+    """What the Chebyshev LP (:func:`argmaxable.core.chebyshev`) needs beyond its rows, box and start.
+
+    ``exact_radius``: run constraint generation to the optimum (else stop once every threshold is decided);
+    ``thresholds``: the radii whose question ``radius > threshold`` must be decided (empty: eps alone);
+    ``initial_rows``, ``rows_per_round``: working-set sizes (default 48 and max(d+1, 48)).
+    """
+
+    eps: float = EPS
+    solver: str = SOLVER
+    exact_radius: bool = True
+    thresholds: tuple[float, ...] = ()
+    initial_rows: int | None = None
+    rows_per_round: int | None = None
+
+    def __post_init__(self):
+        check_value("eps", self.eps)
+        check_value("solver", self.solver)

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from argmaxable.core.chebyshev import FEASIBLE, INFEASIBLE, chebyshev
+from argmaxable.core.chebyshev import FEASIBLE, INFEASIBLE, WarmStart, chebyshev
 from argmaxable.core.ledger import Ledger
 from argmaxable.core.reflect import reflect
 from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE
@@ -81,7 +81,7 @@ class Reflect:
             todo = open_
         # The LP starts from reflection's best iterate, with the rows reflection saw beat it in its last steps.
         seeds = {int(open_[j]): system.dense_rows(int(ledger.items[open_[j]]), r) for j, r in approx.rows.items()}
-        ledger.starts = {int(pos): (ledger.witness[pos].copy(), seeds.get(int(pos))) for pos in todo}
+        ledger.starts = {int(pos): WarmStart(ledger.witness[pos].copy(), seeds.get(int(pos))) for pos in todo}
         ledger.witness[open_[~approx.proven]] = np.nan
         ledger.settings.update(numeric_settings(system, whole))
         return todo
@@ -141,12 +141,10 @@ class ExactLP:
         if ledger.witness.dtype != np.float64 and len(todo):
             ledger.witness = ledger.witness.astype(np.float64)  # LP witnesses are float64: rounding could lose them
 
+        lp = self.settings.lp(ledger.thresholds)
+
         def solve(pos: int):
-            A, c = system.dense(int(ledger.items[pos]))
-            x0, seeds = ledger.starts[int(pos)]
-            return chebyshev(A, c, bound=self.settings.bound, lower=self.box[0], upper=self.box[1],
-                             eps=self.settings.eps, solver=self.settings.solver, x0=x0, thresholds=ledger.thresholds,
-                             exact=self.settings.exact_radius, seed_rows=seeds)
+            return chebyshev(*system.dense(int(ledger.items[pos])), self.box, lp, ledger.starts[int(pos)])
 
         waves = [todo] if self.shared is None else [todo[:WAVE]]
         pending = todo[len(waves[0]):]
