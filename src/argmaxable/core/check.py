@@ -299,40 +299,50 @@ def _as_signs(Y, n: int) -> np.ndarray:
     if hasattr(Y, "detach"):
         Y = Y.detach().cpu().numpy()
     if isinstance(Y, np.ndarray):
-        if Y.ndim != 2:
-            raise ValueError(f"The 'items' parameter as an array must be 2-D (m, {n}), one 0/1 column per label. "
-                             f"Got shape {Y.shape}.")
-        if Y.shape[1] != n:
-            raise ValueError(f"The 'items' parameter must have {n} columns (one per row of W). Got shape {Y.shape}.")
-        if Y.dtype != bool and not (np.issubdtype(Y.dtype, np.number) and np.isin(Y, (0, 1)).all()):
-            raise ValueError("The 'items' parameter as a matrix must hold booleans or 0/1 values.")
-        return np.where(Y.astype(bool), 1, -1).astype(np.int8)
+        return _signs_of_matrix(Y, n)
     if isinstance(Y, (str, bytes)) or not hasattr(Y, "__len__"):
         raise ValueError("The 'items' parameter must be a 2-D 0/1 array or a list of label-index lists. "
                          f"Got {type(Y).__name__}.")
     signs = np.full((len(Y), n), -1, dtype=np.int8)
     for r, active in enumerate(Y):
-        if isinstance(active, (str, bytes)) or not hasattr(active, "__iter__"):
-            raise ValueError(f"The 'items' parameter's assignment {r} must be a list of label indices. "
-                             f"Got {active!r}.")
-        values = list(active)
-        if any(isinstance(v, (bool, np.bool_)) for v in values):
-            raise ValueError(f"The 'items' parameter's assignment {r} holds booleans: pass a boolean matrix as a "
-                             "2-D array (np.asarray(Y, dtype=bool)) or each assignment as its label indices.")
-        if not all(isinstance(v, (int, np.integer)) for v in values):
-            bad = next(v for v in values if not isinstance(v, (int, np.integer)))
-            raise ValueError(f"The 'items' parameter's assignment {r} must hold integer label indices. "
-                             f"Got {show(bad)}.")
-        bad = [int(v) for v in values if not 0 <= v < n]  # Python ints: no overflow above 2^63
-        if bad:
-            raise ValueError(f"The 'items' parameter's assignment {r} has label indices outside [0, {n}): "
-                             f"{bad[:5]}.")
-        idx = np.asarray(values, dtype=np.int64)
-        if len(np.unique(idx)) != len(idx):
-            raise ValueError(f"The 'items' parameter's assignment {r} repeats a label index ({idx.tolist()[:8]}): "
-                             "for a 0/1 row, pass the assignments as a 2-D array.")
-        signs[r, idx] = 1
+        signs[r, _label_indices(active, r, n)] = 1
     return signs
+
+
+def _signs_of_matrix(Y: np.ndarray, n: int) -> np.ndarray:
+    """:func:`_as_signs` of a 2-D array of booleans or 0/1 values, one column per label."""
+    if Y.ndim != 2:
+        raise ValueError(f"The 'items' parameter as an array must be 2-D (m, {n}), one 0/1 column per label. "
+                         f"Got shape {Y.shape}.")
+    if Y.shape[1] != n:
+        raise ValueError(f"The 'items' parameter must have {n} columns (one per row of W). Got shape {Y.shape}.")
+    if Y.dtype != bool and not (np.issubdtype(Y.dtype, np.number) and np.isin(Y, (0, 1)).all()):
+        raise ValueError("The 'items' parameter as a matrix must hold booleans or 0/1 values.")
+    return np.where(Y.astype(bool), 1, -1).astype(np.int8)
+
+
+def _label_indices(active, r: int, n: int) -> np.ndarray:
+    """The distinct label indices in [0, n) of assignment ``r``, given as an iterable of ints."""
+    if isinstance(active, (str, bytes)) or not hasattr(active, "__iter__"):
+        raise ValueError(f"The 'items' parameter's assignment {r} must be a list of label indices. "
+                         f"Got {active!r}.")
+    values = list(active)
+    if any(isinstance(v, (bool, np.bool_)) for v in values):
+        raise ValueError(f"The 'items' parameter's assignment {r} holds booleans: pass a boolean matrix as a "
+                         "2-D array (np.asarray(Y, dtype=bool)) or each assignment as its label indices.")
+    if not all(isinstance(v, (int, np.integer)) for v in values):
+        bad = next(v for v in values if not isinstance(v, (int, np.integer)))
+        raise ValueError(f"The 'items' parameter's assignment {r} must hold integer label indices. "
+                         f"Got {show(bad)}.")
+    bad = [int(v) for v in values if not 0 <= v < n]  # Python ints: no overflow above 2^63
+    if bad:
+        raise ValueError(f"The 'items' parameter's assignment {r} has label indices outside [0, {n}): "
+                         f"{bad[:5]}.")
+    idx = np.asarray(values, dtype=np.int64)
+    if len(np.unique(idx)) != len(idx):
+        raise ValueError(f"The 'items' parameter's assignment {r} repeats a label index ({idx.tolist()[:8]}): "
+                         "for a 0/1 row, pass the assignments as a 2-D array.")
+    return idx
 
 
 def check_assignments(W, items, b=None, *, bound: float = ASSIGNMENT_BOUND, lower=None, upper=None,
