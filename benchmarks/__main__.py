@@ -76,9 +76,9 @@ def bench_vocab(quick: bool, dist: str, bias: bool) -> dict:
 
 def full_lp(A, c, bound):
     """Baseline: one HiGHS LP with every row at once (the paper's formulation, eq. 6, t free)."""
-    from argmaxable.core.chebyshev import chebyshev
+    from argmaxable.core import LPSettings, chebyshev
 
-    return chebyshev(A, c, bound=bound, initial_rows=A.shape[0])
+    return chebyshev(A, c, bound, LPSettings(initial_rows=A.shape[0]))
 
 
 def bench_lp(quick: bool, n: int, d: int, bias: bool) -> dict:
@@ -86,7 +86,7 @@ def bench_lp(quick: bool, n: int, d: int, bias: bool) -> dict:
     from threadpoolctl import threadpool_limits
 
     import argmaxable as am
-    from argmaxable.core.chebyshev import chebyshev
+    from argmaxable.core import LPSettings, chebyshev
     from argmaxable.core.systems import CategorySystem
 
     W, b = _layer(n, d, "uniform", bias)
@@ -102,7 +102,7 @@ def bench_lp(quick: bool, n: int, d: int, bias: bool) -> dict:
     systems = [system.dense(int(t)) for t in classes]
     with threadpool_limits(limits=1, user_api="blas"):  # as in the pipeline: one BLAS thread per LP
         t0 = time.perf_counter()
-        ours = [chebyshev(A, c, bound=100.0, exact=False) for A, c in systems]
+        ours = [chebyshev(A, c, 100.0, LPSettings(exact_radius=False)) for A, c in systems]
         t_cg = (time.perf_counter() - t0) / k
         t0 = time.perf_counter()
         base = [full_lp(A, c, 100.0) for A, c in systems]
@@ -128,7 +128,7 @@ def bench_assignments(quick: bool) -> dict:
     assignments, extrapolated; ours is the whole check, whose dual stage proves them with no LP.
     """
     import argmaxable as am
-    from argmaxable.core.chebyshev import chebyshev
+    from argmaxable.core import LPSettings, chebyshev
     from argmaxable.core.check import _as_signs
     from argmaxable.core.systems import AssignmentSystem
 
@@ -144,7 +144,7 @@ def bench_assignments(quick: bool) -> dict:
     t_verify = time.perf_counter() - t0
     sample = 1 if quick else 2
     t0 = time.perf_counter()
-    lp = [chebyshev(*AssignmentSystem(W, None, _as_signs([Y[i]], n)).dense(0), bound=1e4, exact=False)
+    lp = [chebyshev(*AssignmentSystem(W, None, _as_signs([Y[i]], n)).dense(0), 1e4, LPSettings(exact_radius=False))
           for i in range(sample)]
     t_lp = (time.perf_counter() - t0) / sample
     agree = all(o.status == "infeasible" for o in lp) == all(res.status[:sample] == "unargmaxable")

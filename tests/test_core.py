@@ -174,18 +174,18 @@ def test_float32_stage_agrees_with_float64_stage(monkeypatch):
 def test_chebyshev_radius_of_a_square():
     # |x|<=1, |y|<=1 written as four rows inside a box of 100: the largest ball has radius 1 at the origin.
     A = np.array([[1.0, 0], [-1, 0], [0, 1], [0, -1]])
-    out = chebyshev(A, -np.ones(4), bound=100.0)
+    out = chebyshev(A, -np.ones(4), 100.0)
     assert out.status == "feasible" and out.converged
     assert out.radius == pytest.approx(1.0, abs=1e-9)
     np.testing.assert_allclose(out.x, 0.0, atol=1e-9)
     # The box binds: a far-away region is cut off.
-    assert chebyshev(np.array([[-1.0, 0.0]]), np.array([200.0]), bound=100.0).status == "infeasible"
+    assert chebyshev(np.array([[-1.0, 0.0]]), np.array([200.0]), 100.0).status == "infeasible"
 
 
 def test_thin_region_is_not_argmaxable_at_eps():
     # A slab of width 1e-10 holds no ball of radius 1e-8.
     A = np.array([[1.0, 0.0], [-1.0, 0.0]])
-    out = chebyshev(A, np.array([-1e-10, 0.0]), bound=10.0)
+    out = chebyshev(A, np.array([-1e-10, 0.0]), 10.0)
     assert out.status == "infeasible" and out.upper <= 1e-8
 
 
@@ -338,7 +338,7 @@ def test_dual_stage_proves_a_wide_gaussian_layer_without_lp():
     assert am.verify_certificate(res, W, items=Y).all()
     s = -np.ones(600)
     s[Y[0]] = 1
-    assert chebyshev(-s[:, None] * W, np.zeros(600), bound=1e4).status == "infeasible"  # the exact LP agrees
+    assert chebyshev(-s[:, None] * W, np.zeros(600), 1e4).status == "infeasible"  # the exact LP agrees
     exact = am.check_assignments(W, Y[:1], exact_radius=True)  # radii computed, not bounded: no dual stage
     assert exact.status[0] == "unargmaxable" and exact.lp_rounds[0] > 0 and exact.radius_exact[0]
     rows, weights = res.certificates[0]

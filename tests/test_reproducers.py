@@ -81,7 +81,7 @@ def test_bool_matrix_and_index_lists_agree():
 def _failing_lp(status, lower, upper):
     from argmaxable.core.chebyshev import LPOutcome
 
-    def fake(A, c, **kw):
+    def fake(A, c, *args, **kw):
         return LPOutcome(status, np.nan, lower, upper, None, message="HiGHS model status 13: fake failure")
 
     return fake
@@ -91,12 +91,12 @@ def test_witness_margin_survives_a_failing_lp(monkeypatch):
     """In the box |x_j| <= 0.5 the assignment {0} has radius < 1, so reflection's witness goes on to the LP to
     decide 1-argmaxability. When that LP fails, the status, the witness's certified margin and the eps answer
     stay, and the answer at 1 is undecided (not "no")."""
-    import argmaxable.core.check as check
+    import argmaxable.core.stages as stages
 
     W = np.array([[1.0, 0.0], [0.0, 1.0]])
     honest = am.check_assignments(W, [[0]], bound=0.5, workers=1)
     assert honest.answers["1"].tolist() == ["no"] and honest.radius[0] > 1e-8
-    monkeypatch.setattr(check, "chebyshev", _failing_lp("undecided", -np.inf, np.inf))
+    monkeypatch.setattr(stages, "chebyshev", _failing_lp("undecided", -np.inf, np.inf))
     res = am.check_assignments(W, [[0]], bound=0.5, workers=1)
     assert res.status.tolist() == ["argmaxable"] and res.radius[0] > 1e-8  # the witness's certified margin
     assert res.answers["eps"].tolist() == ["yes"] and res.answers["1"].tolist() == ["undecided"]
@@ -105,10 +105,10 @@ def test_witness_margin_survives_a_failing_lp(monkeypatch):
 
 
 def test_stage_contradiction_is_undecided(monkeypatch):
-    import argmaxable.core.check as check
+    import argmaxable.core.stages as stages
 
     W = np.array([[1.0, 0.0], [0.0, 1.0]])
-    monkeypatch.setattr(check, "chebyshev", _failing_lp("infeasible", -np.inf, 0.0))
+    monkeypatch.setattr(stages, "chebyshev", _failing_lp("infeasible", -np.inf, 0.0))
     res = am.check_assignments(W, [[0]], bound=0.5, workers=1)
     assert res.status.tolist() == ["undecided"] and res.message[0].startswith("stages disagree")
     assert res.answers["eps"].tolist() == ["undecided"]

@@ -21,13 +21,13 @@ radius sits within the solver's tolerance of eps) -> "undecided", never folded i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from argmaxable.core.box import make_box
 from argmaxable.core.numerics import chunked_product, gamma, row_norms
+from argmaxable.core.settings import LPSettings
 from argmaxable.core.solvers import make_lp
 
 # A row whose solver residual exceeds this after a solve is added to the working set. Well above the LP's
@@ -120,10 +120,17 @@ def polish(A: np.ndarray, norms: np.ndarray, rows: np.ndarray, weights: np.ndarr
     return rows, y / y.sum()
 
 
-def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, solver: str = "highs", x0=None,
-              thresholds: Sequence[float] | None = None, exact: bool = True,
-              initial_rows: int | None = None, rows_per_round: int | None = None, seed_rows=None) -> LPOutcome:
-    """Decide whether ``{x : A x + c < 0, x in box}`` holds a ball (centred in the box) of radius > ``eps``.
+@dataclass(frozen=True)
+class WarmStart:
+    """Where one LP starts: a point near the region (the approximate stage's best iterate; default the origin,
+    clipped into the box) and rows to put in its first working set (e.g. those that beat that point)."""
+
+    x: np.ndarray | None = None
+    rows: np.ndarray | None = None
+
+
+def chebyshev(A, c, box, lp: LPSettings | None = None, start: WarmStart | None = None) -> LPOutcome:
+    """Decide whether ``{x : A x + c < 0, x in box}`` holds a ball (centred in the box) of radius > ``lp.eps``.
 
     Parameters
     ----------
@@ -131,25 +138,14 @@ def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, 
         Row normals (float64 is used throughout).
     c : array_like, shape (m,)
         Offsets.
-    bound : float
-        Box half-width B: |x_j| <= B.
-    lower, upper : float or array_like of shape (d,), optional
-        Narrow the box per coordinate to ``[max(lower_j, -B), min(upper_j, B)]`` (:mod:`argmaxable.core.box`).
-    eps : float, default 1e-8
-        Radius that counts as a region (thesis §4.2).
-    solver : {"highs", "gurobi"}
-        LP backend.
-    x0 : array_like, shape (d,), optional
-        A point near the region (e.g. the approximate stage's last iterate) to seed the working set.
-    thresholds : sequence of float, optional
-        Radii whose question ``radius > threshold`` must be decided (default ``[eps]``).
-    exact : bool, default True
-        Run constraint generation to the optimum. If False, stop as soon as every threshold is decided.
-    initial_rows, rows_per_round : int, optional
-        Working-set sizes: the first defaults to 48 (a point of a wide region rarely needs more; a proof of
-        infeasibility grows the set), the second to max(d+1, 48) (a vertex optimum has d+1 active rows).
-    seed_rows : array_like of int, optional
-        Rows to put in the first working set as well, e.g. those the approximate stages saw beat the point.
+    box : float or (array_like, array_like)
+        The box: a half-width B (|x_j| <= B), or per-coordinate ends ``(lo, hi)``
+        (:func:`argmaxable.core.box.make_box`).
+    lp : LPSettings, optional
+        eps (default 1e-8, thesis §4.2), solver, whether to run to the optimum (default) or stop once every
+        threshold is decided, the thresholds, the working-set sizes (default ``LPSettings()``).
+    start : WarmStart, optional
+        A point near the region and rows for the first working set (default: the origin, no rows).
 
     Returns
     -------
@@ -159,107 +155,145 @@ def chebyshev(A, c, *, bound: float, lower=None, upper=None, eps: float = 1e-8, 
     --------
     >>> import numpy as np
     >>> W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])  # class 3 lies inside the triangle
-    >>> chebyshev(W - W[3], np.zeros(4), bound=100.0).status
+    >>> chebyshev(W - W[3], np.zeros(4), 100.0).status
     'infeasible'
     """
+    lp, start = lp or LPSettings(), start or WarmStart()
     A = np.asarray(A, dtype=np.float64)
     c = np.asarray(c, dtype=np.float64)
     m, d = A.shape
-    box = make_box(d, bound, lower, upper)
-    thresholds = list(thresholds) if thresholds is not None else [eps]
+    box = make_box(d, box) if np.ndim(box) == 0 else make_box(d, np.inf, *box)
     norms = row_norms(A)  # no overflow or underflow of squares: only an exactly zero row gets 0
-
     zero = norms == 0.0
     if zero.any():
-        blocking = np.flatnonzero(zero & (c >= 0.0))
-        if blocking.size:  # 0.x + c < 0 cannot hold: e.g. a duplicate of the target row
-            i = int(blocking[0])
-            return LPOutcome(INFEASIBLE, -np.inf, -np.inf, -np.inf, None, np.array([i]), np.array([1.0]),
-                             message=f"row {i} is identically zero with offset {c[i]:.3g} >= 0")
-        keep = np.flatnonzero(~zero)  # 0.x + c < 0 with c < 0 always holds: drop the row
-    else:
-        keep = None
-    if keep is not None:
-        seeds = None if seed_rows is None else np.flatnonzero(np.isin(keep, seed_rows))
-        sub = chebyshev(A[keep], c[keep], bound=bound, lower=box[0], upper=box[1], eps=eps, solver=solver, x0=x0,
-                        thresholds=thresholds, exact=exact, initial_rows=initial_rows, rows_per_round=rows_per_round,
-                        seed_rows=seeds)
-        sub.dual_rows = keep[sub.dual_rows]
-        return sub
+        return _without_zero_rows(A, c, box, lp, start, zero)
     if m == 0:
         x = np.clip(np.zeros(d), *box)
         return LPOutcome(FEASIBLE, np.inf, np.inf, np.inf, x, message="no constraints")
+    return _generate(A, c, norms, box, lp, start)
 
+
+def _without_zero_rows(A, c, box, lp: LPSettings, start: WarmStart, zero: np.ndarray) -> LPOutcome:
+    """A system with identically zero rows: one whose offset is >= 0 cannot hold (e.g. a duplicate of the target
+    row), one whose offset is < 0 always holds and is dropped."""
+    blocking = np.flatnonzero(zero & (c >= 0.0))
+    if blocking.size:
+        i = int(blocking[0])
+        return LPOutcome(INFEASIBLE, -np.inf, -np.inf, -np.inf, None, np.array([i]), np.array([1.0]),
+                         message=f"row {i} is identically zero with offset {c[i]:.3g} >= 0")
+    keep = np.flatnonzero(~zero)
+    seeds = None if start.rows is None else np.flatnonzero(np.isin(keep, start.rows))
+    sub = chebyshev(A[keep], c[keep], box, lp, WarmStart(start.x, seeds))
+    sub.dual_rows = keep[sub.dual_rows]
+    return sub
+
+
+@dataclass
+class _Search:
+    """The state of constraint generation: the best certified bounds so far and their evidence."""
+
+    best_x: np.ndarray | None = None
+    lower: float = -np.inf
+    upper: float = np.inf
+    dual_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    dual_weights: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    t: float = np.nan
+    rounds: int = 0
+    converged: bool = False
+    message: str = ""
+
+    def outcome(self, eps: float) -> LPOutcome:
+        """Verdict at ``eps`` from the certified bounds; the radius is the optimum where it was reached."""
+        if self.lower > eps:
+            status = FEASIBLE
+        elif self.upper <= eps:
+            status = INFEASIBLE
+        else:
+            status = UNDECIDED
+            self.message = self.message or (f"radius within solver tolerance of eps: certified bounds "
+                                            f"[{self.lower:.3g}, {self.upper:.3g}] straddle eps={eps:g} (rounding "
+                                            "bounds included)")
+        if self.converged and np.isfinite(self.t):
+            radius = self.t
+        else:
+            radius = {FEASIBLE: self.lower, INFEASIBLE: self.upper}.get(status, np.nan)
+        return LPOutcome(status, float(radius), self.lower, self.upper, self.best_x, np.asarray(self.dual_rows),
+                         self.dual_weights, self.rounds, self.message, self.converged)
+
+
+def _generate(A, c, norms, box, lp: LPSettings, start: WarmStart) -> LPOutcome:
+    """Constraint generation over the rows of A (none zero): solve over a working set, add the rows the solution
+    violates, re-solve, until none is violated or (``exact_radius`` off) every threshold is decided."""
+    m, d = A.shape
     inv = 1.0 / norms  # rows are normalised only where the LP needs them: the full An would cost a copy of A
     cn = c * inv
     cn_max = float(np.abs(cn).max())
-    start = np.clip(np.zeros(d) if x0 is None else np.asarray(x0, dtype=np.float64), *box)
-    k0 = min(m, initial_rows or WORKING_ROWS)
-    k_add = rows_per_round or max(d + 1, WORKING_ROWS)
-
+    thresholds = list(lp.thresholds) or [lp.eps]
+    k_add = lp.rows_per_round or max(d + 1, WORKING_ROWS)
     in_set = np.zeros(m, dtype=bool)
-    at_start = (A @ start) * inv + cn  # signed distances at the start point
-    first = np.argpartition(-at_start, k0 - 1)[:k0] if k0 < m else np.arange(m)
-    if seed_rows is not None:
-        first = np.union1d(first, np.asarray(seed_rows, dtype=np.int64))
+    first = _first_rows(A, inv, cn, box, lp, start)
     in_set[first] = True
     working = list(first)
-    lp = make_lp(solver, *box)
-    lp.add_rows(A[first] * inv[first, None], cn[first])
-
-    best_x, lower, upper = None, -np.inf, np.inf
-    dual_rows, dual_weights = np.zeros(0, dtype=np.int64), np.zeros(0)
-    t, rounds, converged, message = np.nan, 0, False, ""
+    solver = make_lp(lp.solver, *box)
+    solver.add_rows(A[first] * inv[first, None], cn[first])
+    search = _Search()
     while True:
-        rounds += 1
-        sol = lp.solve()
+        search.rounds += 1
+        sol = solver.solve()
         if not sol.ok:
-            message = sol.message
+            search.message = sol.message
             break
-        t = sol.t
-        rows = np.asarray(working)
-        total = sol.duals.sum()
-        weights = sol.duals / total if total > 0 else sol.duals  # all-zero duals: dual_bound gives inf
-        bound_here = dual_bound(A, c, norms, rows, weights, box)
-        if bound_here > min(thresholds) >= t:  # the solver says "ruled out" but its duals are too loose to prove it
-            rows_p, weights_p = polish(A, norms, rows, weights)
-            polished = dual_bound(A, c, norms, rows_p, weights_p, box)
-            if polished < bound_here:
-                rows, weights, bound_here = rows_p, weights_p, polished
-        if bound_here < upper:
-            upper, dual_rows, dual_weights = bound_here, rows, weights
-        if not exact and upper <= min(thresholds):  # the working set alone rules every threshold out
+        search.t = sol.t
+        _tighten_upper(search, A, c, norms, box, np.asarray(working), sol, min(thresholds))
+        if not lp.exact_radius and search.upper <= min(thresholds):  # the working set alone rules them all out
             break
         x = np.clip(sol.x, *box)
         slack = (A @ x) * inv + cn  # (m,) signed normalised distances; < 0 inside
-        # Certified distance of x: the computed one less the rounding of a_i.x/||a_i|| + c_i/||a_i|| (|a_i|.|x| <=
-        # ||a_i|| ||x||, normalisation and offsets relative u each).
-        point_margin = float(-slack.max())
-        point_margin -= gamma(d + 6) * (float(row_norms(x[None])[0]) + cn_max + abs(point_margin))
-        if point_margin > lower:
-            best_x, lower = x, point_margin
-        violated = np.flatnonzero((slack + t > VIOLATION_TOLERANCE) & ~in_set)
+        margin = _certified_margin(x, slack, cn_max)
+        if margin > search.lower:
+            search.best_x, search.lower = x, margin
+        violated = np.flatnonzero((slack + sol.t > VIOLATION_TOLERANCE) & ~in_set)
         if violated.size == 0:
-            converged = True
+            search.converged = True
             break
-        if not exact and all(lower > thr or upper <= thr for thr in thresholds):
+        if not lp.exact_radius and all(search.lower > thr or search.upper <= thr for thr in thresholds):
             break
         worst = violated if violated.size <= k_add else violated[np.argpartition(-slack[violated], k_add - 1)[:k_add]]
         in_set[worst] = True
         working.extend(worst)
-        lp.add_rows(A[worst] * inv[worst, None], cn[worst])
+        solver.add_rows(A[worst] * inv[worst, None], cn[worst])
+    return search.outcome(lp.eps)
 
-    if lower > eps:
-        status = FEASIBLE
-    elif upper <= eps:
-        status = INFEASIBLE
-    else:
-        status = UNDECIDED
-        message = message or (f"radius within solver tolerance of eps: certified bounds [{lower:.3g}, "
-                              f"{upper:.3g}] straddle eps={eps:g} (rounding bounds included)")
-    if converged and np.isfinite(t):
-        radius = t
-    else:
-        radius = {FEASIBLE: lower, INFEASIBLE: upper}.get(status, np.nan)
-    return LPOutcome(status, float(radius), lower, upper, best_x, np.asarray(dual_rows), dual_weights,
-                     rounds, message, converged)
+
+def _first_rows(A, inv, cn, box, lp: LPSettings, start: WarmStart) -> np.ndarray:
+    """The first working set: the rows nearest to violation at the start point, and the start's own rows."""
+    m, d = A.shape
+    k0 = min(m, lp.initial_rows or WORKING_ROWS)
+    x0 = np.clip(np.zeros(d) if start.x is None else np.asarray(start.x, dtype=np.float64), *box)
+    at_start = (A @ x0) * inv + cn  # signed distances at the start point
+    first = np.argpartition(-at_start, k0 - 1)[:k0] if k0 < m else np.arange(m)
+    if start.rows is not None:
+        first = np.union1d(first, np.asarray(start.rows, dtype=np.int64))
+    return first
+
+
+def _tighten_upper(search: _Search, A, c, norms, box, rows, sol, threshold: float) -> None:
+    """The dual bound of one solve's weights, polished where the solver says "ruled out" (t <= ``threshold``)
+    but its duals are too loose to prove it; kept with its weights if it is the best so far."""
+    total = sol.duals.sum()
+    weights = sol.duals / total if total > 0 else sol.duals  # all-zero duals: dual_bound gives inf
+    bound_here = dual_bound(A, c, norms, rows, weights, box)
+    if bound_here > threshold >= sol.t:
+        rows_p, weights_p = polish(A, norms, rows, weights)
+        polished = dual_bound(A, c, norms, rows_p, weights_p, box)
+        if polished < bound_here:
+            rows, weights, bound_here = rows_p, weights_p, polished
+    if bound_here < search.upper:
+        search.upper, search.dual_rows, search.dual_weights = bound_here, rows, weights
+
+
+def _certified_margin(x: np.ndarray, slack: np.ndarray, cn_max: float) -> float:
+    """Certified distance of x to the nearest hyperplane: the computed one less the rounding of
+    a_i.x/||a_i|| + c_i/||a_i|| (|a_i|.|x| <= ||a_i|| ||x||, normalisation and offsets relative u each)."""
+    margin = float(-slack.max())
+    return margin - gamma(len(x) + 6) * (float(row_norms(x[None])[0]) + cn_max + abs(margin))

@@ -1,32 +1,34 @@
-"""Public checks: softmax categories and sigmoid label assignments (002 Fig. 4's combined algorithm).
+"""Public checks: softmax categories, sigmoid label assignments and top-m sets (002 Fig. 4's combined algorithm).
 
-Both run the same stages over a :mod:`systems` adapter. Label assignments first go through the dual stage
-(:mod:`gordan`: batched Gordan certificates prove items unargmaxable); then batched braid reflection proves items
-argmaxable; the Chebyshev LP (:func:`chebyshev`) decides the rest, several at once on a thread pool.
-Results do not depend on the number of workers: each item is solved on its own, deterministically.
+Each check validates its input where it enters (the layer here, the settings in :mod:`settings`), builds the
+question's :mod:`systems` adapter, and runs the adapter's stages (:mod:`stages`) over a :mod:`ledger`, from which
+the result is built once.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from argmaxable.core.box import make_box
-from argmaxable.core.chebyshev import FEASIBLE, INFEASIBLE, chebyshev
+from argmaxable.core.ledger import Ledger
 from argmaxable.core.numerics import gamma, range_scale
-from argmaxable.core.reflect import reflect
-from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE, UNDECIDED, CheckResult
-from argmaxable.core.solvers import SOLVERS
+from argmaxable.core.result import CheckResult
+from argmaxable.core.settings import (
+    ASSIGNMENT_BOUND,
+    BOUND,
+    EPS,
+    PATIENCE,
+    SET_PATIENCE,
+    SOLVER,
+    WORKERS,
+    Settings,
+    show,
+)
+from argmaxable.core.stages import stages_for
 from argmaxable.core.systems import AssignmentSystem, CategorySystem, resolve_device
 
-_VERDICT = {FEASIBLE: ARGMAXABLE, INFEASIBLE: UNARGMAXABLE}
-
-# Items per wave of LPs between two tries of the shared certificates (:mod:`supports`): small, so that each
-# certificate spares as many LPs as it can, and several, so that the workers run in parallel.
-WAVE = 8
 
 def _real_array(a, name: str, keep_float32: bool = False) -> np.ndarray:
     """float64 array of real numbers (ints, floats, bools are not silently cast from complex/objects/strings);
@@ -82,215 +84,17 @@ def _as_bias(b, n: int, masks: bool = False) -> np.ndarray | None:
     return b
 
 
-def _show(value) -> str:
-    """repr of a setting without numpy's type wrapper (np.float64(1.0) -> 1.0)."""
-    return repr(value.item() if isinstance(value, np.generic) else value)
-
-
-def _is_real(value) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-
-
-def _is_count(value) -> bool:
-    """An int or a numpy integer (not a bool, not a float that happens to be integral)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-def _check_settings(bound, eps, patience, solver, workers) -> None:
-    for name, value in (("bound", bound), ("eps", eps)):
-        if not _is_real(value):
-            raise ValueError(f"The {name!r} parameter must be a number. Got {_show(value)} ({type(value).__name__}).")
-    if not (np.isfinite(bound) and bound > 0):
-        raise ValueError(f"The 'bound' parameter must be a positive number. Got {_show(bound)} instead.")
-    if not (np.isfinite(eps) and eps >= 0):
-        raise ValueError(f"The 'eps' parameter must be a non-negative number. Got {_show(eps)} instead.")
-    if not _is_count(patience) or patience < 0:
-        raise ValueError(f"The 'patience' parameter must be a non-negative integer. Got {_show(patience)} "
-                         f"({type(patience).__name__}) instead.")
-    if solver not in SOLVERS:
-        raise ValueError(f"The 'solver' parameter must be one of {SOLVERS}. Got {_show(solver)} instead.")
-    if not _is_count(workers) or workers < 1:
-        raise ValueError(f"The 'workers' parameter must be a positive integer. Got {_show(workers)} "
-                         f"({type(workers).__name__}) instead.")
-
-
-def _progress(total: int, desc: str, enabled: bool):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="item", disable=not enabled, leave=False)
-
-
-def _run(system, items, *, bound, box, eps, patience, solver, workers, progress, kind, radius_threshold,
-         exact_lp, map_rows=None) -> CheckResult:
-    k = len(items)
-    status = np.full(k, ARGMAXABLE, dtype=object)
-    radius = np.full(k, np.nan)  # certified lower bound where one was measured
-    lower = np.full(k, np.nan)  # certified lower / upper bounds on the radius (NaN: none)
-    upper = np.full(k, np.nan)
-    radius_exact = np.zeros(k, dtype=bool)
-    steps = np.full(k, -1, dtype=np.int64)
-    lp_rounds = np.zeros(k, dtype=np.int64)
-    message = np.full(k, "", dtype=object)
-    certificates = [(np.zeros(0, dtype=np.int64), np.zeros(0))] * k
-
-    # Approximate dual stage (systems that have one): batched Gordan certificates prove items unargmaxable.
-    rest = np.arange(k)
-    if system.has_dual_stage and not exact_lp:  # its certificates bound the radius, they do not compute it
-        with _progress(k, f"{kind}: dual", progress) as bar:
-            dual = system.gordan(items, box=box, eps=eps, progress=bar.update)
-        for pos, weights in dual.weights.items():
-            status[pos], upper[pos] = UNARGMAXABLE, dual.upper[pos]
-            certificates[pos] = (dual.rows, weights)
-            message[pos] = f"Gordan certificate over {len(dual.rows)} rows (dual stage)"
-        rest = np.flatnonzero(~dual.proven)
-
-    # Approximate primal stage: batched braid reflection proves items argmaxable. With every item here (a whole
-    # vocabulary) it writes its iterates straight into the witness array: no n×d temporaries of 300 MB each.
-    whole = len(rest) == k
-    # A float32 layer checked in float32 keeps float32 witnesses: its start points w_t and reflected iterates are
-    # float32 values, certified as stored (a layer of 2 GB needs no 4 GB float64 witness array).
-    wdtype = np.float32 if system.dtype == np.float32 and system.Win.dtype == np.float32 else np.float64
-    witness = np.empty((k, system.d), wdtype) if whole else np.full((k, system.d), np.nan, wdtype)
-    with _progress(len(rest), f"{kind}: reflect", progress) as bar:
-        approx = reflect(system, items[rest], patience=patience, box=box, eps=eps, progress=bar.update,
-                         out=witness if whole else None)
-    steps[rest] = approx.steps
-    if not whole:
-        witness[rest] = approx.x
-
-    # Items the approximate stages did not settle go to the LP; so do proven items whose radius must be compared
-    # with a threshold their witness margin does not already exceed (assignments: 1-argmaxable), and, with
-    # exact_lp, every proven item (its radius is computed, not bounded).
-    proven = rest[approx.proven]
-    todo = rest[~approx.proven]
-    lower[proven] = eps  # each witness's certified margin exceeds eps (its value is measured below if needed)
-    if radius_threshold is not None:
-        _, m = system.evaluate(items[proven], witness[proven], eps)
-        lower[proven] = radius[proven] = m  # certified margins of the witnesses
-        if not exact_lp:
-            todo = np.sort(np.concatenate([todo, proven[m <= radius_threshold]]))
-    if exact_lp:
-        todo = rest
-    thresholds = [eps] if radius_threshold is None else [eps, radius_threshold]
-    x0 = {int(pos): witness[pos].copy() for pos in todo}  # the LP starts from reflection's best iterate
-    # ... with the rows reflection saw beat it in its last steps in the first working set.
-    seeds = {int(rest[k]): system.dense_rows(int(items[rest[k]]), r) for k, r in approx.rows.items()}
-    witness[rest[~approx.proven]] = np.nan
-
-    if witness.dtype != np.float64 and len(todo):
-        witness = witness.astype(np.float64)  # LP witnesses are float64 points: rounding them could lose the margin
-
-    def solve(pos: int):
-        A, c = system.dense(int(items[pos]))
-        return chebyshev(A, c, bound=bound, lower=box[0], upper=box[1], eps=eps, solver=solver, x0=x0[int(pos)],
-                         thresholds=thresholds, exact=exact_lp, seed_rows=seeds.get(int(pos)))
-
-    def record(pos: int, out) -> None:
-        has_witness = bool(np.isfinite(witness[pos]).all())
-        lower[pos] = np.fmax(lower[pos], out.lower)  # every bound is certified: keep the best of each
-        upper[pos] = np.fmin(upper[pos], out.upper)
-        if np.isfinite(out.lower) and (np.isnan(radius[pos]) or out.lower > radius[pos]):
-            radius[pos] = out.lower
-        elif out.upper == -np.inf:  # a duplicate row: no point at all, radius -inf
-            radius[pos] = -np.inf
-        radius_exact[pos] = out.converged
-        lp_rounds[pos] = out.rounds
-        message[pos] = out.message
-        if has_witness and out.upper <= eps:
-            status[pos] = UNDECIDED  # a proven witness and a dual bound that rule each other out
-            message[pos] = (f"stages disagree: a witness with margin > {eps:g} and an LP dual bound "
-                            f"{out.upper:.3g} <= eps (numerical trouble)")
-        elif out.status == FEASIBLE:
-            witness[pos] = out.x
-        elif has_witness:  # reflection's witness proved it; the LP only failed to size its radius
-            message[pos] = f"argmaxable by its witness; the LP did not size the radius: {out.message}"
-        else:
-            status[pos] = _VERDICT.get(out.status, UNDECIDED)
-            if out.status == INFEASIBLE:
-                rows = out.dual_rows if map_rows is None else map_rows(int(items[pos]), out.dual_rows)
-                certificates[pos] = (np.asarray(rows, dtype=np.int64), out.dual_weights)
-                if shared is not None:
-                    shared.add(np.asarray(rows)[out.dual_weights > 0])
-        if status[pos] == ARGMAXABLE and radius_threshold is not None and out.upper <= radius_threshold:
-            # an argmaxable item answered "no" at the threshold: its evidence is the dual bound that says so
-            rows = out.dual_rows if map_rows is None else map_rows(int(items[pos]), out.dual_rows)
-            certificates[pos] = (np.asarray(rows, dtype=np.int64), out.dual_weights)
-
-    # Systems whose certificates carry over between items (categories: :mod:`supports`) solve their LPs in
-    # waves of a fixed size; after each wave the new certificates' supports are tried on every item still
-    # waiting, which needs no LP then. The fixed wave keeps results independent of the number of workers.
-    shared = system.certificate_pool(box, eps) if system.has_shared_certificates and not exact_lp else None
-    waves = [todo] if shared is None else [todo[:WAVE]]
-    pending = todo[len(waves[0]):]
-    # One BLAS thread per LP: the LPs run in parallel, and nested BLAS threads oversubscribe the cores
-    # (measured: a 50257x16 mat-vec went from 0.3 ms to 16 ms on a busy 2-core machine).
-    with (
-        _progress(len(todo), f"{kind}: exact LP", progress) as bar,
-        threadpool_limits(limits=1, user_api="blas"),
-        ThreadPoolExecutor(workers) as pool,
-    ):
-        while waves:
-            wave = waves.pop()
-            tried = 0 if shared is None else len(shared.supports)
-            for pos, out in zip(wave, pool.map(solve, wave), strict=True):
-                bar.update(1)
-                record(int(pos), out)
-            if shared is None or pending.size == 0:
-                continue
-            for j, (rows, weights, bound_here) in shared.prove(items[pending], start=tried).items():
-                pos = int(pending[j])
-                status[pos], upper[pos], certificates[pos] = UNARGMAXABLE, bound_here, (rows, weights)
-                message[pos] = f"certificate over the {len(rows)} rows of another category's (dual stage)"
-                bar.update(1)
-            pending = pending[status[pending] != UNARGMAXABLE]
-            waves.append(pending[:WAVE])
-            pending = pending[WAVE:]
-    answers = {name: _answers(status, lower, upper, thr, eps)
-               for name, thr in zip(("eps", "1"), thresholds, strict=False)}
-    with np.errstate(invalid="ignore"):
-        upper_shown = np.where(np.isfinite(upper) | (upper == -np.inf), upper, np.nan)
-    return CheckResult(kind, np.asarray(items), status.astype(str), radius, radius_exact, steps,
-                       lp_rounds, witness, message.astype(str), certificates,
-                       {"bound": float(bound), "lower": box[0].tolist(), "upper": box[1].tolist(), "eps": float(eps),
-                        "patience": int(patience), "solver": solver, "exact_radius": bool(exact_lp),
-                        **numeric_settings(system, whole)},
-                       radius_upper=upper_shown, answers=answers)
-
-
-def numeric_settings(system, whole: bool) -> dict:
-    """What the result's float arithmetic was: the approximate stage's number format, the BLAS that ran, and the
-    tolerances (recorded in the result's settings and so in every sidecar)."""
-    from threadpoolctl import threadpool_info
-
-    from argmaxable.core.chebyshev import VIOLATION_TOLERANCE
-    from argmaxable.core.gordan import FLOOR
-    from argmaxable.core.solvers import FEASIBILITY_TOLERANCE
-
-    if system.dtype == np.float32:
-        bf16 = whole and system.has_gram_start and system.bf16_start  # the first step of a whole vocabulary
-        path = "bfloat16 products (float32 accumulation), float32, float64" if bf16 else "float32, float64"
-    else:
-        path = "float64"
-    blas = next((f"{i['internal_api']} {i['version']} ({i.get('architecture')} kernel)"
-                 for i in threadpool_info() if i["user_api"] == "blas"), "unknown")
-    return {"numeric_path": path, "blas": blas,
-            "tolerances": {"lp_feasibility": FEASIBILITY_TOLERANCE, "lp_violation": VIOLATION_TOLERANCE,
-                           "gordan_floor": FLOOR, "float64_rounding": "gamma_k bounds on every acceptance"}}
-
-
-def _answers(status, lower, upper, threshold, eps) -> np.ndarray:
-    """"yes" / "no" / "undecided" for radius > threshold, from the certified bounds (and, at eps, the status)."""
-    out = np.full(len(status), "undecided", dtype=object)
-    with np.errstate(invalid="ignore"):
-        out[lower > threshold] = "yes"
-        out[upper <= threshold] = "no"
-    if threshold == eps:  # the verdict itself answers eps: it is never contradicted by a bound (see above)
-        out[status == ARGMAXABLE], out[status == UNARGMAXABLE] = "yes", "no"
-        out[status == UNDECIDED] = "undecided"
-    else:
-        out[status == UNDECIDED] = "undecided"
-        out[(status == UNARGMAXABLE) & (threshold >= eps)] = "no"
-    return out.astype(str)
+def _run(system, items: np.ndarray, settings: Settings, box, *, kind: str, threshold: float | None = None,
+         map_rows=None, shown_box=None) -> Ledger:
+    """Check ``items`` of ``system``: each of its stages in turn, on the items the previous ones left open.
+    ``threshold``: a second radius to answer about (label sets: 1); ``shown_box``: the box the result records
+    (default: ``box``)."""
+    record = settings.record(box if shown_box is None else shown_box)
+    ledger = Ledger(np.asarray(items), kind=kind, eps=settings.eps, threshold=threshold, settings=record)
+    open_ = np.arange(len(items))
+    for stage in stages_for(system, box, settings, map_rows):
+        open_ = stage.run(system, ledger, open_)
+    return ledger
 
 
 # A layer whose largest entry lies outside [2^-500, 2^500] is scaled by a power of two first (numerics.range_scale):
@@ -338,16 +142,14 @@ def masked_rows(W: np.ndarray, b: np.ndarray, box, eps: float) -> np.ndarray:
     return out
 
 
-def _prepare(W, b, bound, lower, upper, eps, patience, solver, workers, keep_float32=False,
-             masks=False) -> Prepared:
+def _prepare(W, b, settings: Settings, keep_float32=False, masks=False) -> Prepared:
     """Validated W, b and box, masked categories set aside (with ``masks``), the layer scaled into the safe range;
     or a one-line ValueError."""
     W = _as_matrix(W, keep_float32=keep_float32)
     b = _as_bias(b, W.shape[0], masks=masks)
-    _check_settings(bound, eps, patience, solver, workers)
-    out = Prepared(W, b, make_box(W.shape[1], bound, lower, upper))
+    out = Prepared(W, b, make_box(W.shape[1], settings.bound, settings.lower, settings.upper))
     if masks and b is not None and b.min() < b.max():
-        masked = masked_rows(W, b, out.box, eps)
+        masked = masked_rows(W, b, out.box, settings.eps)
         if masked.any():
             out.keep = np.flatnonzero(~masked)
             W, b = W[out.keep], b[out.keep]
@@ -362,22 +164,19 @@ def _prepare(W, b, bound, lower, upper, eps, patience, solver, workers, keep_flo
     return out
 
 
-def _reverified(res: CheckResult, W, b, items=None) -> CheckResult:
-    """A result whose layer lost entries to its scaling (it spans more than 2^1500): every verdict is re-checked by
-    the independent verifier on the layer as given, and one whose evidence fails there becomes undecided."""
+def _finished(ledger: Ledger, prep: Prepared, items=None) -> CheckResult:
+    """The result; for a layer that lost entries to its scaling (it spans more than 2^1500), every verdict is first
+    re-checked by the independent verifier on the layer as given, and one whose evidence fails there is withdrawn
+    (undecided)."""
+    res = ledger.result()
+    if not prep.lossy:
+        return res
     from argmaxable.verify import verify_certificate
 
-    bad = ~verify_certificate(res, W, b, items=items)
-    res.status = res.status.astype(object)
-    res.message = res.message.astype(object)
-    res.status[bad] = UNDECIDED
-    res.message[bad] = ("the layer's entries span more than one scale can hold (some underflow once it is scaled "
-                        "into range): the evidence found does not hold on the layer as given")
-    res.witness[bad] = res.radius[bad] = res.radius_upper[bad] = np.nan
-    for key in res.answers:
-        res.answers[key] = np.where(bad, "undecided", res.answers[key])
-    res.status, res.message = res.status.astype(str), res.message.astype(str)
-    return res
+    ledger.withdraw(~verify_certificate(res, prep.W0, prep.b0, items=items),
+                    "the layer's entries span more than one scale can hold (some underflow once it is scaled into "
+                    "range): the evidence found does not hold on the layer as given")
+    return ledger.result()
 
 
 def _as_indices(items, n: int) -> np.ndarray:
@@ -394,35 +193,43 @@ def _as_indices(items, n: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def _with_masked(res: CheckResult, items: np.ndarray, live: np.ndarray, keep: np.ndarray, b: np.ndarray,
-                 d: int) -> CheckResult:
-    """The result over ``items`` (category indices) from ``res`` over the unmasked ones (``live``; row numbers of
-    the layer without the masked rows, mapped back by ``keep``): a masked category is unargmaxable, its
-    certificate the row of the largest bias alone."""
-    k, j = len(items), int(np.argmax(b))
+def _category_positions(items, prep: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The categories to check (default: all), which of them are live (not masked), and the live ones' indices in
+    the system (the layer without its masked rows)."""
+    n = prep.W0.shape[0]
+    items = np.arange(n) if items is None else _as_indices(items, n)
+    if prep.keep is None:
+        return items, np.ones(len(items), dtype=bool), items
+    index = np.full(n, -1)
+    index[prep.keep] = np.arange(len(prep.keep))
+    live = index[items] >= 0
+    return items, live, index[items[live]]
 
-    def full(values, fill, dtype=None):
-        out = np.full((k, *np.shape(values)[1:]), fill, dtype=dtype or np.asarray(values).dtype)
-        out[live] = values
-        return out
 
-    message = full(res.message.astype(object), "", object)
+def _with_masked(ledger: Ledger, items: np.ndarray, live: np.ndarray, prep: Prepared) -> Ledger:
+    """The ledger over ``items`` (category indices) from ``ledger`` over the live ones: a masked category (left
+    out of every system) is unargmaxable, its certificate the row of the largest bias alone."""
+    if prep.keep is None:
+        return ledger
+    out = ledger.spread(live, prep.keep, items)
+    b, j = prep.b0, int(np.argmax(prep.b0))
     for p in np.flatnonzero(~live):
-        message[p] = (f"masked: its bias {b[items[p]]:g} lies so far below category {j}'s ({b[j]:g}) that it "
-                      "loses to it everywhere in the box (trivially unargmaxable; left out of the others' systems)")
-    certificates = [(np.array([j]), np.array([1.0]))] * k
-    for p, (rows, weights) in zip(np.flatnonzero(live), res.certificates, strict=True):
-        certificates[p] = (keep[np.asarray(rows, dtype=np.int64)], weights)
-    return CheckResult(res.kind, items, full(res.status, UNARGMAXABLE, object).astype(str), full(res.radius, np.nan),
-                       full(res.radius_exact, False), full(res.steps, -1), full(res.lp_rounds, 0),
-                       full(res.witness.reshape(-1, d), np.nan), message.astype(str), certificates, res.settings,
-                       radius_upper=full(res.radius_upper, np.nan),
-                       answers={key: full(v.astype(object), "no", object).astype(str)
-                                for key, v in res.answers.items()})
+        out.refute(int(p), "masked", (np.array([j]), np.array([1.0])), np.nan,
+                   f"masked: its bias {b[items[p]]:g} lies so far below category {j}'s ({b[j]:g}) that it loses to "
+                   "it everywhere in the box (trivially unargmaxable; left out of the others' systems)")
+    return out
 
 
-def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None, upper=None, eps: float = 1e-8,
-                     patience: int = 2500, solver: str = "highs", workers: int = 2, progress: bool = False,
+def _name_duplicates(ledger: Ledger) -> None:
+    """A category whose LP found a zero row (radius -inf) duplicates the category its certificate names."""
+    for pos in np.flatnonzero(ledger.radius == -np.inf):
+        dup = int(ledger.certificates[pos][0][0])
+        ledger.message[pos] = (f"duplicate of category {dup} with a bias at least as high: category "
+                               f"{int(ledger.items[pos])} cannot win strictly")
+
+
+def check_categories(W, items=None, b=None, *, bound: float = BOUND, lower=None, upper=None, eps: float = EPS,
+                     patience: int = PATIENCE, solver: str = SOLVER, workers: int = WORKERS, progress: bool = False,
                      exact_radius: bool = False, device: str | None = "auto") -> CheckResult:
     """Which categories of softmax(W x + b) can be the argmax for some x in the box?
 
@@ -473,30 +280,14 @@ def check_categories(W, items=None, b=None, *, bound: float = 100.0, lower=None,
     >>> check_categories(W, lower=0.0).status.tolist()  # after a ReLU: x >= 0, where c2 = (-1, -1) cannot win
     ['argmaxable', 'argmaxable', 'unargmaxable', 'unargmaxable']
     """
-    prep = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers, keep_float32=True, masks=True)
-    n = prep.W0.shape[0]
-    items = np.arange(n) if items is None else _as_indices(items, n)
-    live, run = np.ones(len(items), dtype=bool), items
-    if prep.keep is not None:  # masked categories: out of every system
-        index = np.full(n, -1)
-        index[prep.keep] = np.arange(len(prep.keep))
-        live = index[items] >= 0
-        run = index[items[live]]
-    system = CategorySystem(prep.W, prep.b, resolve_device(device))
-    res = _run(system, run, bound=bound, box=prep.box, eps=eps, patience=patience, solver=solver, workers=workers,
-               progress=progress, kind="categories", radius_threshold=None, exact_lp=exact_radius,
-               map_rows=system.row_index)
-    if prep.keep is not None:
-        res = _with_masked(res, items, live, prep.keep, prep.b0, prep.W0.shape[1])
-    if prep.lossy:
-        res = _reverified(res, prep.W0, prep.b0)
-    message = res.message.astype(object)  # a fixed-width str array would truncate the longer text
-    for pos in np.flatnonzero(res.radius == -np.inf):  # a zero row in the LP: an identical category
-        dup = int(res.certificates[pos][0][0])
-        message[pos] = (f"duplicate of category {dup} with a bias at least as high: category "
-                        f"{int(res.items[pos])} cannot win strictly")
-    res.message = message.astype(str)
-    return res
+    settings = Settings(bound, lower, upper, eps, patience, solver, workers, progress, exact_radius, device)
+    prep = _prepare(W, b, settings, keep_float32=True, masks=True)
+    items, live, run = _category_positions(items, prep)
+    system = CategorySystem(prep.W, prep.b, resolve_device(settings.device))
+    ledger = _run(system, run, settings, prep.box, kind="categories", map_rows=system.row_index)
+    ledger = _with_masked(ledger, items, live, prep)
+    _name_duplicates(ledger)
+    return _finished(ledger, prep)
 
 
 def _as_signs(Y, n: int) -> np.ndarray:
@@ -508,45 +299,55 @@ def _as_signs(Y, n: int) -> np.ndarray:
     if hasattr(Y, "detach"):
         Y = Y.detach().cpu().numpy()
     if isinstance(Y, np.ndarray):
-        if Y.ndim != 2:
-            raise ValueError(f"The 'items' parameter as an array must be 2-D (m, {n}), one 0/1 column per label. "
-                             f"Got shape {Y.shape}.")
-        if Y.shape[1] != n:
-            raise ValueError(f"The 'items' parameter must have {n} columns (one per row of W). Got shape {Y.shape}.")
-        if Y.dtype != bool and not (np.issubdtype(Y.dtype, np.number) and np.isin(Y, (0, 1)).all()):
-            raise ValueError("The 'items' parameter as a matrix must hold booleans or 0/1 values.")
-        return np.where(Y.astype(bool), 1, -1).astype(np.int8)
+        return _signs_of_matrix(Y, n)
     if isinstance(Y, (str, bytes)) or not hasattr(Y, "__len__"):
         raise ValueError("The 'items' parameter must be a 2-D 0/1 array or a list of label-index lists. "
                          f"Got {type(Y).__name__}.")
     signs = np.full((len(Y), n), -1, dtype=np.int8)
     for r, active in enumerate(Y):
-        if isinstance(active, (str, bytes)) or not hasattr(active, "__iter__"):
-            raise ValueError(f"The 'items' parameter's assignment {r} must be a list of label indices. "
-                             f"Got {active!r}.")
-        values = list(active)
-        if any(isinstance(v, (bool, np.bool_)) for v in values):
-            raise ValueError(f"The 'items' parameter's assignment {r} holds booleans: pass a boolean matrix as a "
-                             "2-D array (np.asarray(Y, dtype=bool)) or each assignment as its label indices.")
-        if not all(isinstance(v, (int, np.integer)) for v in values):
-            bad = next(v for v in values if not isinstance(v, (int, np.integer)))
-            raise ValueError(f"The 'items' parameter's assignment {r} must hold integer label indices. "
-                             f"Got {_show(bad)}.")
-        bad = [int(v) for v in values if not 0 <= v < n]  # Python ints: no overflow above 2^63
-        if bad:
-            raise ValueError(f"The 'items' parameter's assignment {r} has label indices outside [0, {n}): "
-                             f"{bad[:5]}.")
-        idx = np.asarray(values, dtype=np.int64)
-        if len(np.unique(idx)) != len(idx):
-            raise ValueError(f"The 'items' parameter's assignment {r} repeats a label index ({idx.tolist()[:8]}): "
-                             "for a 0/1 row, pass the assignments as a 2-D array.")
-        signs[r, idx] = 1
+        signs[r, _label_indices(active, r, n)] = 1
     return signs
 
 
-def check_assignments(W, items, b=None, *, bound: float = 1e4, lower=None, upper=None, eps: float = 1e-8,
-                      patience: int = 100, solver: str = "highs", workers: int = 2, progress: bool = False,
-                      exact_radius: bool = False) -> CheckResult:
+def _signs_of_matrix(Y: np.ndarray, n: int) -> np.ndarray:
+    """:func:`_as_signs` of a 2-D array of booleans or 0/1 values, one column per label."""
+    if Y.ndim != 2:
+        raise ValueError(f"The 'items' parameter as an array must be 2-D (m, {n}), one 0/1 column per label. "
+                         f"Got shape {Y.shape}.")
+    if Y.shape[1] != n:
+        raise ValueError(f"The 'items' parameter must have {n} columns (one per row of W). Got shape {Y.shape}.")
+    if Y.dtype != bool and not (np.issubdtype(Y.dtype, np.number) and np.isin(Y, (0, 1)).all()):
+        raise ValueError("The 'items' parameter as a matrix must hold booleans or 0/1 values.")
+    return np.where(Y.astype(bool), 1, -1).astype(np.int8)
+
+
+def _label_indices(active, r: int, n: int) -> np.ndarray:
+    """The distinct label indices in [0, n) of assignment ``r``, given as an iterable of ints."""
+    if isinstance(active, (str, bytes)) or not hasattr(active, "__iter__"):
+        raise ValueError(f"The 'items' parameter's assignment {r} must be a list of label indices. "
+                         f"Got {active!r}.")
+    values = list(active)
+    if any(isinstance(v, (bool, np.bool_)) for v in values):
+        raise ValueError(f"The 'items' parameter's assignment {r} holds booleans: pass a boolean matrix as a "
+                         "2-D array (np.asarray(Y, dtype=bool)) or each assignment as its label indices.")
+    if not all(isinstance(v, (int, np.integer)) for v in values):
+        bad = next(v for v in values if not isinstance(v, (int, np.integer)))
+        raise ValueError(f"The 'items' parameter's assignment {r} must hold integer label indices. "
+                         f"Got {show(bad)}.")
+    bad = [int(v) for v in values if not 0 <= v < n]  # Python ints: no overflow above 2^63
+    if bad:
+        raise ValueError(f"The 'items' parameter's assignment {r} has label indices outside [0, {n}): "
+                         f"{bad[:5]}.")
+    idx = np.asarray(values, dtype=np.int64)
+    if len(np.unique(idx)) != len(idx):
+        raise ValueError(f"The 'items' parameter's assignment {r} repeats a label index ({idx.tolist()[:8]}): "
+                         "for a 0/1 row, pass the assignments as a 2-D array.")
+    return idx
+
+
+def check_assignments(W, items, b=None, *, bound: float = ASSIGNMENT_BOUND, lower=None, upper=None,
+                      eps: float = EPS, patience: int = SET_PATIENCE, solver: str = SOLVER, workers: int = WORKERS,
+                      progress: bool = False, exact_radius: bool = False) -> CheckResult:
     """Which label assignments of sigmoid(W x + b) can be the thresholded output for some x in the box?
 
     Parameters
@@ -585,17 +386,23 @@ def check_assignments(W, items, b=None, *, bound: float = 1e4, lower=None, upper
     >>> check_assignments(W, [[0, 3], [3], [0, 1, 3]]).status.tolist()
     ['argmaxable', 'unargmaxable', 'argmaxable']
     """
-    prep = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers)
+    settings = Settings(bound, lower, upper, eps, patience, solver, workers, progress, exact_radius, device=None)
+    return _check_signs(W, items, b, settings, kind="assignments")
+
+
+def _check_signs(W, items, b, settings: Settings, *, kind: str, given: Prepared | None = None) -> CheckResult:
+    """:func:`check_assignments` with its settings built. ``given``: the layer as the user gave it where ``W`` was
+    built from it (top-m sets: ``[W, -1]``); the result records its box and is re-verified on it."""
+    prep = _prepare(W, b, settings)
     signs = _as_signs(items, prep.W.shape[0])
     system = AssignmentSystem(prep.W, prep.b, signs)
-    res = _run(system, np.arange(len(signs)), bound=bound, box=prep.box, eps=eps, patience=patience, solver=solver,
-               workers=workers, progress=progress, kind="assignments", radius_threshold=1.0,
-               exact_lp=exact_radius)
-    return _reverified(res, prep.W0, prep.b0, signs > 0) if prep.lossy else res
+    given = given or prep
+    ledger = _run(system, np.arange(len(signs)), settings, prep.box, kind=kind, threshold=1.0, shown_box=given.box)
+    return _finished(ledger, given, signs > 0)
 
 
-def check_top_m(W, items, b=None, *, bound: float = 100.0, lower=None, upper=None, eps: float = 1e-8,
-                patience: int = 100, solver: str = "highs", workers: int = 2, progress: bool = False,
+def check_top_m(W, items, b=None, *, bound: float = BOUND, lower=None, upper=None, eps: float = EPS,
+                patience: int = SET_PATIENCE, solver: str = SOLVER, workers: int = WORKERS, progress: bool = False,
                 exact_radius: bool = False) -> CheckResult:
     """Can the tokens of each set be exactly the top-m of softmax(W x + b) for some x in the box?
 
@@ -612,12 +419,9 @@ def check_top_m(W, items, b=None, *, bound: float = 100.0, lower=None, upper=Non
     >>> check_top_m(W, [[0, 1], [3]]).status.tolist()
     ['argmaxable', 'unargmaxable']
     """
-    prep = _prepare(W, b, bound, lower, upper, eps, patience, solver, workers)  # scaled as there
+    settings = Settings(bound, lower, upper, eps, patience, solver, workers, progress, exact_radius, device=None)
+    prep = _prepare(W, b, settings)  # scaled as there
     lo, hi = prep.box
     augmented = np.hstack([prep.W, -np.ones((prep.W.shape[0], 1))])
-    res = check_assignments(augmented, items, prep.b, bound=bound, lower=np.append(lo, -bound),
-                            upper=np.append(hi, bound), eps=eps, patience=patience, solver=solver, workers=workers,
-                            progress=progress, exact_radius=exact_radius)
-    res.kind = "top-m sets"
-    res.settings.update(lower=lo.tolist(), upper=hi.tolist())  # the box of x; tau's is [-bound, bound]
-    return _reverified(res, prep.W0, prep.b0, _as_signs(items, prep.W0.shape[0]) > 0) if prep.lossy else res
+    over_tau = replace(settings, lower=np.append(lo, -bound), upper=np.append(hi, bound))
+    return _check_signs(augmented, items, prep.b, over_tau, kind="top-m sets", given=prep)  # records x's box

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from argmaxable.core.box import inside, shrink_factors
-from argmaxable.core.systems import System
+from argmaxable.core.systems import GramStart, System
 
 
 @dataclass
@@ -86,7 +86,7 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
     steps = np.full(T, -1, dtype=np.int64)
     X = np.empty((T, system.d)) if out is None else out
     todo = np.arange(T)
-    if system.has_gram_start and system.n_rows == T and np.array_equal(items, todo):
+    if system.n_rows == T and np.array_equal(items, todo) and isinstance(system, GramStart):
         # Every category at once: the first step from the Gram matrix's upper triangle (half the work).
         X[:] = system.start(slice(None))  # all start points (a view: no temporary); rows not won are redone below
         scale, rounding = np.ones(T), np.zeros(T)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import sys
 from functools import cached_property
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from argmaxable.core.gordan import gordan_certificates
+from argmaxable.core.gordan import GordanOutcome, gordan_certificates
 from argmaxable.core.numerics import U64, gamma, row_norms
 from argmaxable.core.supports import SupportPool
 
@@ -206,14 +206,13 @@ class exact_float32:
 
 
 class System(Protocol):
-    """What the stages read from an adapter. Optional stages are declared by flags, never probed for."""
+    """What the stages read from an adapter. Optional stages are the protocols below (:class:`GramStart`,
+    :class:`DualStage`, :class:`SharedCertificates`): a stage asks ``isinstance``, never for an attribute."""
 
     n_rows: int  # constraints per item
     d: int
     dtype: type
     homogeneous: bool  # all offsets are zero
-    has_gram_start: bool  # start_margins(eps): certified margins of every item at its start point at once
-    has_dual_stage: bool  # gordan(items, box=, eps=, progress=): Gordan certificates before reflection
 
     def start(self, items: np.ndarray) -> np.ndarray: ...
 
@@ -224,14 +223,37 @@ class System(Protocol):
 
     def rows(self, items: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
     def dense(self, item: int) -> tuple[np.ndarray, np.ndarray]: ...
+    def dense_rows(self, item: int, rows: np.ndarray) -> np.ndarray:
+        """Row positions of ``dense(item)`` for the rows ``rows`` named as :meth:`evaluate` names them."""
+        ...
+
+
+@runtime_checkable
+class GramStart(Protocol):
+    """Items whose start points are the layer's own rows (categories: x = w_t): one Gram pass gives every
+    item's margin at its start point."""
+
+    bf16_start: bool  # whether start_margins multiplies in bfloat16
+
+    def start_margins(self, eps: float) -> np.ndarray: ...
+
+
+@runtime_checkable
+class DualStage(Protocol):
+    """Items proven unargmaxable in batches before reflection (label assignments: :mod:`gordan`)."""
+
+    def gordan(self, items: np.ndarray, *, box, eps: float, progress=None) -> GordanOutcome: ...
+
+
+@runtime_checkable
+class SharedCertificates(Protocol):
+    """Items whose certificates carry over to other items (categories: :mod:`supports`)."""
+
+    def certificate_pool(self, box, eps: float) -> SupportPool: ...
 
 
 class CategorySystem:
     """Category t of softmax(Wx + b) wins iff (w_i - w_t).x + (b_i - b_t) < 0 for all i != t (002 §3.3)."""
-
-    has_gram_start = True
-    has_dual_stage = False
-    has_shared_certificates = True  # :meth:`certificate_pool`
 
     def __init__(self, W: np.ndarray, b: np.ndarray | None, device=None):
         self.device = device  # a torch.device for the torch path (Gram pass, reflection's products), or None
@@ -522,10 +544,6 @@ class CategorySystem:
 class AssignmentSystem:
     """Assignment y of sigmoid(Wx + b) holds iff y_i (w_i.x + b_i) > 0 for all i (thesis eq. 4.2):
     rows a_i = -y_i w_i, offsets c_i = -y_i b_i."""
-
-    has_gram_start = False
-    has_dual_stage = True
-    has_shared_certificates = False
 
     def __init__(self, W: np.ndarray, b: np.ndarray | None, signs: np.ndarray):
         self.W64 = W

@@ -8,21 +8,21 @@ from typing import Any
 from omegaconf import MISSING
 
 from argmaxable.core.box import ACTIVATIONS
-from argmaxable.core.solvers import SOLVERS
+from argmaxable.core.settings import ALLOWED, BOUND, EPS, PATIENCE, SOLVER, WORKERS
 from argmaxable.detect.download import KINDS as DOWNLOAD_KINDS
 from argmaxable.detect.loaders import SOURCES
-from argmaxable.rules import AT_LEAST_ONE, INSIDE, NON_NEGATIVE, POSITIVE, SHA256, one_of
+from argmaxable.rules import AT_LEAST_ONE, INSIDE, SHA256, one_of
 
 
 @dataclass
 class DetectConfig:
     """Settings shared by every detection job (002 §4: box 100, patience 2500; eps from thesis §4.2)."""
 
-    bound: float = 100.0  # |x_j| <= 100, 002 §4
-    patience: int = 2500  # braid-reflect steps before the exact LP, 002 §4
-    eps: float = 1e-8  # Chebyshev radius that counts as a region, thesis §4.2
-    solver: str = "highs"
-    workers: int = 2
+    bound: float = BOUND  # the check's defaults (argmaxable.core.settings: box 100, patience 2500, eps 1e-8)
+    patience: int = PATIENCE
+    eps: float = EPS
+    solver: str = SOLVER
+    workers: int = WORKERS
     shards: int = 1  # class-range jobs per model (>1 spreads a large vocabulary over nodes), merged after
     # Panels of the steps-per-token figures (model keys; empty = every checked model): ACL Fig. 11 / thesis 4.6
     # shows three models of one ensemble, ACL Fig. 12 / thesis 4.7 Bergamot students and teachers.
@@ -34,11 +34,7 @@ class DetectConfig:
 
 # Allowed values, checked before any job (argmaxable.rules).
 RULES = {
-    "detect.bound": POSITIVE,
-    "detect.eps": NON_NEGATIVE,
-    "detect.patience": NON_NEGATIVE,
-    "detect.solver": one_of(SOLVERS),
-    "detect.workers": AT_LEAST_ONE,
+    **{f"detect.{name}": allowed.rule for name, allowed in ALLOWED.items()},  # the check's own rules
     "detect.shards": AT_LEAST_ONE,
     # every model: the sets of allowed values are those the code declares (loaders, fetchers, activations)
     "model.*.source": one_of(SOURCES),

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from argmaxable.config import typed
-from argmaxable.core import chebyshev
+from argmaxable.core import LPSettings, chebyshev
 from argmaxable.outputs import ReproductionError, write_tables
 from argmaxable.theory.reference import REGIONS_BIAS, REGIONS_NO_BIAS, compare_cells
 from argmaxable.theory.schema import RegionsConfig
@@ -93,7 +93,7 @@ def enumerate_rankings(W: np.ndarray, b: np.ndarray | None, *, bound: float, eps
     counts = {"feasible": 0, "infeasible": 0, "undecided": 0}
     for ranking in itertools.permutations(range(W.shape[0])):
         A, c = ranking_system(W, b, ranking)
-        counts[chebyshev(A, c, bound=bound, eps=eps).status] += 1
+        counts[chebyshev(A, c, bound, LPSettings(eps=eps)).status] += 1
     return counts
 
 

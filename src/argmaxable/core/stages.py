@@ -1,0 +1,223 @@
+"""The stages of a check (002 Fig. 4's combined algorithm), each an object with one method.
+
+``stage.run(system, ledger, open)`` works on the items at positions ``open`` of the ledger, writes what it proves
+into the ledger (:mod:`argmaxable.core.ledger`), and returns the positions whose questions are still open for the
+next stage. :func:`stages_for` lists a system's stages from the capabilities it declares
+(:mod:`argmaxable.core.systems`):
+
+1. :class:`Dual` (systems with a :class:`~argmaxable.core.systems.DualStage`): batched Gordan certificates prove
+   items unargmaxable;
+2. :class:`Reflect`: batched braid reflection proves items argmaxable, with a witness;
+3. :class:`ExactLP`: the Chebyshev LP decides the rest, several at once on a thread pool; for systems whose
+   certificates carry over (:class:`~argmaxable.core.systems.SharedCertificates`) in waves, between which
+   :class:`SharedSupports` tries the new certificates on the items still waiting.
+
+Results do not depend on the number of workers: each item is solved on its own, deterministically.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from argmaxable.core.chebyshev import FEASIBLE, INFEASIBLE, WarmStart, chebyshev
+from argmaxable.core.ledger import Ledger
+from argmaxable.core.reflect import reflect
+from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE
+from argmaxable.core.settings import Settings
+from argmaxable.core.systems import DualStage, GramStart, SharedCertificates, System
+
+# Items per wave of LPs between two tries of the shared certificates (:mod:`supports`): small, so that each
+# certificate spares as many LPs as it can, and several, so that the workers run in parallel.
+WAVE = 8
+
+
+def progress_bar(total: int, desc: str, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="item", disable=not enabled, leave=False)
+
+
+class Dual:
+    """Batched Gordan certificates (:mod:`gordan`) prove items unargmaxable before reflection."""
+
+    name = "dual"
+
+    def __init__(self, box, settings: Settings):
+        self.box, self.settings = box, settings
+
+    def run(self, system: DualStage, ledger: Ledger, open_: np.ndarray) -> np.ndarray:
+        with progress_bar(len(open_), f"{ledger.kind}: dual", self.settings.progress) as bar:
+            dual = system.gordan(ledger.items[open_], box=self.box, eps=self.settings.eps, progress=bar.update)
+        message = f"Gordan certificate over {len(dual.rows)} rows (dual stage)"
+        for j, weights in dual.weights.items():
+            ledger.refute(int(open_[j]), self.name, (dual.rows, weights), dual.upper[j], message)
+        return open_[~dual.proven]
+
+
+class Reflect:
+    """Batched braid reflection (:mod:`reflect`) proves items argmaxable; it leaves the items it did not prove,
+    and those whose radius the exact LP must still compare with the second threshold (label sets' 1) or, with
+    ``exact_radius``, compute."""
+
+    name = "reflect"
+
+    def __init__(self, box, settings: Settings):
+        self.box, self.settings = box, settings
+
+    def run(self, system: System, ledger: Ledger, open_: np.ndarray) -> np.ndarray:
+        eps = self.settings.eps
+        approx, whole = self._reflect(system, ledger, open_)
+        proven, todo = open_[approx.proven], open_[~approx.proven]
+        ledger.prove(proven, self.name, lower=eps)  # each witness's certified margin exceeds eps
+        if ledger.threshold is not None:  # measured, to compare with the threshold
+            _, m = system.evaluate(ledger.items[proven], ledger.witness[proven], eps)
+            ledger.lower[proven] = ledger.radius[proven] = m  # certified margins of the witnesses
+            if not self.settings.exact_radius:
+                todo = np.sort(np.concatenate([todo, proven[m <= ledger.threshold]]))
+        if self.settings.exact_radius:
+            todo = open_
+        # The LP starts from reflection's best iterate, with the rows reflection saw beat it in its last steps.
+        seeds = {int(open_[j]): system.dense_rows(int(ledger.items[open_[j]]), r) for j, r in approx.rows.items()}
+        ledger.starts = {int(pos): WarmStart(ledger.witness[pos].copy(), seeds.get(int(pos))) for pos in todo}
+        ledger.witness[open_[~approx.proven]] = np.nan
+        ledger.settings.update(numeric_settings(system, whole))
+        return todo
+
+    def _reflect(self, system: System, ledger: Ledger, open_: np.ndarray):
+        """Run reflection over the open items into the ledger's witnesses. With every item open (a whole
+        vocabulary) it writes its iterates straight into the witness array: no n×d temporaries of 300 MB each."""
+        k, whole = len(ledger.items), len(open_) == len(ledger.items)
+        # A float32 layer checked in float32 keeps float32 witnesses: its start points w_t and reflected iterates
+        # are float32 values, certified as stored (a layer of 2 GB needs no 4 GB float64 witness array).
+        wdtype = np.float32 if system.dtype == np.float32 and system.start(ledger.items[:0]).dtype == np.float32 \
+            else np.float64
+        ledger.witness = np.empty((k, system.d), wdtype) if whole else np.full((k, system.d), np.nan, wdtype)
+        with progress_bar(len(open_), f"{ledger.kind}: reflect", self.settings.progress) as bar:
+            approx = reflect(system, ledger.items[open_], patience=self.settings.patience, box=self.box,
+                             eps=self.settings.eps, progress=bar.update, out=ledger.witness if whole else None)
+        ledger.steps[open_] = approx.steps
+        if not whole:
+            ledger.witness[open_] = approx.x
+        return approx, whole
+
+
+class SharedSupports:
+    """The supports of the exact LP's certificates (:mod:`supports`), tried on the items still waiting for
+    theirs: a category inside the hull of another's support needs no LP."""
+
+    name = "supports"
+
+    def __init__(self, system: SharedCertificates, box, eps: float):
+        self.pool = system.certificate_pool(box, eps)
+        self.tried = 0  # supports already tried on every item still waiting
+
+    def learn(self, rows: np.ndarray) -> None:
+        """Keep the rows of a new certificate's positive weights."""
+        self.pool.add(rows)
+
+    def run(self, system: System, ledger: Ledger, open_: np.ndarray) -> np.ndarray:
+        found = self.pool.prove(ledger.items[open_], start=self.tried)
+        self.tried = len(self.pool.supports)
+        for j, (rows, weights, upper) in found.items():
+            ledger.refute(int(open_[j]), self.name, (rows, weights), upper,
+                          f"certificate over the {len(rows)} rows of another category's (dual stage)")
+        return open_[ledger.status[open_] != UNARGMAXABLE]
+
+
+class ExactLP:
+    """The Chebyshev LP (:func:`chebyshev`) for every item still open, ``workers`` at once; with shared supports,
+    in waves of :data:`WAVE` items, the supports tried between waves. ``map_rows(item, rows)`` names a
+    certificate's rows as the result does (default: as the system's dense rows)."""
+
+    name = "lp"
+
+    def __init__(self, box, settings: Settings, map_rows=None, shared: SharedSupports | None = None):
+        self.box, self.settings, self.map_rows, self.shared = box, settings, map_rows, shared
+
+    def run(self, system: System, ledger: Ledger, todo: np.ndarray) -> np.ndarray:
+        if ledger.witness.dtype != np.float64 and len(todo):
+            ledger.witness = ledger.witness.astype(np.float64)  # LP witnesses are float64: rounding could lose them
+
+        lp = self.settings.lp(ledger.thresholds)
+
+        def solve(pos: int):
+            return chebyshev(*system.dense(int(ledger.items[pos])), self.box, lp, ledger.starts[int(pos)])
+
+        waves = [todo] if self.shared is None else [todo[:WAVE]]
+        pending = todo[len(waves[0]):]
+        # One BLAS thread per LP: the LPs run in parallel, and nested BLAS threads oversubscribe the cores
+        # (measured: a 50257x16 mat-vec went from 0.3 ms to 16 ms on a busy 2-core machine).
+        with (
+            progress_bar(len(todo), f"{ledger.kind}: exact LP", self.settings.progress) as bar,
+            threadpool_limits(limits=1, user_api="blas"),
+            ThreadPoolExecutor(self.settings.workers) as pool,
+        ):
+            while waves:
+                wave = waves.pop()
+                for pos, out in zip(wave, pool.map(solve, wave), strict=True):
+                    bar.update(1)
+                    self.record(ledger, int(pos), out)
+                if self.shared is None or pending.size == 0:
+                    continue
+                left = self.shared.run(system, ledger, pending)
+                bar.update(len(pending) - len(left))
+                waves.append(left[:WAVE])
+                pending = left[WAVE:]
+        return np.zeros(0, dtype=np.int64)
+
+    def record(self, ledger: Ledger, pos: int, out) -> None:
+        """The LP's outcome for item ``pos``: its bounds, and its verdict where reflection's witness does not
+        already stand (a witness and a dual bound <= eps rule each other out: the ledger makes that undecided)."""
+        rows = out.dual_rows if self.map_rows is None else self.map_rows(int(ledger.items[pos]), out.dual_rows)
+        certificate = (np.asarray(rows, dtype=np.int64), out.dual_weights)
+        witnessed = ledger.status[pos] == ARGMAXABLE
+        ledger.bound(pos, out.lower, out.upper)
+        ledger.radius_exact[pos], ledger.lp_rounds[pos], ledger.message[pos] = out.converged, out.rounds, out.message
+        if witnessed and out.upper <= ledger.eps:
+            ledger.refute(pos, self.name, certificate, out.upper, source="an LP dual bound")
+        elif out.status == FEASIBLE:
+            ledger.witness[pos] = out.x
+            ledger.prove(pos, self.name)
+        elif witnessed:  # reflection's witness proved it; the LP only failed to size its radius
+            ledger.message[pos] = f"argmaxable by its witness; the LP did not size the radius: {out.message}"
+        elif out.status == INFEASIBLE:
+            ledger.refute(pos, self.name, certificate, out.upper)
+            if self.shared is not None:
+                self.shared.learn(certificate[0][out.dual_weights > 0])
+        if ledger.status[pos] == ARGMAXABLE and ledger.threshold is not None and out.upper <= ledger.threshold:
+            # an argmaxable item answered "no" at the threshold: its evidence is the dual bound that says so
+            ledger.certificates[pos] = certificate
+
+
+def stages_for(system: System, box, settings: Settings, map_rows=None) -> list:
+    """The stages that check ``system``'s items, in order. With ``exact_radius`` the one-sided dual stages are
+    left out: their certificates bound the radius, they do not compute it."""
+    exact = settings.exact_radius
+    dual = [Dual(box, settings)] if isinstance(system, DualStage) and not exact else []
+    shared = SharedSupports(system, box, settings.eps) if isinstance(system, SharedCertificates) and not exact \
+        else None
+    return [*dual, Reflect(box, settings), ExactLP(box, settings, map_rows, shared)]
+
+
+def numeric_settings(system: System, whole: bool) -> dict:
+    """What the result's float arithmetic was: the approximate stage's number format, the BLAS that ran, and the
+    tolerances (recorded in the result's settings and so in every sidecar)."""
+    from threadpoolctl import threadpool_info
+
+    from argmaxable.core.chebyshev import VIOLATION_TOLERANCE
+    from argmaxable.core.gordan import FLOOR
+    from argmaxable.core.solvers import FEASIBILITY_TOLERANCE
+
+    if system.dtype == np.float32:
+        bf16 = whole and isinstance(system, GramStart) and system.bf16_start  # the first step of a whole vocabulary
+        path = "bfloat16 products (float32 accumulation), float32, float64" if bf16 else "float32, float64"
+    else:
+        path = "float64"
+    blas = next((f"{i['internal_api']} {i['version']} ({i.get('architecture')} kernel)"
+                 for i in threadpool_info() if i["user_api"] == "blas"), "unknown")
+    return {"numeric_path": path, "blas": blas,
+            "tolerances": {"lp_feasibility": FEASIBILITY_TOLERANCE, "lp_violation": VIOLATION_TOLERANCE,
+                           "gordan_floor": FLOOR, "float64_rounding": "gamma_k bounds on every acceptance"}}
