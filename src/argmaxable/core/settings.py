@@ -1,7 +1,7 @@
 """The settings of a check as one frozen value, their defaults, and their allowed values declared as data.
 
 The public checks keep their keywords and build a :class:`Settings` from them; building it checks every value
-once, where input enters. The detection family's config schema (:mod:`argmaxable.models.schema`) takes its
+once, where input enters. The detection family's config schema (:mod:`argmaxable.detect.schema`) takes its
 defaults and its value rules from here, so the YAML, the schema and the core share one definition.
 """
 
