@@ -327,6 +327,19 @@ def test_dual_stage_proves_only_unargmaxable_assignments():
         assert (w >= 0).all() and w.sum() == pytest.approx(1.0)
 
 
+def test_dual_stage_rounding_bound_reaches_the_far_end_of_the_box(monkeypatch):
+    """The check sum's rounding bound takes |x_j| <= max(|lo_j|, |hi_j|) in every batch: a box reaching
+    further below zero than above (lo = -5, hi = 1) must give 5, not |hi| = 1."""
+    from argmaxable.core import gordan
+
+    seen = []
+    monkeypatch.setattr(gordan, "_prove_batch", lambda *args: seen.append(args[7]))
+    W = truncated_dft(10, 2)
+    signs = np.where(all_assignments(10), -1, 1)
+    gordan.gordan_certificates(W, None, signs, box=(np.full(5, -5.0), np.full(5, 1.0)), eps=1e-8)
+    assert seen and all(np.array_equal(reach, np.full(5, 5.0)) for reach in seen)
+
+
 def test_dual_stage_proves_a_wide_gaussian_layer_without_lp():
     # n >> 2d: every sparse assignment is unargmaxable (Wendel), and the projection proves each one.
     rng = np.random.default_rng(12)

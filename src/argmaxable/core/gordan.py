@@ -93,12 +93,9 @@ def gordan_certificates(W: np.ndarray, b: np.ndarray | None, signs: np.ndarray, 
         progress(T)
         return out
     step = batch_size(len(rows))
+    reach = np.maximum(np.abs(lo), np.abs(hi))  # bounds |x_j| over the box
     for first in range(0, T, step):
         pos = np.arange(first, min(first + step, T))
-        # KNOWN BUG, kept so that this refactor changes no bit (to fix on its own): the rounding bound reads
-        # max(first, |hi_j|) as the box's reach, where max(|lo_j|, |hi_j|) is meant (the batch's first index once
-        # shared the name of the box's lower end): it misses |lo_j| > |hi_j| in the first batch.
-        reach = np.maximum(np.abs(first), np.abs(hi))
         _prove_batch(out, pos, signs[pos][:, rows].astype(np.float64), H, Ginv, habs, box, reach, b is not None, eps)
         progress(min(step, T - first))
     return out
