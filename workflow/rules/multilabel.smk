@@ -57,7 +57,7 @@ rule verify_head:
     log:
         f"{ML}/logs/verify_head/{{dataset}}_{{head}}_d{{d}}_seed{{seed}}.log",
     params:
-        verify=OmegaConf.to_container(CFG.multilabel.verify),
+        verify=OmegaConf.to_container(CFG.multilabel.verify, resolve=True),
     threads: CFG.multilabel.verify.workers
     script:
         "../scripts/multilabel_verify.py"
