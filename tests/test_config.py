@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,21 +21,21 @@ def test_default_is_the_offline_experiment():
     cfg = load_config()
     assert cfg.experiment == "offline"
     assert cfg.detect.bound == 100.0 and cfg.detect.eps == 1e-8 and cfg.detect.patience == 2500
-    assert "debtags" in cfg.dataset
+    assert "debtags" in cfg.datasets
 
 
 def test_paper_experiment_composes_with_paper_datasets():
     cfg = load_config(["experiment=paper"])
     assert cfg.experiment == "paper"
-    assert {"mimic3", "bioasq", "openimages"} <= set(cfg.dataset)
+    assert {"mimic3", "bioasq", "openimages"} <= set(cfg.datasets)
 
 
 @pytest.mark.parametrize("group", GROUPS)
 def test_every_option_of_every_group_composes(group):
     for option in sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml")):
-        value = f"[{option}]" if group in ("model", "dataset") else option
+        value = f"[{option}]" if group in ("model", "datasets") else option
         cfg = load_config([f"{group}={value}"])
-        if group in ("model", "dataset"):
+        if group in ("model", "datasets"):
             assert option in cfg[group]
 
 
@@ -134,6 +135,17 @@ def test_bad_config_is_one_clear_error(override, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("[", r"\[")) as err:
         load_config([override])
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("override", "new"),
+    [("dataset=[mimic3]", "datasets=[mimic3]"), ("++dataset.mimic3.path=/mnt/caml", "++datasets.mimic3.path=/mnt/caml"),
+     ("~dataset.mimic3.download", "~datasets.mimic3.download")],
+)
+def test_an_override_of_the_renamed_dataset_group_names_the_new_one(override, new):
+    with pytest.raises(ConfigError, match=f"the config group 'dataset' is now 'datasets': write '{re.escape(new)}'"):
+        load_config(["experiment=paper", override])
+    assert load_config(["experiment=paper", new])  # the new name composes
 
 
 def test_missing_required_value_names_the_key(tmp_path):

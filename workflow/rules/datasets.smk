@@ -1,4 +1,4 @@
-# datasets family: build each configured multi-label dataset (config/dataset/*.yaml) into an Arrow
+# datasets family: build each configured multi-label dataset (config/datasets/*.yaml) into an Arrow
 # DatasetDict with labels.json, stats.json and a histogram of active labels (thesis Fig. 5.1).
 import json
 
@@ -10,32 +10,32 @@ DATASETS = f"{RESULTS}/datasets"
 
 
 def datasets_targets():
-    return [f"{DATASETS}/{name}" for name in CFG.dataset]
+    return [f"{DATASETS}/{name}" for name in CFG.datasets]
 
 
 def snapshot_version(wildcards):
     """The debtags snapshot's recorded sha256: a param (not an input, which would make Snakemake schedule
     the snapshot's maintenance rule), so a rebuilt snapshot still triggers a rebuild of the dataset."""
-    ds = CFG.dataset[wildcards.dataset]
+    ds = CFG.datasets[wildcards.dataset]
     if ds.name != "debtags" or ds.source != "snapshot":
         return ""
     return json.loads(SNAPSHOT.with_suffix(".meta.json").read_text())["sha256"]
 
 
 def dataset_config(wildcards):
-    return OmegaConf.to_container(CFG.dataset[wildcards.dataset], resolve=True)
+    return OmegaConf.to_container(CFG.datasets[wildcards.dataset], resolve=True)
 
 
 def dataset_download(wildcards):
     """The manifest of the dataset's download when its config lists one; hand-placed inputs need none."""
-    return [f"{DATA}/{wildcards.dataset}/manifest.json"] if CFG.dataset[wildcards.dataset].download else []
+    return [f"{DATA}/{wildcards.dataset}/manifest.json"] if CFG.datasets[wildcards.dataset].download else []
 
 
 # Fetches data/<dataset>/ (label CSVs and images, PhysioNet or BioASQ files) with a manifest; credentials from
 # the environment; a small CPU allocation on a cluster (workflow/profiles/slurm).
 rule download_dataset:
     wildcard_constraints:
-        dataset="|".join(name for name, ds in CFG.dataset.items() if ds.download) or "none",
+        dataset="|".join(name for name, ds in CFG.datasets.items() if ds.download) or "none",
     output:
         f"{DATA}/{{dataset}}/manifest.json",
     log:
@@ -52,7 +52,7 @@ rule download_dataset:
 # an unrelated config edit must not rebuild the dataset and, downstream, retrain every head.
 rule build_dataset:
     wildcard_constraints:
-        dataset="|".join(CFG.dataset) or "none",
+        dataset="|".join(CFG.datasets) or "none",
     input:
         dataset_download,
     output:

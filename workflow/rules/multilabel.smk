@@ -8,9 +8,9 @@ from argmaxable.multilabel.setup_tables import SETUP_TABLES
 ML = f"{RESULTS}/multilabel"
 ML_RUNS = OmegaConf.to_container(CFG.multilabel.runs, resolve=True) if CFG.multilabel.enabled else {}
 for _name in ML_RUNS:
-    if _name not in CFG.dataset:
-        sys.exit(f"argmaxable: multilabel.runs.{_name} has no dataset config; add '{_name}' to the dataset "
-                 f"group (available: {', '.join(CFG.dataset)})")
+    if _name not in CFG.datasets:
+        sys.exit(f"argmaxable: multilabel.runs.{_name} has no dataset config; add '{_name}' to the datasets "
+                 f"group (available: {', '.join(CFG.datasets)})")
 ML_RUN_DIR = f"{ML}/{{dataset}}/{{head}}/d{{d}}/seed{{seed}}"
 ML_WILDCARDS = {"dataset": "|".join(ML_RUNS) or "none", "head": "bsl|dft", "d": r"\d+", "seed": r"\d+"}
 
