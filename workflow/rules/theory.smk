@@ -5,19 +5,12 @@ from omegaconf import OmegaConf
 
 THEORY = f"{RESULTS}/theory"
 THEORY_SETTINGS = OmegaConf.to_container(CFG.theory, resolve=True)
-
-
-def theory_outputs(tables=None, figures=None):
-    """Named outputs {key: path} of a theory rule, plus ``copies``: the .md beside each table and the .pdf
-    beside each figure (the package writes both; Snakemake must know them to clean and rerun)."""
-    named = {key: f"{THEORY}/tables/{stem}.parquet" for key, stem in (tables or {}).items()}
-    named |= {key: f"{THEORY}/figures/{stem}.png" for key, stem in (figures or {}).items()}
-    copies = [p.removesuffix(".parquet") + ".md" if p.endswith(".parquet")
-              else p.removesuffix(".png") + ".pdf" for p in named.values()]
-    return {**named, "copies": copies}
+theory_outputs = partial(family_outputs, THEORY)  # named outputs under results/theory, with their copies
 
 
 rule count_regions:
+    conda:
+        ENVIRONMENT
     output:
         **theory_outputs(tables={"table": "regions", "no_bias": "regions_no_bias", "bias": "regions_bias"}),
     params:
@@ -30,6 +23,8 @@ rule count_regions:
 
 
 rule count_cover:
+    conda:
+        ENVIRONMENT
     output:
         **theory_outputs(tables={"percentage": "cover_percentage", "enumeration": "cover_enumeration"},
                          figures={"figure": "cover_percentage"}),
@@ -43,6 +38,8 @@ rule count_cover:
 
 
 rule measure_dft:
+    conda:
+        ENVIRONMENT
     output:
         **theory_outputs(tables={"alternation": "dft_alternation", "radius": "dft_radius"},
                          figures={"geometry": "dft_geometry", "radius_figure": "dft_radius"}),
@@ -56,6 +53,8 @@ rule measure_dft:
 
 
 rule check_random_layer:
+    conda:
+        ENVIRONMENT
     output:
         f"{THEORY}/random_layers/d{{d}}.parquet",
     wildcard_constraints:
@@ -71,6 +70,8 @@ rule check_random_layer:
 
 
 rule summarize_random_layers:
+    conda:
+        ENVIRONMENT
     input:
         expand(f"{THEORY}/random_layers/d{{d}}.parquet", d=THEORY_SETTINGS["random_layers"]["d_values"]),
     output:
@@ -87,6 +88,8 @@ rule summarize_random_layers:
 
 
 rule plot_toy:
+    conda:
+        ENVIRONMENT
     output:
         **theory_outputs(tables={"table": "toy"}, figures={"figure": "toy"}),
     log:
@@ -96,6 +99,8 @@ rule plot_toy:
 
 
 rule plot_illustrations:
+    conda:
+        ENVIRONMENT
     output:
         **theory_outputs(
             tables={"arrangements": "arrangements", "braid_reflect": "braid_reflect",
@@ -114,6 +119,8 @@ rule plot_illustrations:
 
 
 rule bound_topm:
+    conda:
+        ENVIRONMENT
     output:
         **theory_outputs(
             tables={"table1": "basri_jacobs_table1", "appendix_b": "basri_jacobs_appendix_b",
@@ -129,16 +136,13 @@ rule bound_topm:
         "../scripts/theory_bound_topm.py"
 
 
-def theory_targets():
-    """Every output of the theory family (empty when theory.enabled is false)."""
-    if not CFG.theory.enabled:
-        return []
-    return [
-        *rules.count_regions.output,
-        *rules.count_cover.output,
-        *rules.measure_dft.output,
-        *rules.summarize_random_layers.output,
-        *rules.plot_toy.output,
-        *rules.plot_illustrations.output,
-        *rules.bound_topm.output,
-    ]
+# Every output of the theory family (none when theory.enabled is false).
+THEORY_TARGETS = [
+    *rules.count_regions.output,
+    *rules.count_cover.output,
+    *rules.measure_dft.output,
+    *rules.summarize_random_layers.output,
+    *rules.plot_toy.output,
+    *rules.plot_illustrations.output,
+    *rules.bound_topm.output,
+] if CFG.theory.enabled else []
