@@ -1,6 +1,7 @@
 # Two entry points, each self-contained on a fresh machine with Python 3.11:
 #   make run   - create .venv, install, run the offline default pipeline (snakemake)
-#   make test  - create .venv, install with dev extras, lint and run the test suite
+#   make test  - create .venv, install with dev extras, lint (make lint) and run the test suite
+#   make lint  - ruff and snakemake --lint; either one's finding fails it
 PYTHON ?= python3
 VENV ?= .venv
 CORES ?= 2
@@ -19,8 +20,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 run: $(VENV)/.installed
 	$(BIN)/snakemake --cores $(CORES)
 
-test: $(VENV)/.installed
-	$(BIN)/ruff check .
+test: $(VENV)/.installed lint
 	$(BIN)/pytest
 
 # Debian's chromium for tests/test_report.py (renders results/report.html headless); needs root and apt.

@@ -13,12 +13,12 @@ include: "workflow/rules/report.smk"  # last: it reads every family's targets
 
 rule all:
     input:
-        detect_targets(),
-        paper_figure_targets(),
-        datasets_targets(),
-        theory_targets(),
-        multilabel_targets(),
-        topm_targets(),
+        DETECT_TARGETS,
+        PAPER_FIGURE_TARGETS,
+        DATASETS_TARGETS,
+        THEORY_TARGETS,
+        MULTILABEL_TARGETS,
+        TOPM_TARGETS,
         rules.make_report.output,
-        lm_targets(),
+        LM_TARGETS,
     default_target: True

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
-from argmaxable.config import CONFIG_DIR, ConfigError, load_config
+from argmaxable.config import CONFIG_DIR, ConfigError, load_config, to_plain
 
 REPO = Path(__file__).resolve().parents[1]
 GROUPS = sorted(p.name for p in CONFIG_DIR.iterdir() if p.is_dir())
@@ -19,22 +21,76 @@ def test_default_is_the_offline_experiment():
     cfg = load_config()
     assert cfg.experiment == "offline"
     assert cfg.detect.bound == 100.0 and cfg.detect.eps == 1e-8 and cfg.detect.patience == 2500
-    assert "debtags" in cfg.dataset
+    assert "debtags" in cfg.datasets
 
 
 def test_paper_experiment_composes_with_paper_datasets():
     cfg = load_config(["experiment=paper"])
     assert cfg.experiment == "paper"
-    assert {"mimic3", "bioasq", "openimages"} <= set(cfg.dataset)
+    assert {"mimic3", "bioasq", "openimages"} <= set(cfg.datasets)
 
 
 @pytest.mark.parametrize("group", GROUPS)
 def test_every_option_of_every_group_composes(group):
     for option in sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml")):
-        value = f"[{option}]" if group in ("model", "dataset") else option
+        value = f"[{option}]" if group in ("model", "datasets") else option
         cfg = load_config([f"{group}={value}"])
-        if group in ("model", "dataset"):
+        if group in ("model", "datasets"):
             assert option in cfg[group]
+
+
+def test_paper_group_files_compose_the_papers_settings_over_the_defaults():
+    """theory/paper.yaml and topm/paper.yaml hold only what differs; the composed values are the papers'."""
+    paper = load_config(["experiment=paper"])
+    theory, topm = paper.theory, paper.topm
+    assert theory.regions.enumerate_max_n == 6 and theory.cover.enumerate_max_n == 10
+    assert list(theory.dft.n_values)[-1] == 2048 and theory.dft.samples == 1000 and theory.dft.alternation_max_n == 11
+    assert theory.random_layers.patience == 2500 and theory.random_layers.qhull_n == 10000  # 002 §4, Fig. 10
+    assert list(theory.random_layers.d_values) == [2, 5, 10, 15, 20, 25, 30, 40, 50]
+    assert (theory.basri_jacobs.mc_trials, theory.basri_jacobs.mc_matrices) == (2000, 4)
+    # inherited from theory/default.yaml
+    assert (theory.regions.max_n, theory.regions.bound, theory.cover.n) == (10, 1e4, 1000)
+    assert theory.random_layers.n == 10000 and theory.random_layers.bound == 100.0
+    assert theory.basri_jacobs.probability == 0.99 and list(theory.illustrations.overcrowding_lines) == [4, 8, 16, 32]
+    assert topm.check.workers == 2 and topm.scaling.N == 32000 and topm.natural.model == "gpt2"
+    assert list(topm.ranking.exhaustive_n) == [6, 7, 8, 9, 10] and topm.ranking.samples == 1000
+    # inherited from topm/default.yaml
+    assert (topm.check.bound, topm.check.patience, topm.check.solver) == (100.0, 0, "highs")
+    assert topm.check.exact_radius is True
+    assert list(topm.ranking.k_values) == [1, 2, 3, 4] and topm.ranking.bound == 1e4 and topm.natural.top == 2000
+
+
+def _leaves(tree, path=()):
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            yield from _leaves(value, (*path, key))
+    else:
+        yield path, tree
+
+
+@pytest.mark.parametrize("overrides", [[], ["experiment=paper"]])
+def test_every_eps_is_the_one_detect_eps(overrides):
+    """eps is stated once (detect.eps); every family's eps refers to it, so one override moves them all."""
+    for eps in (1e-8, 1e-6):
+        tree = to_plain(load_config([*overrides, f"detect.eps={eps}"]))
+        found = {".".join(path): value for path, value in _leaves(tree) if path[-1] == "eps"}
+        assert len(found) >= 8 and set(found.values()) == {eps}, found
+
+
+def test_group_files_that_extend_the_default_state_only_differences():
+    """A group file whose defaults list starts from the group's default sets no value the default already has."""
+    extending = [f for f in CONFIG_DIR.glob("*/*.yaml") if "default" in OmegaConf.load(f).get("defaults", [])]
+    assert {f"{f.parent.name}/{f.stem}" for f in extending} >= {"theory/paper", "topm/paper", "lm/full"}
+    for file in extending:
+        group = file.parent.name
+        default = to_plain(load_config([f"{group}=default"]))[group]
+        own = OmegaConf.to_container(OmegaConf.load(file))
+        own.pop("defaults")
+        for path, value in _leaves(own):
+            node = default
+            for key in path:
+                node = node[key]
+            assert node != value, f"{file.name} restates {group}.{'.'.join(path)}={value!r} from default.yaml"
 
 
 @pytest.mark.parametrize(
@@ -79,6 +135,17 @@ def test_bad_config_is_one_clear_error(override, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("[", r"\[")) as err:
         load_config([override])
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("override", "new"),
+    [("dataset=[mimic3]", "datasets=[mimic3]"), ("++dataset.mimic3.path=/mnt/caml", "++datasets.mimic3.path=/mnt/caml"),
+     ("~dataset.mimic3.download", "~datasets.mimic3.download")],
+)
+def test_an_override_of_the_renamed_dataset_group_names_the_new_one(override, new):
+    with pytest.raises(ConfigError, match=f"the config group 'dataset' is now 'datasets': write '{re.escape(new)}'"):
+        load_config(["experiment=paper", override])
+    assert load_config(["experiment=paper", new])  # the new name composes
 
 
 def test_missing_required_value_names_the_key(tmp_path):

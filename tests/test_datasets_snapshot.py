@@ -52,7 +52,7 @@ def test_snapshot_split_is_label_covering_and_reproducible(snapshot):
 
 
 def test_default_debtags_dataset_builds(tmp_path, snapshot):
-    cfg = load_config([]).dataset.debtags
+    cfg = load_config([]).datasets.debtags
     build(cfg, tmp_path / "debtags", tmp_path)
     dsd, names = load_built(tmp_path / "debtags")
     stats = json.loads((tmp_path / "debtags" / "stats.json").read_text())

@@ -38,7 +38,7 @@ def labels_of(split) -> set[int]:
 def test_every_dataset_config_composes():
     for overrides in ([], ["experiment=paper"]):
         cfg = load_config(overrides)
-        for name, ds in cfg.dataset.items():
+        for name, ds in cfg.datasets.items():
             assert ds.name == name
 
 

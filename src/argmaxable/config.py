@@ -8,6 +8,7 @@ one message naming the key.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,9 @@ CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 RULES = {"results_dir": DIRECTORY, "data_dir": DIRECTORY, **DETECT_RULES, **THEORY_RULES, **MULTILABEL_RULES,
          **TOPM_RULES}
 # Keys that become directory names (data/models/<key>, data/<dataset>, results/.../<key>).
-KEY_RULES = {"model": NAME, "dataset": NAME}
+KEY_RULES = {"model": NAME, "datasets": NAME}
+# Config groups renamed to match their packages: an override that names the old one gets the new name back.
+RENAMED_GROUPS = {"dataset": "datasets"}
 
 
 class ConfigError(ValueError):
@@ -77,7 +80,7 @@ class RootConfig:
     theory: TheoryConfig = field(default_factory=TheoryConfig)
     multilabel: MultilabelConfig = field(default_factory=MultilabelConfig)
     lm: LMConfig = field(default_factory=LMConfig)
-    dataset: dict[str, DatasetConfig] = field(default_factory=dict)
+    datasets: dict[str, DatasetConfig] = field(default_factory=dict)  # group config/datasets/
     topm: TopmConfig = field(default_factory=TopmConfig)
 
 
@@ -93,6 +96,15 @@ def _one_line(err: Exception) -> str:
         if options:
             first += f" (available: {', '.join(options)})"
     return first
+
+
+def _renamed_group(override: str) -> str | None:
+    """A one-line hint when ``override`` names a renamed group (``dataset=...``, ``++dataset.x.y=...``)."""
+    key = re.match(r"[+~]*([\w-]+)", override)
+    new = RENAMED_GROUPS.get(key.group(1)) if key else None
+    if new is None:
+        return None
+    return f"the config group '{key.group(1)}' is now '{new}': write {override.replace(key.group(1), new, 1)!r}"
 
 
 def validate(cfg: DictConfig) -> DictConfig:
@@ -136,6 +148,9 @@ def load_config(overrides: list[str] | tuple[str, ...] = (), config_dir: Path | 
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
+    hint = next(filter(None, map(_renamed_group, overrides)), None)
+    if hint:
+        raise ConfigError(hint)
     config_dir = Path(config_dir or CONFIG_DIR).resolve()
     if not (config_dir / "config.yaml").is_file():
         raise ConfigError(f"no config.yaml in {config_dir}; run from the repository root or pass config_dir")

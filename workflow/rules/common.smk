@@ -1,45 +1,21 @@
-# Shared by every rules file: the composed Hydra config (CFG), the results root and helpers.
+# Shared by every rules file: the composed Hydra config (CFG), the results root and the path helpers. What the
+# rules compute from the config lives in argmaxable.pipeline; the rules files hold rules.
 import sys
+from functools import partial
+from pathlib import Path
 
-from argmaxable.config import ConfigError, load_config
+from argmaxable import pipeline
+from argmaxable.pipeline import compose, family_outputs, settings
 
-
-def _compose():
-    overrides = config.get("overrides", [])
-    if isinstance(overrides, str):
-        overrides = [overrides]
-    try:
-        return load_config(list(overrides), config_dir=workflow.basedir + "/config")
-    except ConfigError as err:
-        # One line, no traceback: a bad config must stop the run before any job is scheduled.
-        print(f"argmaxable: {err}", file=sys.stderr)
-        sys.exit(1)
-
-
-CFG = _compose()
+CFG = compose(config.get("overrides", []), Path(workflow.basedir) / "config")
 RESULTS = CFG.results_dir
 DATA = CFG.data_dir
+# Every rule runs in the project's environment when Snakemake deploys software (--sdm conda; see the README).
+# A conda: path is relative to the rules file: workflow/rules/../../environment.yml.
+ENVIRONMENT = "../../environment.yml"
 
-
-def model_dir(key):
-    """A model's downloaded files (rule download_model): data/models/<key>/."""
-    return f"{DATA}/models/{key}"
-
-
-def model_input(key):
-    """What a job reading a model's files depends on: the manifest download_model writes last."""
-    return f"{model_dir(key)}/manifest.json"
+model_dir = partial(pipeline.model_dir, DATA)  # a model's downloaded files: data/models/<key>
+model_input = partial(pipeline.model_input, DATA)  # the manifest.json download_model writes last
 
 # Rules pass only the settings a job uses as params (a change elsewhere must not rerun it); scripts record the
 # full tree for provenance with argmaxable.config.from_snakemake(snakemake).
-
-
-def family_outputs(root, tables=None, figures=None):
-    """Named outputs {key: path} of a rule writing tables ({key: stem} -> <root>/tables/<stem>.parquet) and
-    figures (-> <root>/figures/<stem>.png), plus ``copies``: the .md beside each table and the .pdf beside each
-    figure (the package writes both; Snakemake must know them to clean and rerun)."""
-    named = {key: f"{root}/tables/{stem}.parquet" for key, stem in (tables or {}).items()}
-    named |= {key: f"{root}/figures/{stem}.png" for key, stem in (figures or {}).items()}
-    copies = [p.removesuffix(".parquet") + ".md" if p.endswith(".parquet")
-              else p.removesuffix(".png") + ".pdf" for p in named.values()]
-    return {**named, "copies": copies}

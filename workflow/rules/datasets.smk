@@ -1,47 +1,25 @@
-# datasets family: build each configured multi-label dataset (config/dataset/*.yaml) into an Arrow
+# datasets family: build each configured multi-label dataset (config/datasets/*.yaml) into an Arrow
 # DatasetDict with labels.json, stats.json and a histogram of active labels (thesis Fig. 5.1).
-import json
-
-from omegaconf import OmegaConf
-
 from argmaxable.multilabel.datasets.debtags import APT_LISTS, SNAPSHOT
+from argmaxable.pipeline import dataset_download, snapshot_version
 
 DATASETS = f"{RESULTS}/datasets"
-
-
-def datasets_targets():
-    return [f"{DATASETS}/{name}" for name in CFG.dataset]
-
-
-def snapshot_version(wildcards):
-    """The debtags snapshot's recorded sha256: a param (not an input, which would make Snakemake schedule
-    the snapshot's maintenance rule), so a rebuilt snapshot still triggers a rebuild of the dataset."""
-    ds = CFG.dataset[wildcards.dataset]
-    if ds.name != "debtags" or ds.source != "snapshot":
-        return ""
-    return json.loads(SNAPSHOT.with_suffix(".meta.json").read_text())["sha256"]
-
-
-def dataset_config(wildcards):
-    return OmegaConf.to_container(CFG.dataset[wildcards.dataset], resolve=True)
-
-
-def dataset_download(wildcards):
-    """The manifest of the dataset's download when its config lists one; hand-placed inputs need none."""
-    return [f"{DATA}/{wildcards.dataset}/manifest.json"] if CFG.dataset[wildcards.dataset].download else []
+DATASETS_TARGETS = [f"{DATASETS}/{name}" for name in CFG.datasets]
 
 
 # Fetches data/<dataset>/ (label CSVs and images, PhysioNet or BioASQ files) with a manifest; credentials from
 # the environment; a small CPU allocation on a cluster (workflow/profiles/slurm).
 rule download_dataset:
+    conda:
+        ENVIRONMENT
     wildcard_constraints:
-        dataset="|".join(name for name, ds in CFG.dataset.items() if ds.download) or "none",
+        dataset="|".join(name for name, ds in CFG.datasets.items() if ds.download) or "none",
     output:
         f"{DATA}/{{dataset}}/manifest.json",
     log:
         f"{DATASETS}/logs/download_dataset_{{dataset}}.log",
     params:
-        dataset=dataset_config,
+        dataset=lambda wc: settings(CFG.datasets[wc.dataset]),
         root=lambda wc: f"{DATA}/{wc.dataset}",
     threads: 1
     script:
@@ -51,17 +29,19 @@ rule download_dataset:
 # Params hold only this dataset's settings: Snakemake reruns a job when its params change, and
 # an unrelated config edit must not rebuild the dataset and, downstream, retrain every head.
 rule build_dataset:
+    conda:
+        ENVIRONMENT
     wildcard_constraints:
-        dataset="|".join(CFG.dataset) or "none",
+        dataset="|".join(CFG.datasets) or "none",
     input:
-        dataset_download,
+        lambda wc: dataset_download(CFG, wc.dataset),
     output:
         directory(f"{DATASETS}/{{dataset}}"),
     log:
         f"{DATASETS}/logs/build_dataset_{{dataset}}.log",
     params:
-        dataset=dataset_config,
-        snapshot=snapshot_version,
+        dataset=lambda wc: settings(CFG.datasets[wc.dataset]),
+        snapshot=lambda wc: snapshot_version(CFG, wc.dataset),
         data_root=DATA,  # downloaded or hand-placed inputs (MIMIC-III, BioASQ, OpenImages); see data/README.md
     script:
         "../scripts/datasets_build.py"
@@ -71,6 +51,8 @@ rule build_dataset:
 # Run `apt-get -o Acquire::Languages=en update` (as root, on Debian) first, then
 #   snakemake --cores 1 --forcerun make_debtags_snapshot -- make_debtags_snapshot
 rule make_debtags_snapshot:
+    conda:
+        ENVIRONMENT
     output:
         parquet=str(SNAPSHOT),
         meta=str(SNAPSHOT.with_suffix(".meta.json")),

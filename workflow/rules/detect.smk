@@ -8,6 +8,8 @@ import re
 
 from omegaconf import OmegaConf
 
+from argmaxable.pipeline import download_params, steps_models, trained_input
+
 DETECT = f"{RESULTS}/detect"
 DETECT_MODELS = list(CFG.model)
 SHARDS = CFG.detect.shards
@@ -20,47 +22,27 @@ STUDY_OUT = {"md": f"{DETECT}/tables/lm_study.md", "parquet": f"{DETECT}/tables/
 
 
 QUANT_MODELS = [m for m in DETECT_MODELS if CFG.model[m].quant]  # heads of the quantisation study
-
-
-def detect_targets():
-    if not DETECT_MODELS:
-        return []
-    quant = [f"{DETECT}/tables/quant.parquet", f"{DETECT}/tables/quant.md"] if QUANT_MODELS else []
-    return [f"{DETECT}/tables/detect.parquet", f"{DETECT}/tables/detect.md", *quant,
-            *(STUDY_OUT.values() if STUDY_MODELS else [])]
-
-
-def model_params(wc):
-    return OmegaConf.to_container(CFG.model[wc.model], resolve=True)
-
-
-def download_params(wc):
-    """Only what the download reads: editing a model's paper numbers or description must not fetch GBs again."""
-    model = model_params(wc)
-    return {"name": model["name"], "download": model["download"]}
-
-
-def trained_input(wc):
-    """A model of kind `trained` depends on the file or directory the rule that trains it writes."""
-    spec = CFG.model[wc.model].download
-    return [spec.path] if spec.kind == "trained" else []
-
+QUANT_TARGETS = [f"{DETECT}/tables/quant.parquet", f"{DETECT}/tables/quant.md"] if QUANT_MODELS else []
+DETECT_TARGETS = [f"{DETECT}/tables/detect.parquet", f"{DETECT}/tables/detect.md", *QUANT_TARGETS,
+                  *(STUDY_OUT.values() if STUDY_MODELS else [])] if DETECT_MODELS else []
 
 MODEL_KEYS = "|".join(map(re.escape, DETECT_MODELS)) or "none"  # the {model} wildcard: a configured key
 
 
 # The only job that touches the network; a small CPU allocation on a cluster (workflow/profiles/slurm).
 rule download_model:
+    conda:
+        ENVIRONMENT
     wildcard_constraints:
         model=MODEL_KEYS,
     input:
-        trained_input,
+        lambda wc: trained_input(CFG, wc.model),
     output:
         model_input("{model}"),
     log:
         f"{DETECT}/logs/download_model/{{model}}.log",
     params:
-        model=download_params,
+        model=lambda wc: download_params(CFG, wc.model),
         root=lambda wc: model_dir(wc.model),
     threads: 1
     script:
@@ -70,6 +52,8 @@ rule download_model:
 if SHARDS == 1:
 
     rule check_model:
+        conda:
+            ENVIRONMENT
         wildcard_constraints:
             model=MODEL_KEYS,
         input:
@@ -80,7 +64,7 @@ if SHARDS == 1:
         log:
             f"{DETECT}/logs/check_model/{{model}}.log",
         params:
-            model=model_params,
+            model=lambda wc: settings(CFG.model[wc.model]),
             root=lambda wc: model_dir(wc.model),
             detect=OmegaConf.to_container(CFG.detect, resolve=True),
         threads: CFG.detect.workers
@@ -90,6 +74,8 @@ if SHARDS == 1:
 else:
 
     rule check_model_shard:
+        conda:
+            ENVIRONMENT
         input:
             model_input("{model}"),
         output:
@@ -101,7 +87,7 @@ else:
         log:
             f"{DETECT}/logs/check_model_shard/{{model}}/{{shard}}.log",
         params:
-            model=model_params,
+            model=lambda wc: settings(CFG.model[wc.model]),
             root=lambda wc: model_dir(wc.model),
             detect=OmegaConf.to_container(CFG.detect, resolve=True),
             shards=SHARDS,
@@ -110,6 +96,8 @@ else:
             "../scripts/detect_check_model_shard.py"
 
     rule merge_model_shards:
+        conda:
+            ENVIRONMENT
         wildcard_constraints:
             model=MODEL_KEYS,
         input:
@@ -121,12 +109,14 @@ else:
         log:
             f"{DETECT}/logs/merge_model_shards/{{model}}.log",
         params:
-            model=model_params,
+            model=lambda wc: settings(CFG.model[wc.model]),
         script:
             "../scripts/detect_merge_model_shards.py"
 
 
 rule make_detect_table:
+    conda:
+        ENVIRONMENT
     input:
         expand(f"{DETECT}/{{model}}/summary.json", model=DETECT_MODELS),
     output:
@@ -143,27 +133,18 @@ rule make_detect_table:
 DETECT_TABLES = f"{DETECT}/tables"
 DETECT_FIGURES = f"{DETECT}/figures"
 STEPS_FIGURES = ("fig11", "fig12")
-
-
-def steps_models(figure):
-    """The models drawn in a steps-per-token figure: detect.<figure>_models that ran, or every model."""
-    chosen = [m for m in CFG.detect[f"{figure}_models"] if m in DETECT_MODELS]
-    return chosen or DETECT_MODELS
-
-
-def paper_figure_targets():
-    if not DETECT_MODELS:
-        return []
-    return [
-        f"{DETECT_TABLES}/table1_sources.md",
-        f"{DETECT_TABLES}/paper_tables.md",
-        f"{DETECT_FIGURES}/fig6_unargmaxable_per_model.png",
-        *(f"{DETECT_FIGURES}/{fig}_steps_per_token.png" for fig in STEPS_FIGURES),
-        *(f"{DETECT_TABLES}/{fig}_steps_summary.csv" for fig in STEPS_FIGURES),
-    ]
+PAPER_FIGURE_TARGETS = [
+    f"{DETECT_TABLES}/table1_sources.md",
+    f"{DETECT_TABLES}/paper_tables.md",
+    f"{DETECT_FIGURES}/fig6_unargmaxable_per_model.png",
+    *(f"{DETECT_FIGURES}/{fig}_steps_per_token.png" for fig in STEPS_FIGURES),
+    *(f"{DETECT_TABLES}/{fig}_steps_summary.csv" for fig in STEPS_FIGURES),
+] if DETECT_MODELS else []
 
 
 rule make_source_table:
+    conda:
+        ENVIRONMENT
     input:
         expand(f"{DETECT}/{{model}}/summary.json", model=DETECT_MODELS),
     output:
@@ -176,6 +157,8 @@ rule make_source_table:
 
 
 rule make_paper_tables:
+    conda:
+        ENVIRONMENT
     input:
         expand(f"{DETECT}/{{model}}/summary.json", model=DETECT_MODELS),
     output:
@@ -187,6 +170,8 @@ rule make_paper_tables:
 
 
 rule plot_unargmaxable_per_model:
+    conda:
+        ENVIRONMENT
     input:
         expand(f"{DETECT}/{{model}}/summary.json", model=DETECT_MODELS),
     output:
@@ -198,18 +183,20 @@ rule plot_unargmaxable_per_model:
 
 
 rule plot_steps:
+    conda:
+        ENVIRONMENT
     wildcard_constraints:
         figure="|".join(STEPS_FIGURES),
     input:
-        tables=lambda wc: expand(f"{DETECT}/{{model}}/categories.parquet", model=steps_models(wc.figure)),
-        summaries=lambda wc: expand(f"{DETECT}/{{model}}/summary.json", model=steps_models(wc.figure)),
+        tables=lambda wc: expand(f"{DETECT}/{{model}}/categories.parquet", model=steps_models(CFG, wc.figure)),
+        summaries=lambda wc: expand(f"{DETECT}/{{model}}/summary.json", model=steps_models(CFG, wc.figure)),
     output:
         figure=f"{DETECT_FIGURES}/{{figure}}_steps_per_token.png",
         summary=f"{DETECT_TABLES}/{{figure}}_steps_summary.csv",
     log:
         f"{DETECT}/logs/plot_steps/{{figure}}.log",
     params:
-        names=lambda wc: [CFG.model[m].name for m in steps_models(wc.figure)],
+        names=lambda wc: [CFG.model[m].name for m in steps_models(CFG, wc.figure)],
     script:
         "../scripts/detect_plot_steps.py"
 
@@ -217,6 +204,8 @@ rule plot_steps:
 # Quantisation study (beyond the papers, argmaxable.detect.quant): each head whose config lists `quant` types is
 # requantised to each, checked, and compared token by token with the check of the file's own head.
 rule quantise_model:
+    conda:
+        ENVIRONMENT
     wildcard_constraints:
         model="|".join(map(re.escape, QUANT_MODELS)) or "none",
     input:
@@ -228,7 +217,7 @@ rule quantise_model:
     log:
         f"{DETECT}/logs/quantise_model/{{model}}.log",
     params:
-        model=model_params,
+        model=lambda wc: settings(CFG.model[wc.model]),
         root=lambda wc: model_dir(wc.model),
         detect=OmegaConf.to_container(CFG.detect, resolve=True),
         types=lambda wc: list(CFG.model[wc.model].quant),
@@ -238,6 +227,8 @@ rule quantise_model:
 
 
 rule make_quant_table:
+    conda:
+        ENVIRONMENT
     input:
         summaries=expand(f"{DETECT}/{{model}}/quant.json", model=QUANT_MODELS),
         changes=expand(f"{DETECT}/{{model}}/quant_changes.parquet", model=QUANT_MODELS),
@@ -254,6 +245,8 @@ rule make_quant_table:
 
 # Beyond the papers, beside ACL Table 4 / thesis Fig. A.2: the LM study over the real heads (argmaxable.detect.study).
 rule study_model:
+    conda:
+        ENVIRONMENT
     wildcard_constraints:
         model=MODEL_KEYS,
     input:
@@ -266,7 +259,7 @@ rule study_model:
     log:
         f"{DETECT}/logs/study_model/{{model}}.log",
     params:
-        model=model_params,
+        model=lambda wc: settings(CFG.model[wc.model]),
         root=lambda wc: model_dir(wc.model),
         detect=OmegaConf.to_container(CFG.detect, resolve=True),
     threads: CFG.detect.workers
@@ -275,6 +268,8 @@ rule study_model:
 
 
 rule make_lm_study:
+    conda:
+        ENVIRONMENT
     input:
         records=expand(f"{STUDY}/{{model}}.json", model=STUDY_MODELS),
         tokens=expand(f"{STUDY}/{{model}}_tokens.parquet", model=STUDY_MODELS),

@@ -37,17 +37,16 @@ LM_BASELINES = [LM_MODEL_KEY.format(d=d) for d in CFG.lm.prevention.d]
 if not CFG.lm.enabled:
     LM_RUNS = {}
 
-
-def lm_targets():
-    if not LM_MODELS:
-        return []
-    out = [f"{LM}/tables/{t}.csv" for t in LM_TABLES] + [f"{LM}/figures/{f}.png" for f in LM_FIGURES]
+LM_TARGETS = []
+if LM_MODELS:
+    LM_TARGETS = [f"{LM}/tables/{t}.csv" for t in LM_TABLES] + [f"{LM}/figures/{f}.png" for f in LM_FIGURES]
     if LM_RUNS:
-        out += [f"{LM}/tables/{LM_PREVENTION_TABLE}.parquet", f"{LM}/figures/{LM_PREVENTION_FIGURE}.png"]
-    return out
+        LM_TARGETS += [f"{LM}/tables/{LM_PREVENTION_TABLE}.parquet", f"{LM}/figures/{LM_PREVENTION_FIGURE}.png"]
 
 
 rule build_lm_vocab:
+    conda:
+        ENVIRONMENT
     output:
         f"{LM}/vocab.parquet",
     log:
@@ -59,6 +58,8 @@ rule build_lm_vocab:
 
 
 rule train_lm:
+    conda:
+        ENVIRONMENT
     wildcard_constraints:
         model="|".join(map(re.escape, LM_MODELS)) or "none",
     input:
@@ -78,6 +79,8 @@ rule train_lm:
 
 
 rule make_lm_report:
+    conda:
+        ENVIRONMENT
     input:
         vocab=f"{LM}/vocab.parquet",
         models=expand(f"{LM}/{{model}}", model=LM_MODELS),
@@ -95,6 +98,8 @@ rule make_lm_report:
 
 
 rule train_lm_head:
+    conda:
+        ENVIRONMENT
     wildcard_constraints:
         run="|".join(map(re.escape, LM_RUNS)) or "none",
     input:
@@ -114,6 +119,8 @@ rule train_lm_head:
 
 
 rule check_lm_head:
+    conda:
+        ENVIRONMENT
     wildcard_constraints:
         run="|".join(map(re.escape, LM_RUNS)) or "none",
     input:
@@ -132,6 +139,8 @@ rule check_lm_head:
 
 
 rule make_lm_prevention:
+    conda:
+        ENVIRONMENT
     input:
         plain=expand(f"{LM}/{{model}}", model=LM_BASELINES),
         categories=expand(f"{RESULTS}/detect/{{model}}/categories.parquet", model=LM_BASELINES),

@@ -8,27 +8,21 @@ from argmaxable.multilabel.setup_tables import SETUP_TABLES
 ML = f"{RESULTS}/multilabel"
 ML_RUNS = OmegaConf.to_container(CFG.multilabel.runs, resolve=True) if CFG.multilabel.enabled else {}
 for _name in ML_RUNS:
-    if _name not in CFG.dataset:
-        sys.exit(f"argmaxable: multilabel.runs.{_name} has no dataset config; add '{_name}' to the dataset "
-                 f"group (available: {', '.join(CFG.dataset)})")
+    if _name not in CFG.datasets:
+        sys.exit(f"argmaxable: multilabel.runs.{_name} has no dataset config; add '{_name}' to the datasets "
+                 f"group (available: {', '.join(CFG.datasets)})")
 ML_RUN_DIR = f"{ML}/{{dataset}}/{{head}}/d{{d}}/seed{{seed}}"
 ML_WILDCARDS = {"dataset": "|".join(ML_RUNS) or "none", "head": "bsl|dft", "d": r"\d+", "seed": r"\d+"}
-
-
-def multilabel_run_dirs():
-    """Every run directory of the sweep: dataset x head x d x seed."""
-    return [ML_RUN_DIR.format(dataset=ds, head=h, d=d, seed=s)
-            for ds, run in ML_RUNS.items() for h in run["heads"] for d in run["d"] for s in run["seeds"]]
-
-
-def multilabel_targets():
-    if not ML_RUNS:
-        return []
-    return ([f"{ML}/tables/{t}.csv" for t in (*TABLES, *SETUP_TABLES)]
-            + [f"{ML}/figures/{f}.png" for f in FIGURES])
+# Every run directory of the sweep: dataset x head x d x seed.
+ML_RUN_DIRS = [ML_RUN_DIR.format(dataset=ds, head=h, d=d, seed=s)
+               for ds, run in ML_RUNS.items() for h in run["heads"] for d in run["d"] for s in run["seeds"]]
+MULTILABEL_TARGETS = ([f"{ML}/tables/{t}.csv" for t in (*TABLES, *SETUP_TABLES)]
+                      + [f"{ML}/figures/{f}.png" for f in FIGURES]) if ML_RUNS else []
 
 
 rule train_head:
+    conda:
+        ENVIRONMENT
     wildcard_constraints:
         **ML_WILDCARDS,
     input:
@@ -47,6 +41,8 @@ rule train_head:
 
 
 rule verify_head:
+    conda:
+        ENVIRONMENT
     wildcard_constraints:
         **ML_WILDCARDS,
     input:
@@ -57,29 +53,33 @@ rule verify_head:
     log:
         f"{ML}/logs/verify_head/{{dataset}}_{{head}}_d{{d}}_seed{{seed}}.log",
     params:
-        verify=OmegaConf.to_container(CFG.multilabel.verify),
+        verify=OmegaConf.to_container(CFG.multilabel.verify, resolve=True),
     threads: CFG.multilabel.verify.workers
     script:
         "../scripts/multilabel_verify.py"
 
 
 rule make_multilabel_report:
+    conda:
+        ENVIRONMENT
     input:
-        train=[f"{p}/train.json" for p in multilabel_run_dirs()],
-        verify=[f"{p}/verify.parquet" for p in multilabel_run_dirs()],
+        train=[f"{p}/train.json" for p in ML_RUN_DIRS],
+        verify=[f"{p}/verify.parquet" for p in ML_RUN_DIRS],
     output:
         tables=[f"{ML}/tables/{t}.{s}" for t in ("summary", *TABLES) for s in ("csv", "md")],
         figures=[f"{ML}/figures/{f}.{s}" for f in FIGURES for s in ("png", "pdf")],
     log:
         f"{ML}/logs/make_multilabel_report.log",
     params:
-        run_dirs=multilabel_run_dirs(),
+        run_dirs=ML_RUN_DIRS,
         loss_curve_d=CFG.multilabel.loss_curve_d,
     script:
         "../scripts/multilabel_aggregate.py"
 
 
 rule make_setup_tables:
+    conda:
+        ENVIRONMENT
     input:
         datasets=[f"{RESULTS}/datasets/{name}" for name in ML_RUNS],
     output:

@@ -10,12 +10,14 @@ try:  # a malformed declaration stops the run before any job, in one line
 except DeclarationError as err:
     sys.exit(f"argmaxable: {err}")
 # Each family's targets (empty when disabled); the report marks the items of families that did not run.
-REPORT_FAMILIES = {"detect": detect_targets() + paper_figure_targets(), "datasets": datasets_targets(),
-                   "theory": theory_targets(), "multilabel": multilabel_targets(), "lm": lm_targets(),
-                   "topm": topm_targets()}
+REPORT_FAMILIES = {"detect": DETECT_TARGETS + PAPER_FIGURE_TARGETS, "datasets": DATASETS_TARGETS,
+                   "theory": THEORY_TARGETS, "multilabel": MULTILABEL_TARGETS, "lm": LM_TARGETS,
+                   "topm": TOPM_TARGETS}
 
 
 rule make_report:
+    conda:
+        ENVIRONMENT
     input:
         *REPORT_FAMILIES.values(),
         declarations=sorted(glob.glob(f"{REPORT_DIR}/*.yaml")),

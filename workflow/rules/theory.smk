@@ -8,6 +8,8 @@ THEORY_SETTINGS = OmegaConf.to_container(CFG.theory, resolve=True)
 
 
 rule count_regions:
+    conda:
+        ENVIRONMENT
     output:
         **family_outputs(THEORY, tables={"table": "regions", "no_bias": "regions_no_bias", "bias": "regions_bias"}),
     params:
@@ -20,6 +22,8 @@ rule count_regions:
 
 
 rule count_cover:
+    conda:
+        ENVIRONMENT
     output:
         **family_outputs(THEORY, tables={"percentage": "cover_percentage", "enumeration": "cover_enumeration"},
                                  figures={"figure": "cover_percentage"}),
@@ -33,6 +37,8 @@ rule count_cover:
 
 
 rule measure_dft:
+    conda:
+        ENVIRONMENT
     output:
         **family_outputs(THEORY, tables={"alternation": "dft_alternation", "radius": "dft_radius"},
                                  figures={"geometry": "dft_geometry", "radius_figure": "dft_radius"}),
@@ -46,6 +52,8 @@ rule measure_dft:
 
 
 rule check_random_layer:
+    conda:
+        ENVIRONMENT
     output:
         f"{THEORY}/random_layers/d{{d}}.parquet",
     wildcard_constraints:
@@ -61,6 +69,8 @@ rule check_random_layer:
 
 
 rule summarize_random_layers:
+    conda:
+        ENVIRONMENT
     input:
         expand(f"{THEORY}/random_layers/d{{d}}.parquet", d=THEORY_SETTINGS["random_layers"]["d_values"]),
     output:
@@ -77,6 +87,8 @@ rule summarize_random_layers:
 
 
 rule plot_toy:
+    conda:
+        ENVIRONMENT
     output:
         **family_outputs(THEORY, tables={"table": "toy"}, figures={"figure": "toy"}),
     log:
@@ -86,6 +98,8 @@ rule plot_toy:
 
 
 rule plot_illustrations:
+    conda:
+        ENVIRONMENT
     output:
         **family_outputs(
             THEORY,
@@ -105,6 +119,8 @@ rule plot_illustrations:
 
 
 rule bound_topm:
+    conda:
+        ENVIRONMENT
     output:
         **family_outputs(
             THEORY,
@@ -121,16 +137,13 @@ rule bound_topm:
         "../scripts/theory_bound_topm.py"
 
 
-def theory_targets():
-    """Every output of the theory family (empty when theory.enabled is false)."""
-    if not CFG.theory.enabled:
-        return []
-    return [
-        *rules.count_regions.output,
-        *rules.count_cover.output,
-        *rules.measure_dft.output,
-        *rules.summarize_random_layers.output,
-        *rules.plot_toy.output,
-        *rules.plot_illustrations.output,
-        *rules.bound_topm.output,
-    ]
+# Every output of the theory family (none when theory.enabled is false).
+THEORY_TARGETS = [
+    *rules.count_regions.output,
+    *rules.count_cover.output,
+    *rules.measure_dft.output,
+    *rules.summarize_random_layers.output,
+    *rules.plot_toy.output,
+    *rules.plot_illustrations.output,
+    *rules.bound_topm.output,
+] if CFG.theory.enabled else []

@@ -18,12 +18,9 @@ TOPM_POINTS = sorted({(TOPM_SCALING["N"], d) for d in TOPM_SCALING["d_values"]}
                      | {(N, TOPM_SCALING["d"]) for N in TOPM_SCALING["N_values"]})
 
 
-def topm_model(key):
-    """(model config as a plain dict, its local directory)."""
-    return OmegaConf.to_container(CFG.model[key], resolve=True), model_dir(key)
-
-
 rule measure_topm:
+    conda:
+        ENVIRONMENT
     input:
         lambda wc: model_input(wc.model),
     output:
@@ -33,8 +30,8 @@ rule measure_topm:
         kind="trained|gaussian",
     params:
         settings={"fraction": TOPM_SETTINGS["fraction"], **TOPM_CHECK, "prescribed": TOPM_SETTINGS["prescribed"]},
-        model=lambda wc: topm_model(wc.model)[0],
-        root=lambda wc: topm_model(wc.model)[1],
+        model=lambda wc: settings(CFG.model[wc.model]),
+        root=lambda wc: model_dir(wc.model),
         seed=CFG.seed,
     threads: TOPM_SETTINGS["check"]["workers"]
     log:
@@ -44,6 +41,8 @@ rule measure_topm:
 
 
 rule plot_topm_fraction:
+    conda:
+        ENVIRONMENT
     input:
         expand(f"{TOPM}/fraction/{{model}}_{{kind}}.parquet", model=TOPM_MODELS, kind=["trained", "gaussian"]),
     output:
@@ -58,6 +57,8 @@ rule plot_topm_fraction:
 
 
 rule measure_topm_scaling:
+    conda:
+        ENVIRONMENT
     output:
         f"{TOPM}/scaling/N{{N}}_d{{d}}.parquet",
     wildcard_constraints:
@@ -74,6 +75,8 @@ rule measure_topm_scaling:
 
 
 rule plot_topm_scaling:
+    conda:
+        ENVIRONMENT
     input:
         by_d=[f"{TOPM}/scaling/N{TOPM_SCALING['N']}_d{d}.parquet" for d in TOPM_SCALING["d_values"]],
         by_n=[f"{TOPM}/scaling/N{N}_d{TOPM_SCALING['d']}.parquet" for N in TOPM_SCALING["N_values"]],
@@ -89,13 +92,15 @@ rule plot_topm_scaling:
 
 
 rule compare_topm_rows:
+    conda:
+        ENVIRONMENT
     input:
         [model_input(key) for key in TOPM_MODELS],
     output:
         **family_outputs(TOPM, tables={"table": "rows"}, figures={"figure": "rows"}),
     params:
         settings={"rows": TOPM_SETTINGS["rows"]},
-        models={key: topm_model(key) for key in TOPM_MODELS},
+        models={key: (settings(CFG.model[key]), model_dir(key)) for key in TOPM_MODELS},
         seed=CFG.seed,
     log:
         f"{TOPM}/logs/compare_topm_rows.log",
@@ -104,6 +109,8 @@ rule compare_topm_rows:
 
 
 rule check_dft_rankings:
+    conda:
+        ENVIRONMENT
     output:
         **family_outputs(TOPM, tables={"exhaustive": "dft_rankings_exhaustive", "sampled": "dft_rankings_sampled",
                                        "by_d": "dft_rankings_gaussian_by_d"},
@@ -126,14 +133,16 @@ if TOPM_NATURAL["model"] is not None and TOPM_NATURAL["model"] not in CFG.model:
 
 
 rule predict_next_tokens:
+    conda:
+        ENVIRONMENT
     input:
         lambda wc: model_input(wc.model),
     output:
         f"{TOPM}/natural/{{model}}_top.npz",
     params:
         settings={"natural": TOPM_NATURAL},
-        model=lambda wc: topm_model(wc.model)[0],
-        root=lambda wc: topm_model(wc.model)[1],
+        model=lambda wc: settings(CFG.model[wc.model]),
+        root=lambda wc: model_dir(wc.model),
     log:
         f"{TOPM}/logs/predict_next_tokens/{{model}}.log",
     script:
@@ -141,6 +150,8 @@ rule predict_next_tokens:
 
 
 rule measure_topm_natural:
+    conda:
+        ENVIRONMENT
     input:
         manifest=lambda wc: model_input(wc.model),
         tops=f"{TOPM}/natural/{{model}}_top.npz",
@@ -150,8 +161,8 @@ rule measure_topm_natural:
     params:
         settings={"natural": TOPM_NATURAL, "check": TOPM_SETTINGS["check"], "prescribed": TOPM_SETTINGS["prescribed"],
                   "fraction": {k: TOPM_SETTINGS["fraction"][k] for k in ("m_values", "trials")}},
-        model=lambda wc: topm_model(wc.model)[0],
-        root=lambda wc: topm_model(wc.model)[1],
+        model=lambda wc: settings(CFG.model[wc.model]),
+        root=lambda wc: model_dir(wc.model),
         seed=CFG.seed,
     threads: TOPM_SETTINGS["check"]["workers"]
     log:
@@ -160,14 +171,12 @@ rule measure_topm_natural:
         "../scripts/topm_measure_natural.py"
 
 
-def topm_targets():
-    """Every output of the top-m family (empty when topm.enabled is false; no Fig. 1 or 7 without trained
-    matrices, no Figs 4 and 6 without a causal language model)."""
-    if not CFG.topm.enabled:
-        return []
-    targets = [*rules.plot_topm_scaling.output, *rules.check_dft_rankings.output]
+# Every output of the top-m family (none when topm.enabled is false; no Fig. 1 or 7 without trained matrices,
+# no Figs 4 and 6 without a causal language model).
+TOPM_TARGETS = []
+if CFG.topm.enabled:
+    TOPM_TARGETS = [*rules.plot_topm_scaling.output, *rules.check_dft_rankings.output]
     if TOPM_MODELS:
-        targets += [*rules.plot_topm_fraction.output, *rules.compare_topm_rows.output]
+        TOPM_TARGETS += [*rules.plot_topm_fraction.output, *rules.compare_topm_rows.output]
     if TOPM_NATURAL["model"] is not None:
-        targets += expand(rules.measure_topm_natural.output, model=TOPM_NATURAL["model"])
-    return targets
+        TOPM_TARGETS += expand(rules.measure_topm_natural.output, model=TOPM_NATURAL["model"])

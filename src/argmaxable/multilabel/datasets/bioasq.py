@@ -7,7 +7,7 @@ latin-1 encoded, with fields journal, title, abstractText, meshMajor (list of Me
 file is ~25 GB, so it is streamed twice: once for the labels of the first ``max_records`` articles (the
 thesis's 1m subset), once for the texts of the articles the split keeps.
 
-Thesis settings (config/dataset/bioasq.yaml): the 20000 most frequent headings with frequency >= 5, k = 50,
+Thesis settings (config/datasets/bioasq.yaml): the 20000 most frequent headings with frequency >= 5, k = 50,
 label-covering train/dev/test of 100k/5k/10k (Table A.4), text = journal, title, abstract.
 Config fields read: path, text_fields, max_records, num_labels, min_label_freq, max_active_labels, sizes, seed.
 """

@@ -54,7 +54,7 @@ class Loaded:
 
 def _source(name: str):
     if name not in SOURCES:
-        raise ValueError(f"dataset name must be one of {list(SOURCES)}; got {name!r} (config/dataset/*.yaml)")
+        raise ValueError(f"dataset name must be one of {list(SOURCES)}; got {name!r} (config/datasets/*.yaml)")
     return importlib.import_module(f"argmaxable.multilabel.datasets.{name}")
 
 
@@ -115,7 +115,7 @@ def build(cfg: DatasetConfig, out_dir: Path, data_root: Path, *, config: Any = N
     Parameters
     ----------
     cfg : DatasetConfig
-        The dataset's config (``cfg.dataset.<name>``); ``cfg.name`` selects the source.
+        The dataset's config (``cfg.datasets.<name>``); ``cfg.name`` selects the source.
     out_dir : path
         Output directory; built in a temporary sibling and renamed into place.
     data_root : path

@@ -130,7 +130,7 @@ def read_apt_lists(lists_dir: Path = APT_LISTS) -> tuple[pd.DataFrame, dict[str,
     if not packages:
         raise MissingDataError(
             f"no *_Packages lists in {lists_dir}; on Debian run `apt-get -o Acquire::Languages=en update` "
-            "as root, or use the shipped snapshot (dataset.debtags.source=snapshot)"
+            "as root, or use the shipped snapshot (datasets.debtags.source=snapshot)"
         )
     long_desc: dict[str, str] = {}
     for path in translations:
@@ -219,7 +219,7 @@ def load(cfg: DatasetConfig, data_root: Path) -> Loaded:
         df["split"] = split_packages(df)
         inputs = []
     else:
-        raise ValueError(f"dataset.debtags.source must be 'snapshot' or 'apt'; got {cfg.source!r}")
+        raise ValueError(f"datasets.debtags.source must be 'snapshot' or 'apt'; got {cfg.source!r}")
     vocab = set(frequent_labels(df["tags"], min_freq=cfg.min_label_freq, num_labels=cfg.num_labels))
     df = df.assign(id=df["package"], labels=[[t for t in tags if t in vocab] for tags in df["tags"]])
     if cfg.max_active_labels is not None:

@@ -1,6 +1,6 @@
 """Fetch a multi-label dataset's files into ``data/<name>/`` with a manifest (rule ``download_dataset``).
 
-A dataset's ``download`` block (config/dataset/<name>.yaml) says what to fetch:
+A dataset's ``download`` block (config/datasets/<name>.yaml) says what to fetch:
 
 - ``files``: ``{local path: URL}`` (``http(s)://`` or ``file://``);
 - ``checksums``: URL of a ``sha256  path`` list published beside the files (PhysioNet's ``SHA256SUMS.txt``):

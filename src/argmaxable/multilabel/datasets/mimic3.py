@@ -2,7 +2,7 @@
 
 The thesis uses CAML's own splits (47723/1631/3372 notes) and its full ICD-9 code set, n = 8921. The files
 come from running CAML's preprocessing on MIMIC-III, which needs PhysioNet credentialing; rule
-``download_dataset`` fetches the MIMIC-III tables it reads and CAML's split ids (config/dataset/mimic3.yaml);
+``download_dataset`` fetches the MIMIC-III tables it reads and CAML's split ids (config/datasets/mimic3.yaml);
 the preprocessing itself is CAML's notebook. Expected under ``data/mimic3/`` (or ``cfg.path``):
 ``train_full.csv``, ``dev_full.csv``, ``test_full.csv`` with columns SUBJECT_ID, HADM_ID, TEXT, LABELS
 (';'-joined ICD-9 codes), length.
