@@ -294,6 +294,9 @@ class CategorySystem:
         self.max_norm = float(self.norms.max())
         self.max_bias = float(np.abs(self.b64).max())
         self.kappa = rounding_bound(self.dtype, self.d)
+        # Set by a bfloat16 Gram pass: per item, the first row of the block that certainly beats its start point
+        # (-1: none), the Gram margins, the block size (:meth:`_first_steps`).
+        self._beaten: tuple[np.ndarray, np.ndarray, int] | None = None
 
     @cached_property
     def W(self) -> np.ndarray:
@@ -432,10 +435,9 @@ class CategorySystem:
         vary 4x). Their margin is the Gram pass's certified one and the row to reflect across is the argmax of
         the Gram block that held their maximum, computed again for that block alone: no product with the whole
         layer. Writes those into ``worst`` and ``margin``; returns the positions of the other points."""
-        beaten = self.__dict__.get("_beaten")
-        if beaten is None:
+        if self._beaten is None:
             return np.arange(len(items))
-        where, gram_margin, block = beaten
+        where, gram_margin, block = self._beaten
         k = np.flatnonzero(where[items] >= 0)
         k = k[(X[k] == self.Win[items[k]]).all(axis=1)]
         margin[k], at = gram_margin[items[k]], where[items[k]]
