@@ -610,3 +610,106 @@ def test_borderline_margins_agree_with_exact_arithmetic(arithmetic, monkeypatch)
         assert not (m > eps) or wins
         assert not clear or m > eps
     assert margin[items == len(W) - 1].max() == -np.inf  # the duplicate of row 5
+
+
+def test_bf16_block_maxima_read_through_int16_bits_match_torch():
+    """The Gram pass reads a bfloat16 block's maxima through its bits as int16 (negative values order in reverse):
+    the same values as torch's own maxima, with negative rows, -0.0 and -inf among them."""
+    torch = pytest.importorskip("torch")
+    from argmaxable.core.systems import bf16_max
+
+    T = (torch.randn((40, 33), generator=torch.Generator().manual_seed(0)) * 10).to(torch.bfloat16)
+    T[0, :], T[1, :], T[2, 0] = -torch.rand(33) - 1, -0.0, -torch.inf  # all negative, signed zeros, -inf
+    for axis in (0, 1):
+        np.testing.assert_array_equal(bf16_max(T, axis), T.amax(dim=axis).double().numpy())
+
+
+@pytest.mark.parametrize("n", [48, 50])  # spans of 3 columns: all full, or a shorter last one
+def test_band_argmax_finds_the_first_maximum_of_each_span(n):
+    torch = pytest.importorskip("torch")
+    from argmaxable.core.systems import band_argmax
+
+    rng = np.random.default_rng(n)
+    L = rng.integers(0, 4, size=(30, n)).astype(np.float32)  # many ties: the first maximum counts
+    width = -(-n // 16)
+    span = rng.integers(0, -(-n // width), size=30)
+    expected = [s * width + int(np.argmax(row[s * width : (s + 1) * width])) for row, s in zip(L, span, strict=True)]
+    np.testing.assert_array_equal(band_argmax(L, span, width), expected)
+    np.testing.assert_array_equal(band_argmax(torch.from_numpy(L).to(torch.bfloat16), span, width), expected)
+
+
+def test_an_exact_duplicate_gets_its_first_blocking_row_alone_as_lp_system():
+    """An item with an exact duplicate of bias at least as high gets that zero row alone as its LP system (the LP
+    stops at the first such row of the whole system): the same outcome and certificate as the whole system, without
+    an (n - 1) x d float64 matrix."""
+    from argmaxable.core.systems import CategorySystem
+
+    rng = np.random.default_rng(10)
+    W, b = rng.normal(size=(300, 5)), rng.normal(size=300)
+    W[[40, 90, 200]] = W[120]
+    b[[40, 90, 200]] = b[120] + np.array([-1.0, 0.0, 1.0])
+    system = CategorySystem(W, b)
+    for t, dup in [(120, 90), (40, 90), (90, 120), (200, None), (7, None)]:
+        A, c = system.dense(t)
+        full_A, full_c = np.delete(W, t, axis=0) - W[t], np.delete(b, t) - b[t]
+        if dup is None:
+            np.testing.assert_array_equal(A, full_A)
+            continue
+        assert A.shape == (1, 5)
+        out, full = chebyshev(A, c, bound=100.0), chebyshev(full_A, full_c, bound=100.0)
+        assert out.status == full.status == "infeasible" and out.upper == full.upper == -np.inf
+        assert system.row_index(t, out.dual_rows).tolist() == (full.dual_rows + (full.dual_rows >= t)).tolist() == [dup]
+        assert system.dense_rows(t, [3, dup]).tolist() == [0]
+    res = am.check_categories(W, b=b, workers=1)
+    assert res.status[[40, 90, 120]].tolist() == ["unargmaxable"] * 3 and res.status[200] == "argmaxable"
+    assert "duplicate of category 90" in res.message[120]
+    assert am.verify_certificate(res, W, b).all()
+
+
+@pytest.mark.skipif(not bf16_gemm(), reason="no native bfloat16 products on this CPU")
+def test_logits_of_one_pass_take_an_eighth_of_the_layer_and_cutting_changes_nothing():
+    """On the bfloat16 path a reflection step's logits are computed a pass of points at a time, at most an eighth
+    of the layer (8 MiB for a small one), into one buffer; a batch cut into passes gets the results of one pass."""
+    from argmaxable.core import systems
+
+    rng = np.random.default_rng(9)
+    n, d = 40000, 32  # 1.28M weights: the bfloat16 path; 8 MiB of bfloat16 logits = 104 points
+    W = (rng.normal(size=(n, d)) * rng.uniform(0.5, 2, size=(n, 1))).astype(np.float32)
+    system = systems.CategorySystem(W, None)
+    assert system._pass_rows == (8 << 20) // (2 * n)
+    items = np.arange(0, n, 100)  # 400 points: four passes
+    X = (0.6 * W[items] + 0.4 * W[items + 1]).astype(np.float32)
+    worst, margin = system.evaluate(items, X, 1e-8)
+    assert system._logit_buffer.shape == (system._pass_rows, n)
+    whole = systems.CategorySystem(W, None)
+    whole.__dict__["_pass_rows"] = len(items)
+    np.testing.assert_array_equal(whole.evaluate(items, X, 1e-8)[0], worst)
+    np.testing.assert_array_equal(whole.evaluate(items, X, 1e-8)[1], margin)
+    big = systems.CategorySystem(np.zeros((70000, 256), dtype=np.float32), None)  # 72 MB: its eighth is the budget
+    assert big._pass_rows == 70000 * 256 * 4 // 8 // (2 * 70000)
+
+
+@pytest.mark.skipif(not bf16_gemm(), reason="no native bfloat16 products on this CPU")
+def test_start_points_beaten_in_the_gram_pass_skip_their_first_whole_layer_step(monkeypatch):
+    """Start points the bfloat16 Gram pass shows beaten take their first step from the Gram block that beat them
+    (no product with the whole layer): on a clustered head whose norms vary by 20%, the rows chosen beat the start
+    point in float64, the verdicts are those of the whole-layer first step, and every witness is verified."""
+    from argmaxable.core import systems
+
+    rng = np.random.default_rng(8)
+    n, d = 4000, 256  # 1.02M weights: the bfloat16 path
+    W = rng.normal(size=(n, d))
+    W[:80] = W[0] + 0.05 * rng.normal(size=(80, d))  # a cluster of near-duplicates
+    W = (W / np.linalg.norm(W, axis=1, keepdims=True) * rng.uniform(0.9, 1.1, size=(n, 1))).astype(np.float32)
+    system = systems.CategorySystem(W, None)
+    system.start_margins(1e-8)
+    beaten = np.flatnonzero(system._beaten[0] >= 0)
+    assert beaten.size > 50  # most of the cluster
+    worst, margin = system.evaluate(beaten, W[beaten], 1e-8)
+    W64 = W.astype(np.float64)
+    assert (np.einsum("kd,kd->k", W64[worst], W64[beaten]) > np.einsum("kd,kd->k", W64[beaten], W64[beaten])).all()
+    assert (margin < 0).all()
+    res = am.check_categories(W)
+    assert am.verify_certificate(res, W).all()
+    monkeypatch.setattr(systems.CategorySystem, "_first_steps", lambda self, items, *_: np.arange(len(items)))
+    np.testing.assert_array_equal(res.status, am.check_categories(W).status)

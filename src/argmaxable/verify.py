@@ -36,6 +36,8 @@ whole layer per witness. Memory stays within one block of logits and a low-preci
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 STATUSES = ("argmaxable", "unargmaxable", "undecided")
@@ -185,6 +187,31 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
     >>> verify_certificate(am.check_categories(W), W).tolist()
     [True, True, True, True]
     """
+    kind, W, b, witness, (bound, lo, hi, eps) = _inputs(result, W, b, bound, lower, upper, eps)
+    if kind == "categories":
+        witnesses, certificates = _category_checks(result, W, b, witness, lo, hi, eps)
+    else:
+        witnesses, certificates = _assignment_checks(result, W, b, witness, items, kind, lo, hi)
+    status = np.asarray(result.status).astype(str)
+    # An argmaxable item's witness is checked at eps, or at the radius it claims (to 6 digits) where larger
+    radius = np.asarray(result.radius, dtype=np.float64)
+    if radius.shape != status.shape:
+        raise ValueError(f"verify_certificate: the result has {radius.size} radii for {len(status)} items.")
+    valid = status == "undecided"
+    pos = np.flatnonzero(status == "argmaxable")
+    with np.errstate(invalid="ignore"):
+        claim = np.isfinite(radius[pos]) & (radius[pos] * (1 - 1e-6) > eps)
+    valid[pos[~claim]] = witnesses(pos[~claim], eps)
+    if claim.any():
+        valid[pos[claim]] = witnesses(pos[claim], radius[pos[claim]] * (1 - 1e-6))
+    pos = np.flatnonzero(status == "unargmaxable")
+    valid[pos] = certificates(pos, eps)
+    return valid & _answers_hold(result, status, witnesses, certificates, eps)
+
+
+def _inputs(result, W, b, bound, lower, upper, eps):
+    """The result's kind, the layer as verified (top-m sets: with tau's column), its bias, the witnesses in
+    float64 and the settings ``(bound, lo, hi, eps)`` (top-m sets: with tau's range), all validated."""
     W = _as_real(W, "W", 2)
     n, d = W.shape
     kind = getattr(result, "kind", None)
@@ -204,61 +231,58 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
     if witness.shape != (k, dim) or len(result.items) != k or len(result.certificates) != k:
         raise ValueError(f"verify_certificate: the result's arrays do not match: {k} statuses, witnesses of shape "
                          f"{witness.shape} (expected ({k}, {dim})), {len(result.items)} items.")
-    status = np.asarray(result.status).astype(str)
-    valid = status == "undecided"
-    if kind == "categories":
-        rows = np.asarray(result.items)
-        if rows.dtype.kind not in "iu" or ((rows < 0) | (rows >= n)).any():
-            raise ValueError(f"verify_certificate: a categories result's items must be indices in [0, {n}).")
-        rows = rows.astype(np.int64)
-        masked = _masked(W, b, lo, hi, eps)
-        # masked categories never win and never bind the others: the others are checked without their rows
-        keep = np.flatnonzero(~masked)
-        Wk, bk, rk = (W[keep], b[keep], np.searchsorted(keep, rows)) if masked.any() else (W, b, rows)
+    return kind, W, b, witness, (bound, lo, hi, eps)
 
-        def witnesses(pos, e):
-            out = np.zeros(len(pos), dtype=bool)
-            live = np.flatnonzero(~masked[rows[pos]])
-            if np.ndim(e):  # one margin per item (radius claims): item by item
-                for k in live:
-                    out[k] = _witnesses_categories(Wk, bk, rk, witness, pos[k : k + 1], lo, hi, float(e[k]))[0]
-            else:
-                out[live] = _witnesses_categories(Wk, bk, rk, witness, pos[live], lo, hi, e)
-            return out
 
-        def certificates(pos, e):
-            return np.array([bool(masked[rows[p]]) or _certificate_categories(W, b, int(rows[p]),
-                                                                              result.certificates[p], lo, hi, e)
-                             for p in pos], dtype=bool)
-    else:
-        if items is None:
-            raise ValueError(f"verify_certificate: a {kind} result needs its label sets: items=...")
-        S = _signs(items, n)
-        which = np.asarray(result.items)
-        if which.dtype.kind not in "iu" or ((which < 0) | (which >= len(S))).any():
-            raise ValueError(f"verify_certificate: the result's items must be row numbers of the {len(S)} label "
-                             "sets given.")
-        S = S[which.astype(np.int64)]
+def _category_checks(result, W, b, witness, lo, hi, eps):
+    """``witnesses(pos, e)`` and ``certificates(pos, e)`` of a categories result: whether the evidence of the items
+    at positions ``pos`` holds at margin ``e`` (a number, or one per item)."""
+    n = W.shape[0]
+    rows = np.asarray(result.items)
+    if rows.dtype.kind not in "iu" or ((rows < 0) | (rows >= n)).any():
+        raise ValueError(f"verify_certificate: a categories result's items must be indices in [0, {n}).")
+    rows = rows.astype(np.int64)
+    masked = _masked(W, b, lo, hi, eps)
+    # masked categories never win and never bind the others: the others are checked without their rows
+    keep = np.flatnonzero(~masked)
+    Wk, bk, rk = (W[keep], b[keep], np.searchsorted(keep, rows)) if masked.any() else (W, b, rows)
 
-        def witnesses(pos, e):
-            return _witnesses_assignments(W, b, S[pos], witness[pos], lo, hi, e)
+    def witnesses(pos, e):
+        out = np.zeros(len(pos), dtype=bool)
+        live = np.flatnonzero(~masked[rows[pos]])
+        if np.ndim(e):  # one margin per item (radius claims): item by item
+            for k in live:
+                out[k] = _witnesses_categories(Wk, bk, rk, witness, pos[k : k + 1], lo, hi, float(e[k]))[0]
+        else:
+            out[live] = _witnesses_categories(Wk, bk, rk, witness, pos[live], lo, hi, e)
+        return out
 
-        def certificates(pos, e):
-            return _certificates_assignments(W, b, S[pos], [result.certificates[p] for p in pos], lo, hi, e)
+    def certificates(pos, e):
+        return np.array([bool(masked[rows[p]]) or _certificate_categories(W, b, int(rows[p]),
+                                                                          result.certificates[p], lo, hi, e)
+                         for p in pos], dtype=bool)
 
-    # An argmaxable item's witness is checked at eps, or at the radius it claims (to 6 digits) where larger
-    radius = np.asarray(result.radius, dtype=np.float64)
-    if radius.shape != status.shape:
-        raise ValueError(f"verify_certificate: the result has {radius.size} radii for {k} items.")
-    pos = np.flatnonzero(status == "argmaxable")
-    with np.errstate(invalid="ignore"):
-        claim = np.isfinite(radius[pos]) & (radius[pos] * (1 - 1e-6) > eps)
-    valid[pos[~claim]] = witnesses(pos[~claim], eps)
-    if claim.any():
-        valid[pos[claim]] = witnesses(pos[claim], radius[pos[claim]] * (1 - 1e-6))
-    pos = np.flatnonzero(status == "unargmaxable")
-    valid[pos] = certificates(pos, eps)
-    return valid & _answers_hold(result, status, witnesses, certificates, eps)
+    return witnesses, certificates
+
+
+def _assignment_checks(result, W, b, witness, items, kind, lo, hi):
+    """``witnesses(pos, e)`` and ``certificates(pos, e)`` of an assignments or top-m result, on its label sets."""
+    if items is None:
+        raise ValueError(f"verify_certificate: a {kind} result needs its label sets: items=...")
+    S = _signs(items, W.shape[0])
+    which = np.asarray(result.items)
+    if which.dtype.kind not in "iu" or ((which < 0) | (which >= len(S))).any():
+        raise ValueError(f"verify_certificate: the result's items must be row numbers of the {len(S)} label "
+                         "sets given.")
+    S = S[which.astype(np.int64)]
+
+    def witnesses(pos, e):
+        return _witnesses_assignments(W, b, S[pos], witness[pos], lo, hi, e)
+
+    def certificates(pos, e):
+        return _certificates_assignments(W, b, S[pos], [result.certificates[p] for p in pos], lo, hi, e)
+
+    return witnesses, certificates
 
 
 def _answers_hold(result, status, witnesses, certificates, eps) -> np.ndarray:
@@ -359,9 +383,6 @@ def _near_categories(W, b, t_all, X_all, pos, eps, group=256, small=16) -> np.nd
     out the rows that cannot come within eps; float64 products over the union of the rows left, for ``small``
     witnesses at a time, rule out most of the others; :func:`_row_check` decides the last few pairs on their
     exact differences. No witness costs a float64 pass over the whole layer."""
-    import torch
-
-    n, d = W.shape
     kw = float(_pow2_scale(np.array([[_abs_max(W)]]))[0])
     xmax = max(_abs_max(X_all[pos[s : s + BLOCK]]) for s in range(0, len(pos), BLOCK))
     kx = float(_pow2_scale(np.array([[xmax]]))[0])
@@ -369,10 +390,41 @@ def _near_categories(W, b, t_all, X_all, pos, eps, group=256, small=16) -> np.nd
     if not np.isfinite(bs).all():  # offsets far larger than the rows: each witness on its own, exactly
         return np.array([_row_check_all(W, b, int(t), X_all[p], eps) for t, p in zip(t_all, pos, strict=True)],
                         dtype=bool)
+    layer = _scaled_layer(W, b, bs, kw, kx, eps)
+    out = np.zeros(len(pos), dtype=bool)
+    for g0 in range(0, len(pos), group):
+        sel = slice(g0, min(g0 + group, len(pos)))
+        out[sel] = _near_group(layer, X_all[pos[sel]], t_all[sel], small)
+    return out
+
+
+@dataclass
+class _Scaled:
+    """A layer in the scaled units of :func:`_near_categories` (rows / kw, offsets / (kw kx)): its low-precision
+    copy ``R`` = [W / kw, bs], norms ``wn`` rounded up, the rounding terms of the products and eps scaled."""
+
+    W: np.ndarray
+    b: np.ndarray
+    kw: float
+    kx: float
+    bs: np.ndarray
+    R: object
+    wn: np.ndarray
+    kappa: float  # relative error of a low-precision product: inputs, accumulation, output
+    floor: float  # products lost to subnormals
+    B: float  # largest scaled |offset|
+    e: float  # eps in scaled units, with the rounding of the products of the tests
+    eps: float
+
+
+def _scaled_layer(W, b, bs, kw, kx, eps) -> _Scaled:
+    """The low-precision copy and rounding terms of :class:`_Scaled`, a block of rows at a time."""
+    import torch
+
+    n, d = W.shape
     dtype, u, v, tiny = _lowp()
     kappa = (2 * u + u * u) * (1 + gamma(d + 2, v)) + gamma(d + 2, v) + u  # inputs, accumulation, output
     B = float(np.abs(bs).max())
-    floor = tiny * 4 * (d + 3) * max(1.0, B)  # products lost to subnormals
     R = torch.empty((n, d + 1), dtype=dtype)
     wn = np.empty(n)
     for s in range(0, n, BLOCK):
@@ -380,49 +432,65 @@ def _near_categories(W, b, t_all, X_all, pos, eps, group=256, small=16) -> np.nd
         wn[s : s + BLOCK] = _norm_up(Wb)  # >= ||w_i|| / kw
         R[s : s + BLOCK, :d] = torch.from_numpy(Wb)
     R[:, d] = torch.from_numpy(bs)
-    e = (eps / kx) * (1 + 4 * U64)  # eps in scaled units, with the rounding of the products below
-    out = np.zeros(len(pos), dtype=bool)
-    for g0 in range(0, len(pos), group):
-        sel = slice(g0, min(g0 + group, len(pos)))
-        X, t = X_all[pos[sel]], t_all[sel]
-        Xs = X / kx
-        xn = _norm_up(Xs)
-        own = np.einsum("kd,kd->k", Xs, W[t] / kw) + bs[t]
-        # A certified lower bound on each own logit, less the float64 rounding of the tests below.
-        low = own - gamma(d + 3) * (xn * wn[t] + np.abs(bs[t])) - gamma(4) * (np.abs(own) + xn * wn.max() + 2 * B)
-        low -= floor
-        L = torch.empty((len(X), d + 1), dtype=dtype)
-        L[:, :d], L[:, d] = torch.from_numpy(Xs), 1.0
-        pairs_k, pairs_i = [], []
-        for s in range(0, n, BLOCK):
-            cols = slice(s, min(s + BLOCK, n))
-            G = (L @ R[cols].T).double().numpy()  # (k, block)
-            # Tier 1: x.w_i + b_i <= G + kappa (||x|| ||w_i|| + |b_i|) + floor; a row stays if that may come within
-            # eps (||w_t|| + ||w_i||) of the own logit.
-            G += np.multiply.outer(xn * kappa, wn[cols]) + kappa * np.abs(bs[cols]) + e * wn[cols] + floor
-            kk, ii = np.nonzero((low - e * wn[t])[:, None] <= G)
-            keep = ii + s != t[kk]
-            pairs_k.append(kk[keep])
-            pairs_i.append(ii[keep] + s)
-        kk, ii = np.concatenate(pairs_k), np.concatenate(pairs_i)
-        good = np.ones(len(X), dtype=bool)
-        for s0 in range(0, len(X), small):
-            m = (kk >= s0) & (kk < s0 + small)
-            k2, i2 = kk[m], ii[m]
-            if not k2.size:
-                continue
-            # Tier 2: float64 products over the union of the rows left for these witnesses.
-            union, col = np.unique(i2, return_inverse=True)
-            G = Xs[s0 : s0 + small] @ (W[union] / kw).T  # (small, |union|)
-            g = G[k2 - s0, col] + bs[i2]
-            g += gamma(d + 4) * (xn[k2] * wn[i2] + np.abs(bs[i2])) + (d + 4) * 2.0**-1070 * (1 + B)
-            sure = g + e * (wn[t[k2]] + wn[i2]) < low[k2]
-            # Tier 3: the pairs left, on their exact differences.
-            for k in np.unique(k2[~sure]):
-                i3 = i2[~sure & (k2 == k)]
-                good[k] = _row_check(W[i3] - W[t[k]], b[i3] - b[t[k]], X[k], eps)
-        out[sel] = good
-    return out
+    return _Scaled(W, b, kw, kx, bs, R, wn, kappa, tiny * 4 * (d + 3) * max(1.0, B), B,
+                   (eps / kx) * (1 + 4 * U64), eps)
+
+
+def _near_group(layer: _Scaled, X, t, small) -> np.ndarray:
+    """:func:`_near_categories` for one group of witnesses ``X`` of categories ``t``: whether each holds."""
+    d = layer.W.shape[1]
+    Xs = X / layer.kx
+    xn = _norm_up(Xs)
+    bs, wn = layer.bs, layer.wn
+    own = np.einsum("kd,kd->k", Xs, layer.W[t] / layer.kw) + bs[t]
+    # A certified lower bound on each own logit, less the float64 rounding of the tests below.
+    low = own - gamma(d + 3) * (xn * wn[t] + np.abs(bs[t])) - gamma(4) * (np.abs(own) + xn * wn.max() + 2 * layer.B)
+    low -= layer.floor
+    kk, ii = _tier1_pairs(layer, Xs, xn, low, t)
+    good = np.ones(len(X), dtype=bool)
+    for s0 in range(0, len(X), small):
+        m = (kk >= s0) & (kk < s0 + small)
+        if m.any():
+            _tiers23(layer, X, Xs[s0 : s0 + small], xn, low, t, kk[m], ii[m], s0, good)
+    return good
+
+
+def _tier1_pairs(layer: _Scaled, Xs, xn, low, t) -> tuple[np.ndarray, np.ndarray]:
+    """Tier 1: the (witness, row) pairs that the low-precision products cannot rule out, a block of rows at a time:
+    x.w_i + b_i <= G + kappa (||x|| ||w_i|| + |b_i|) + floor; a row stays if that may come within
+    eps (||w_t|| + ||w_i||) of the own logit."""
+    import torch
+
+    n, d = layer.W.shape
+    bs, wn, kappa, e = layer.bs, layer.wn, layer.kappa, layer.e
+    L = torch.empty((len(Xs), d + 1), dtype=layer.R.dtype)
+    L[:, :d], L[:, d] = torch.from_numpy(Xs), 1.0
+    pairs_k, pairs_i = [], []
+    for s in range(0, n, BLOCK):
+        cols = slice(s, min(s + BLOCK, n))
+        G = (L @ layer.R[cols].T).double().numpy()  # (k, block)
+        G += np.multiply.outer(xn * kappa, wn[cols]) + kappa * np.abs(bs[cols]) + e * wn[cols] + layer.floor
+        kk, ii = np.nonzero((low - e * wn[t])[:, None] <= G)
+        keep = ii + s != t[kk]
+        pairs_k.append(kk[keep])
+        pairs_i.append(ii[keep] + s)
+    return np.concatenate(pairs_k), np.concatenate(pairs_i)
+
+
+def _tiers23(layer: _Scaled, X, Xg, xn, low, t, k2, i2, s0, good) -> None:
+    """Tiers 2 and 3 for the pairs (k2, i2) of the witnesses ``Xg`` (= scaled ``X[s0 : s0 + len(Xg)]``): float64
+    products over the union of their rows, then :func:`_row_check` on the exact differences of the pairs left;
+    writes False into ``good`` for each witness that fails."""
+    d = layer.W.shape[1]
+    bs, wn = layer.bs, layer.wn
+    union, col = np.unique(i2, return_inverse=True)
+    G = Xg @ (layer.W[union] / layer.kw).T  # (small, |union|)
+    g = G[k2 - s0, col] + bs[i2]
+    g += gamma(d + 4) * (xn[k2] * wn[i2] + np.abs(bs[i2])) + (d + 4) * 2.0**-1070 * (1 + layer.B)
+    sure = g + layer.e * (wn[t[k2]] + wn[i2]) < low[k2]
+    for k in np.unique(k2[~sure]):
+        i3 = i2[~sure & (k2 == k)]
+        good[k] = _row_check(layer.W[i3] - layer.W[t[k]], layer.b[i3] - layer.b[t[k]], X[k], layer.eps)
 
 
 def _row_check_all(W, b, t, x, eps) -> bool:

@@ -94,23 +94,46 @@ def _block_maxima(G, diagonal: bool) -> tuple[np.ndarray, np.ndarray]:
         return G.max(axis=0), G.max(axis=1)
     if diagonal:
         G.fill_diagonal_(-np.inf)
+    if str(G.dtype) == "torch.bfloat16" and G.device.type == "cpu":
+        return bf16_max(G, 0), bf16_max(G, 1)
     return G.amax(dim=0).double().cpu().numpy(), G.amax(dim=1).double().cpu().numpy()
 
 
-def _gram_maxima(n: int, block: int, product) -> np.ndarray:
+def bf16_max(T, axis: int) -> np.ndarray:
+    """Maxima along ``axis`` of a bfloat16 CPU tensor, as float64 numpy, read through its bits as int16: numpy's
+    integer reductions take a tenth of the CPU time of torch's bfloat16 ones here (1.6 against 16 ms for both
+    maxima of a 2048 x 2048 Gram block), which was 40% of the Gram pass. Non-negative values order as their bit
+    patterns and negative ones in reverse, so the maximum is the largest pattern where one is >= 0, else the
+    smallest."""
+    import torch
+
+    bits = T.view(torch.int16).numpy()
+    hi, lo = bits.max(axis=axis), bits.min(axis=axis)
+    return torch.from_numpy(np.where(hi >= 0, hi, lo)).view(torch.bfloat16).double().numpy()
+
+
+def _gram_maxima(n: int, block: int, product) -> tuple[np.ndarray, np.ndarray]:
     """Row maxima, without the diagonal, of the symmetric n×n matrix whose block ``product(rows, cols)`` returns,
     visiting the upper triangle of blocks only: each block serves the targets of its rows and of its columns.
-    Only the running maxima are kept, never the matrix."""
-    top = np.full(n, -np.inf)
+    Only the running maxima are kept, never the matrix; and for each row, the first index of the block of
+    ``block`` columns that holds its maximum (where its argmax can be found again)."""
+    top, where = np.full(n, -np.inf), np.zeros(n, dtype=np.int64)
     for lo in range(0, n, block):
         rows = slice(lo, min(lo + block, n))
         for lo2 in range(lo, n, block):
             cols = slice(lo2, min(lo2 + block, n))
             col_max, row_max = _block_maxima(product(rows, cols), diagonal=lo2 == lo)
             if lo2 != lo:  # a diagonal block's columns are its rows
-                np.maximum(top[cols], col_max, out=top[cols])
-            np.maximum(top[rows], row_max, out=top[rows])
-    return top
+                _raise(top[cols], where[cols], col_max, lo)
+            _raise(top[rows], where[rows], row_max, lo2)
+    return top, where
+
+
+def _raise(top: np.ndarray, where: np.ndarray, values: np.ndarray, at: int) -> None:
+    """Running maxima ``top`` (views) raised to ``values`` where those are higher, ``where`` set to ``at`` there:
+    blocks come in increasing order, so a tie keeps the first."""
+    higher = values > top
+    top[higher], where[higher] = values[higher], at
 
 
 def band_maxima(L, width: int) -> np.ndarray:
@@ -128,26 +151,50 @@ def band_maxima(L, width: int) -> np.ndarray:
 
 
 def band_argmax(L, span: np.ndarray, width: int) -> np.ndarray:
-    """Column of each row's maximum of L (numpy or torch, (b, n)) within its span ``span[r]`` of ``width`` columns."""
-    n = L.shape[1]
-    cols = np.minimum(span[:, None] * width + np.arange(width), n - 1)  # (b, width): the last span repeats a column
-    rows = np.arange(len(L))
+    """Column of each row's maximum of L (numpy or torch, (b, n)) within its span ``span[r]`` of ``width`` columns
+    (the first, on ties): one gather of whole spans through a reshaped view, no (b, width) index arrays."""
+    b, n = L.shape
+    full = n // width  # spans of full width; a last, shorter one holds the rest
+    out = np.empty(b, dtype=np.int64)
+    inner, last = np.flatnonzero(span < full), np.flatnonzero(span >= full)
     if isinstance(L, np.ndarray):
-        return cols[rows, np.argmax(L[rows[:, None], cols], axis=1)]
+        if inner.size:
+            seg = L[:, : full * width].reshape(b, full, width)[inner, span[inner]]  # (k, width)
+            out[inner] = span[inner] * width + seg.argmax(axis=1)
+        if last.size:
+            out[last] = full * width + L[last, full * width :].argmax(axis=1)
+        return out
     import torch
 
     dev = L.device
-    seg = L[torch.from_numpy(rows).to(dev)[:, None], torch.from_numpy(cols).to(dev)]
-    return cols[rows, seg.max(dim=1).indices.cpu().numpy()]  # (torch's argmax of bfloat16 is 4x slower on the CPU)
+    pick = lambda rows: torch.from_numpy(rows).to(dev)  # noqa: E731
+    if inner.size:  # (torch's argmax of bfloat16 is 4x slower on the CPU than max's indices)
+        seg = L[:, : full * width].reshape(b, full, width)[pick(inner), pick(span[inner])]  # (k, width)
+        out[inner] = span[inner] * width + seg.max(dim=1).indices.cpu().numpy()
+    if last.size:
+        out[last] = full * width + L[pick(last), full * width :].max(dim=1).indices.cpu().numpy()
+    return out
 
 
-def band_candidates(L, rows: np.ndarray, width: int, floor: np.ndarray,
-                    band_top: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def band_candidates(L, rows: np.ndarray, width: int, floor: np.ndarray, band_top: np.ndarray,
+                    entries: int = 1 << 18) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Entries of the rows ``rows`` of L (numpy or torch) at or above ``floor`` (float32, (len(rows), spans): one
     threshold per span of ``width`` columns), as (row position, column, float64 value), sorted by row position.
-    Only the spans whose maximum (``band_top``) reaches their threshold are read."""
+    Only the spans whose maximum (``band_top``) reaches their threshold are read, about ``entries`` at a time (a
+    cluster of near-duplicates puts a point's candidates in many spans: 64 points x 16 spans of Gemma-3's 16384
+    columns would be 134 MB per index array at once; 2^18 entries: 2 MB)."""
+    pk, pb = np.nonzero(band_top >= floor)  # (row position, span) pairs that hold a candidate, by row position
+    step = max(1, entries // width)
+    parts = [_span_entries(L, rows, width, floor, pk[lo : lo + step], pb[lo : lo + step])
+             for lo in range(0, len(pk), step)]
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    return tuple(np.concatenate(part) for part in zip(*parts, strict=True))
+
+
+def _span_entries(L, rows, width, floor, pk, pb):
+    """:func:`band_candidates` for the (row position, span) pairs ``pk``, ``pb``."""
     n = L.shape[1]
-    pk, pb = np.nonzero(band_top >= floor)  # (row position, span) pairs that hold a candidate
     cols = pb[:, None] * width + np.arange(width)  # (pairs, width)
     inside = cols < n
     cols = np.minimum(cols, n - 1)
@@ -269,6 +316,9 @@ class CategorySystem:
         self.max_norm = float(self.norms.max())
         self.max_bias = float(np.abs(self.b64).max())
         self.kappa = rounding_bound(self.dtype, self.d)
+        # Set by a bfloat16 Gram pass: per item, the first row of the block that certainly beats its start point
+        # (-1: none), the Gram margins, the block size (:meth:`_first_steps`).
+        self._beaten: tuple[np.ndarray, np.ndarray, int] | None = None
 
     @cached_property
     def W(self) -> np.ndarray:
@@ -339,18 +389,33 @@ class CategorySystem:
         if self.bf16_start:
             import torch
 
-            left = self._bf16_layer  # [W, b, 1]: the point [x, 1, 0] gets w_i.x + b_i
-            Xa = torch.zeros((len(X), left.shape[1]), dtype=torch.bfloat16)
-            Xa[:, : self.d] = torch.from_numpy(np.ascontiguousarray(X))
-            if not self.homogeneous:
-                Xa[:, self.d] = 1.0
-            L = Xa @ left.T  # (b, n) bfloat16, columns in the order of self._order
+            # (b, n) bfloat16, columns in the order of self._order, written into one buffer for the whole check:
+            # a new array per pass leaves freed blocks resident (measured: +13 MiB a pass, 220 MiB on SmolLM2)
+            L = torch.matmul(self._bf16_points(X), self._bf16_layer.T, out=self._logit_buffer[: len(X)])
             L[torch.from_numpy(rows), torch.from_numpy(self._rank[items])] = -torch.inf
             return L, bf16_rounding_bound(self.d + 2), self._order
         L = X @ self.W.T  # (b, n) in self.dtype
         L += self.b
         L[rows, items] = -np.inf  # the target's own (zero) row
         return L, self.kappa, None
+
+    @cached_property
+    def _logit_buffer(self):
+        """Room for the bfloat16 logits of one pass of :attr:`_pass_rows` points."""
+        import torch
+
+        return torch.empty((min(self._pass_rows, self.n_rows), self.n_rows), dtype=torch.bfloat16)
+
+    def _bf16_points(self, X):
+        """The points X as rows of a bfloat16 tensor that multiplies :attr:`_bf16_layer` (``[W, b, 1]``): ``[x, 1, 0]``
+        gets the logits w_i.x + b_i."""
+        import torch
+
+        Xa = torch.zeros((len(X), self._bf16_layer.shape[1]), dtype=torch.bfloat16)
+        Xa[:, : self.d] = torch.from_numpy(np.ascontiguousarray(X))
+        if not self.homogeneous:
+            Xa[:, self.d] = 1.0
+        return Xa
 
     @cached_property
     def _rank(self) -> np.ndarray:
@@ -361,7 +426,62 @@ class CategorySystem:
 
     def evaluate(self, items, X, eps):
         """The row to reflect across next and a certified lower bound on each point's distance to its item's
-        nearest hyperplane, in three tiers; each settles what it can and passes on the rest:
+        nearest hyperplane (:meth:`_evaluate`), :attr:`_pass_rows` points at a time; start points the Gram pass
+        showed beaten are not measured again (:meth:`_first_steps`)."""
+        worst, margin = np.empty(len(items), dtype=np.int64), np.empty(len(items))
+        rest = self._first_steps(items, X, worst, margin)
+        step = self._pass_rows
+        if len(rest) == len(items) and len(items) <= step:
+            return self._evaluate(items, X, eps)  # (X as given: numpy's BLAS may round a copy differently)
+        for lo in range(0, len(rest), step):
+            k = rest[lo : lo + step]
+            worst[k], margin[k] = self._evaluate(items[k], X[k], eps)
+        return worst, margin
+
+    @cached_property
+    def _pass_rows(self) -> int:
+        """Points whose logits one product computes at once on the torch paths: their (points x n) logits take at
+        most an eighth of the layer's own size (or 8 MiB for a small layer), so that a reflection batch adds
+        little to the layer and its witnesses at the peak (issue 25: SmolLM2's batch of 1365 points held 128 MiB
+        of logits beside its 108 MiB layer). Each row of torch's bfloat16 product on the CPU comes out the same
+        whatever the number of rows (measured, bitwise), so cutting a batch changes no result there. numpy's BLAS
+        rounds by shape: its path keeps reflect's batch (layers under 1M weights, or CPUs without bfloat16)."""
+        if self.device is None and not self.bf16_start:
+            return sys.maxsize
+        itemsize = 2 if self.device is None else np.dtype(self.dtype).itemsize
+        return max(16, max(self.Win.nbytes // 8, 8 << 20) // (itemsize * self.n_rows))
+
+    def _first_steps(self, items, X, worst, margin) -> np.ndarray:
+        """Points that are their item's start point w_t, which some row certainly beats in the Gram pass of
+        :meth:`start_margins`: most of an LLM head's items (42933 of SmolLM2's 49152 lose at w_t, their norms
+        vary 4x). Their margin is the Gram pass's certified one and the row to reflect across is the argmax of
+        the Gram block that held their maximum, computed again for that block alone: no product with the whole
+        layer. Writes those into ``worst`` and ``margin``; returns the positions of the other points."""
+        if self._beaten is None:
+            return np.arange(len(items))
+        where, gram_margin, block = self._beaten
+        k = np.flatnonzero(where[items] >= 0)
+        k = k[(X[k] == self.Win[items[k]]).all(axis=1)]
+        margin[k], at = gram_margin[items[k]], where[items[k]]
+        for lo in np.unique(at):
+            worst[k[at == lo]] = self._block_argmax(items[k[at == lo]], X[k[at == lo]], lo, block)
+        rest = np.ones(len(items), dtype=bool)
+        rest[k] = False
+        return np.flatnonzero(rest)
+
+    def _block_argmax(self, items, X, lo: int, block: int) -> np.ndarray:
+        """The row of each point's largest bfloat16 logit among rows ``lo .. lo + block`` of :attr:`_bf16_layer`,
+        its own row left out."""
+        import torch
+
+        L = self._bf16_points(X) @ self._bf16_layer[lo : lo + block].T  # (k, block)
+        own = self._rank[items] - lo
+        mine = np.flatnonzero((own >= 0) & (own < L.shape[1]))
+        L[torch.from_numpy(mine), torch.from_numpy(own[mine])] = -torch.inf
+        return self._order[lo + L.max(dim=1).indices.numpy()]
+
+    def _evaluate(self, items, X, eps):
+        """:meth:`evaluate` for one pass of points, in three tiers; each settles what it can and passes on the rest:
 
         1. the computed logits with one bound per point (from the largest row norm): most points win, or lose, by
            far more than the rounding;
@@ -439,8 +559,8 @@ class CategorySystem:
                 dist = np.where(gap > eps_ * den, gap / den, np.nan)
             # Tier 3: the pairs left, on their exact differences.
             hard = np.flatnonzero(np.isnan(dist))
-            for lo3 in range(0, len(hard), 4096):
-                h = hard[lo3 : lo3 + 4096]
+            for lo3 in range(0, len(hard), 512):  # 512 pairs: a few MB of float64 differences at a time
+                h = hard[lo3 : lo3 + 512]
                 k3, i3 = ks[kk[h]], ii[h]
                 dist[h] = self._exact_distances(t[k3], i3, X64[k3])
             bounds = np.searchsorted(kk, np.arange(len(ks) + 1))  # kk is sorted: each point's pairs in a run
@@ -470,38 +590,48 @@ class CategorySystem:
         which halves the dominant cost of checking a whole vocabulary. With a bias, each block is one product
         of ``[w_i, b_i, 1]`` with ``[w_j, 1, b_j]``, i.e. ``w_i.w_j + b_i + b_j``: the row and column targets'
         logits are its row and column maxima less one bias, with no extra pass over the block. Only running
-        maxima are kept (never an n×n matrix); items that do not win here go through :meth:`evaluate`.
+        maxima are kept (never an n×n matrix); items that do not win here go through :meth:`evaluate`. In
+        bfloat16, the start points some row certainly beats are kept with the Gram block that beats them, so
+        that :meth:`evaluate` does not measure them against the whole layer again (:meth:`_first_steps`).
         """
         n = self.n_rows
-        items = np.arange(n)
         own = self.sq + self.b64
+        top, where, kappa = self._gram_top(block)
+        top -= self.b64  # each maximum holds the target's own bias once
+        # What the bound cannot certify is not measured again here: those items go to the reflection batches, whose
+        # first step evaluates the same start points row by row (:meth:`evaluate`).
+        margin = self._certified_margin(np.arange(n), self.Win, own, top, eps, kappa)
+        if where is not None:
+            err = kappa * (np.sqrt(self.sq) * self.max_norm + 2 * self.max_bias)  # as in _certified_margin
+            self._beaten = (np.where(top - err > own + err, where, -1), margin, block)
+        return margin
+
+    def _gram_top(self, block: int):
+        """The Gram pass of :meth:`start_margins`: each target's largest computed logit (plus its own bias) over the
+        other rows; in bfloat16, also the first row of the block of ``block`` rows of :attr:`_bf16_layer` that
+        holds it (None otherwise); and the logits' relative error factor (None: this system's float rounding)."""
+        n = self.n_rows
         if self.device is not None:  # the torch path: products in this system's dtype on the device
             left, right, _ = self._torch_layer
             with exact_float32():
-                top = _gram_maxima(n, block, lambda rows, cols: left[rows] @ right[cols].T)
-            kappa = None
-        elif self.bf16_start:
+                top, _ = _gram_maxima(n, block, lambda rows, cols: left[rows] @ right[cols].T)
+            return top, None, None
+        if self.bf16_start:
             # bfloat16 products on a CPU that has them: twice the float32 rate, with a bound 2^16 times looser.
             L = R = self._bf16_layer
             if not self.homogeneous:  # [W, 1, b], for this pass only
                 R = L.clone()
                 R[:, self.d], R[:, self.d + 1] = L[:, self.d + 1], L[:, self.d]
-            top = np.empty(n)
-            top[self._order] = _gram_maxima(n, block, lambda rows, cols: L[rows] @ R[cols].T)
-            del R
-            kappa = bf16_rounding_bound(self.d + 2)
+            top, where = np.empty(n), np.empty(n, dtype=np.int64)
+            top[self._order], where[self._order] = _gram_maxima(n, block, lambda rows, cols: L[rows] @ R[cols].T)
+            return top, where, bf16_rounding_bound(self.d + 2)
+        if self.homogeneous:
+            left = right = self.W
         else:
-            if self.homogeneous:
-                left = right = self.W
-            else:
-                ones, b = np.ones((n, 1), dtype=self.dtype), self.b[:, None]
-                left, right = np.hstack([self.W, b, ones]), np.hstack([self.W, ones, b])
-            top = _gram_maxima(n, block, lambda rows, cols: left[rows] @ right[cols].T)
-            kappa = None
-        top -= self.b64  # each maximum holds the target's own bias once
-        # What the bound cannot certify is not measured again here: those items go to the reflection batches, whose
-        # first step evaluates the same start points row by row (:meth:`evaluate`).
-        return self._certified_margin(items, self.Win, own, top, eps, kappa)
+            ones, b = np.ones((n, 1), dtype=self.dtype), self.b[:, None]
+            left, right = np.hstack([self.W, b, ones]), np.hstack([self.W, ones, b])
+        top, _ = _gram_maxima(n, block, lambda rows, cols: left[rows] @ right[cols].T)
+        return top, None, None
 
     def _certified_margin(self, items, X, own, top, eps, kappa=None):
         """Lower bound on each point's distance to its item's nearest hyperplane, from computed logits whose
@@ -518,6 +648,9 @@ class CategorySystem:
         return self.W[j] - self.W[items], self.b[j] - self.b[items]
 
     def dense(self, item):
+        dup = self._blocking_duplicate(item)
+        if dup is not None:  # its one row 0.x + (b_dup - b_item) < 0 holds no point: the LP stops at it anyway
+            return np.zeros((1, self.d)), np.array([self.b64[dup] - self.b64[item]])
         # Differences written straight into one float64 array (no copy of the layer without its row first).
         w, A = self.Win[item].astype(np.float64), np.empty((self.n_rows - 1, self.d))
         np.subtract(self.Win[:item], w, out=A[:item])
@@ -528,7 +661,28 @@ class CategorySystem:
     def row_index(self, item, rows):
         """Map row positions of ``dense(item)`` back to category indices."""
         rows = np.asarray(rows)
-        return rows + (rows >= item)
+        dup = self._blocking_duplicate(item)
+        return rows + (rows >= item) if dup is None else np.full(rows.shape, dup)
+
+    def _blocking_duplicate(self, item) -> int | None:
+        """The first category other than ``item`` whose row equals its own and whose bias is at least as high (the
+        first zero row with offset >= 0 of ``dense(item)``, where the LP stops: the item cannot win strictly), or
+        None. Such an item's LP gets that row alone instead of an (n - 1) x d float64 system: SmolLM2's 15 tied
+        tokens held 216 MB each, two at a time. Only rows of the same squared norm (to rounding) are compared."""
+        sq, order = self._by_square
+        s = self.sq[item]
+        lo = np.searchsorted(sq, s * (1 - 4 * gamma(self.d)), side="left")
+        hi = np.searchsorted(sq, s * (1 + 4 * gamma(self.d)), side="right")
+        same = np.sort(order[lo:hi])
+        same = same[same != item]
+        same = same[(self.b64[same] - self.b64[item] >= 0) & (self.Win[same] == self.Win[item]).all(axis=1)]
+        return int(same[0]) if same.size else None
+
+    @cached_property
+    def _by_square(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows' squared norms in increasing order, and the rows in that order."""
+        order = np.argsort(self.sq, kind="stable")
+        return self.sq[order], order
 
     def certificate_pool(self, box, eps):
         """The dual stage (:mod:`supports`): certificates' supports serve every category."""
@@ -537,6 +691,9 @@ class CategorySystem:
     def dense_rows(self, item, categories):
         """Map category indices to row positions of ``dense(item)`` (the item's own row has none)."""
         categories = np.asarray(categories, dtype=np.int64)
+        dup = self._blocking_duplicate(item)
+        if dup is not None:  # dense(item) holds that one row
+            return np.zeros(int((categories == dup).any()), dtype=np.int64)
         categories = categories[categories != item]
         return categories - (categories > item)
 
