@@ -17,7 +17,7 @@ from scipy.spatial import ConvexHull, QhullError
 
 import argmaxable as am
 from argmaxable.core import chebyshev
-from argmaxable.core.systems import GPU_DRIVER_FILES, bf16_gemm
+from argmaxable.core.backend import GPU_DRIVER_FILES, bf16_gemm
 
 TOY = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])  # 002 Fig. 1: c4 inside the triangle
 
@@ -616,7 +616,7 @@ def test_bf16_block_maxima_read_through_int16_bits_match_torch():
     """The Gram pass reads a bfloat16 block's maxima through its bits as int16 (negative values order in reverse):
     the same values as torch's own maxima, with negative rows, -0.0 and -inf among them."""
     torch = pytest.importorskip("torch")
-    from argmaxable.core.systems import bf16_max
+    from argmaxable.core.backend import bf16_max
 
     T = (torch.randn((40, 33), generator=torch.Generator().manual_seed(0)) * 10).to(torch.bfloat16)
     T[0, :], T[1, :], T[2, 0] = -torch.rand(33) - 1, -0.0, -torch.inf  # all negative, signed zeros, -inf
@@ -627,7 +627,7 @@ def test_bf16_block_maxima_read_through_int16_bits_match_torch():
 @pytest.mark.parametrize("n", [48, 50])  # spans of 3 columns: all full, or a shorter last one
 def test_band_argmax_finds_the_first_maximum_of_each_span(n):
     torch = pytest.importorskip("torch")
-    from argmaxable.core.systems import band_argmax
+    from argmaxable.core.backend import band_argmax
 
     rng = np.random.default_rng(n)
     L = rng.integers(0, 4, size=(30, n)).astype(np.float32)  # many ties: the first maximum counts
@@ -656,7 +656,7 @@ def test_an_exact_duplicate_gets_its_first_blocking_row_alone_as_lp_system():
             np.testing.assert_array_equal(A, full_A)
             continue
         assert A.shape == (1, 5)
-        out, full = chebyshev(A, c, bound=100.0), chebyshev(full_A, full_c, bound=100.0)
+        out, full = chebyshev(A, c, 100.0), chebyshev(full_A, full_c, 100.0)
         assert out.status == full.status == "infeasible" and out.upper == full.upper == -np.inf
         assert system.row_index(t, out.dual_rows).tolist() == (full.dual_rows + (full.dual_rows >= t)).tolist() == [dup]
         assert system.dense_rows(t, [3, dup]).tolist() == [0]
