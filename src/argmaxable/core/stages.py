@@ -138,9 +138,6 @@ class ExactLP:
         self.box, self.settings, self.map_rows, self.shared = box, settings, map_rows, shared
 
     def run(self, system: System, ledger: Ledger, todo: np.ndarray) -> np.ndarray:
-        if ledger.witness.dtype != np.float64 and len(todo):
-            ledger.witness = ledger.witness.astype(np.float64)  # LP witnesses are float64: rounding could lose them
-
         lp = self.settings.lp(ledger.thresholds)
 
         def solve(pos: int):
@@ -179,6 +176,8 @@ class ExactLP:
         if witnessed and out.upper <= ledger.eps:
             ledger.refute(pos, self.name, certificate, out.upper, source="an LP dual bound")
         elif out.status == FEASIBLE:
+            if ledger.witness.dtype != np.float64:  # LP witnesses are float64: rounding could lose them (converted
+                ledger.witness = ledger.witness.astype(np.float64)  # only when one comes: ties return no point)
             ledger.witness[pos] = out.x
             ledger.prove(pos, self.name)
         elif witnessed:  # reflection's witness proved it; the LP only failed to size its radius
