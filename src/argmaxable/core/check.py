@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from argmaxable.core.backend import resolve_device
 from argmaxable.core.box import make_box
 from argmaxable.core.ledger import Ledger
 from argmaxable.core.numerics import gamma, range_scale
@@ -27,7 +28,7 @@ from argmaxable.core.settings import (
     show,
 )
 from argmaxable.core.stages import stages_for
-from argmaxable.core.systems import AssignmentSystem, CategorySystem, resolve_device
+from argmaxable.core.systems import AssignmentSystem, CategorySystem
 
 
 def _real_array(a, name: str, keep_float32: bool = False) -> np.ndarray:

@@ -84,7 +84,7 @@ class OneOf:
 
 
 # Allowed values of the settings that have a rule (the box ends are checked against the layer's width, the device
-# against what torch sees: :func:`argmaxable.core.box.make_box`, :func:`argmaxable.core.systems.resolve_device`).
+# against what torch sees: :func:`argmaxable.core.box.make_box`, :func:`argmaxable.core.backend.resolve_device`).
 ALLOWED = {
     "bound": Interval(integer=False, closed=False),
     "eps": Interval(integer=False, closed=True),

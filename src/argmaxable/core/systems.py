@@ -2,24 +2,33 @@
 
 A :class:`System` describes many items at once (one per category or label assignment). It gives the
 approximate stage batched residuals and reflection rows, and the exact stage one dense system per item.
-Rows are never materialised for all items at once: an n×n matrix would not fit for a real vocabulary.
+Rows are never materialised for all items at once: an n×n matrix would not fit for a real vocabulary. How the
+products run (device, precision, Gram kernels, rounding bounds) is :mod:`argmaxable.core.backend`'s.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from functools import cached_property
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from argmaxable.core.backend import (
+    band_argmax,
+    band_candidates,
+    band_maxima,
+    bf16_augmented,
+    bf16_gemm,
+    bf16_rounding_bound,
+    exact_float32,
+    gram_maxima,
+    rounding_bound,
+    row_squares,
+)
 from argmaxable.core.gordan import GordanOutcome, gordan_certificates
 from argmaxable.core.numerics import U64, gamma, row_norms
 from argmaxable.core.supports import SupportPool
-
-# What a machine with a CUDA (NVIDIA) or ROCm (AMD) GPU that torch could use exposes: without them, "auto" is the CPU.
-GPU_DRIVER_FILES = ("/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/kfd")
 
 # Above this many weights the approximate stage runs in float32 (2x the GEMM rate); acceptance stays rigorous
 # through the rounding bound below.
@@ -29,227 +38,6 @@ FLOAT32_ABOVE = 200_000
 BF16_ABOVE = 1_000_000
 # Spans of columns, by row norm, each with its own rounding bound in a reflection step's first test.
 BANDS = 16
-
-
-def rounding_bound(dtype, d: int) -> float:
-    """Relative error factor of a length-d dot product plus an offset in ``dtype`` (Higham's gamma_{d+2},
-    doubled for the float64->dtype rounding of the inputs and the final subtraction)."""
-    u = np.finfo(dtype).eps / 2
-    return 2.0 * (d + 4) * u / (1.0 - (d + 4) * u)
-
-
-def bf16_rounding_bound(d: int) -> float:
-    """Relative error factor of one entry of the bfloat16 Gram product in :meth:`CategorySystem.start_margins`.
-
-    Inputs are rounded to bfloat16 (unit roundoff u = 2^-8), their products are exact
-    in float32, the length-d sum accumulates in float32 (gamma_d at 2^-24) and the result is rounded to
-    bfloat16 again: at most (3u + gamma_d)(1 + O(u)) times the sum of the absolute terms; 4u + 2 gamma_d bounds it.
-    """
-    u, v = 2.0**-8, 2.0**-24
-    return 4 * u + 2 * d * v / (1 - d * v)
-
-
-def bf16_gemm() -> bool:
-    """Whether this CPU multiplies bfloat16 matrices natively (AVX512-BF16 or AMX): about twice float32 there,
-    far slower where emulated."""
-    try:
-        import torch
-
-        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
-    except (ImportError, AttributeError):
-        return False
-
-
-def row_squares(X: np.ndarray, block: int = 1024) -> np.ndarray:
-    """``||x_k||^2`` per row in float64, a block of rows at a time (no float64 copy of a float32 X; blocks of a few
-    MB stay in cache, where a 50 MB block costs page faults on every pass)."""
-    out = np.empty(len(X))
-    for lo in range(0, len(X), block):
-        Xb = np.asarray(X[lo : lo + block], dtype=np.float64)
-        out[lo : lo + block] = np.einsum("nd,nd->n", Xb, Xb)
-    return out
-
-
-def _bf16_augmented(W: np.ndarray, b: np.ndarray | None, order: np.ndarray, block: int = 8192):
-    """``[W, b, 1]`` (or W without a bias) as a bfloat16 torch tensor, its rows in the order ``order``, rounded once
-    on the copy from float64 or float32, a block of rows at a time (no reordered copy of the layer)."""
-    import torch
-
-    n, d = W.shape
-    L = torch.empty((n, d if b is None else d + 2), dtype=torch.bfloat16)
-    for lo in range(0, n, block):
-        L[lo : lo + block, :d] = torch.from_numpy(W[order[lo : lo + block]])
-    if b is not None:
-        L[:, d], L[:, d + 1] = torch.from_numpy(b[order]), 1.0
-    return L
-
-
-def _block_maxima(G, diagonal: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Column and row maxima, as float64 numpy arrays, of one Gram block: a numpy array (numpy's BLAS: no torch
-    import on that path, a second per process) or a torch tensor on any device. A diagonal block first drops
-    each target's own (zero) entry."""
-    if isinstance(G, np.ndarray):
-        if diagonal:
-            np.fill_diagonal(G, -np.inf)
-        return G.max(axis=0), G.max(axis=1)
-    if diagonal:
-        G.fill_diagonal_(-np.inf)
-    if str(G.dtype) == "torch.bfloat16" and G.device.type == "cpu":
-        return bf16_max(G, 0), bf16_max(G, 1)
-    return G.amax(dim=0).double().cpu().numpy(), G.amax(dim=1).double().cpu().numpy()
-
-
-def bf16_max(T, axis: int) -> np.ndarray:
-    """Maxima along ``axis`` of a bfloat16 CPU tensor, as float64 numpy, read through its bits as int16: numpy's
-    integer reductions take a tenth of the CPU time of torch's bfloat16 ones here (1.6 against 16 ms for both
-    maxima of a 2048 x 2048 Gram block), which was 40% of the Gram pass. Non-negative values order as their bit
-    patterns and negative ones in reverse, so the maximum is the largest pattern where one is >= 0, else the
-    smallest."""
-    import torch
-
-    bits = T.view(torch.int16).numpy()
-    hi, lo = bits.max(axis=axis), bits.min(axis=axis)
-    return torch.from_numpy(np.where(hi >= 0, hi, lo)).view(torch.bfloat16).double().numpy()
-
-
-def _gram_maxima(n: int, block: int, product) -> tuple[np.ndarray, np.ndarray]:
-    """Row maxima, without the diagonal, of the symmetric n×n matrix whose block ``product(rows, cols)`` returns,
-    visiting the upper triangle of blocks only: each block serves the targets of its rows and of its columns.
-    Only the running maxima are kept, never the matrix; and for each row, the first index of the block of
-    ``block`` columns that holds its maximum (where its argmax can be found again)."""
-    top, where = np.full(n, -np.inf), np.zeros(n, dtype=np.int64)
-    for lo in range(0, n, block):
-        rows = slice(lo, min(lo + block, n))
-        for lo2 in range(lo, n, block):
-            cols = slice(lo2, min(lo2 + block, n))
-            col_max, row_max = _block_maxima(product(rows, cols), diagonal=lo2 == lo)
-            if lo2 != lo:  # a diagonal block's columns are its rows
-                _raise(top[cols], where[cols], col_max, lo)
-            _raise(top[rows], where[rows], row_max, lo2)
-    return top, where
-
-
-def _raise(top: np.ndarray, where: np.ndarray, values: np.ndarray, at: int) -> None:
-    """Running maxima ``top`` (views) raised to ``values`` where those are higher, ``where`` set to ``at`` there:
-    blocks come in increasing order, so a tie keeps the first."""
-    higher = values > top
-    top[higher], where[higher] = values[higher], at
-
-
-def band_maxima(L, width: int) -> np.ndarray:
-    """Maximum of each row of L (numpy or torch, (b, n)) over consecutive spans of ``width`` columns (the last one
-    shorter), as float64 numpy (b, spans): one reduction over a reshaped view, not one per strided span."""
-    b, n = L.shape
-    full = n // width * width
-    if isinstance(L, np.ndarray):
-        tail = [L[:, full:].max(axis=1)[:, None]] if n > full else []
-        return np.hstack([L[:, :full].reshape(b, -1, width).max(axis=2), *tail]).astype(np.float64)
-    import torch
-
-    tail = [L[:, full:].amax(dim=1)[:, None]] if n > full else []
-    return torch.cat([L[:, :full].reshape(b, -1, width).amax(dim=2), *tail], dim=1).double().cpu().numpy()
-
-
-def band_argmax(L, span: np.ndarray, width: int) -> np.ndarray:
-    """Column of each row's maximum of L (numpy or torch, (b, n)) within its span ``span[r]`` of ``width`` columns
-    (the first, on ties): one gather of whole spans through a reshaped view, no (b, width) index arrays."""
-    b, n = L.shape
-    full = n // width  # spans of full width; a last, shorter one holds the rest
-    out = np.empty(b, dtype=np.int64)
-    inner, last = np.flatnonzero(span < full), np.flatnonzero(span >= full)
-    if isinstance(L, np.ndarray):
-        if inner.size:
-            seg = L[:, : full * width].reshape(b, full, width)[inner, span[inner]]  # (k, width)
-            out[inner] = span[inner] * width + seg.argmax(axis=1)
-        if last.size:
-            out[last] = full * width + L[last, full * width :].argmax(axis=1)
-        return out
-    import torch
-
-    dev = L.device
-    pick = lambda rows: torch.from_numpy(rows).to(dev)  # noqa: E731
-    if inner.size:  # (torch's argmax of bfloat16 is 4x slower on the CPU than max's indices)
-        seg = L[:, : full * width].reshape(b, full, width)[pick(inner), pick(span[inner])]  # (k, width)
-        out[inner] = span[inner] * width + seg.max(dim=1).indices.cpu().numpy()
-    if last.size:
-        out[last] = full * width + L[pick(last), full * width :].max(dim=1).indices.cpu().numpy()
-    return out
-
-
-def band_candidates(L, rows: np.ndarray, width: int, floor: np.ndarray, band_top: np.ndarray,
-                    entries: int = 1 << 18) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Entries of the rows ``rows`` of L (numpy or torch) at or above ``floor`` (float32, (len(rows), spans): one
-    threshold per span of ``width`` columns), as (row position, column, float64 value), sorted by row position.
-    Only the spans whose maximum (``band_top``) reaches their threshold are read, about ``entries`` at a time (a
-    cluster of near-duplicates puts a point's candidates in many spans: 64 points x 16 spans of Gemma-3's 16384
-    columns would be 134 MB per index array at once; 2^18 entries: 2 MB)."""
-    pk, pb = np.nonzero(band_top >= floor)  # (row position, span) pairs that hold a candidate, by row position
-    step = max(1, entries // width)
-    parts = [_span_entries(L, rows, width, floor, pk[lo : lo + step], pb[lo : lo + step])
-             for lo in range(0, len(pk), step)]
-    if not parts:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
-    return tuple(np.concatenate(part) for part in zip(*parts, strict=True))
-
-
-def _span_entries(L, rows, width, floor, pk, pb):
-    """:func:`band_candidates` for the (row position, span) pairs ``pk``, ``pb``."""
-    n = L.shape[1]
-    cols = pb[:, None] * width + np.arange(width)  # (pairs, width)
-    inside = cols < n
-    cols = np.minimum(cols, n - 1)
-    if isinstance(L, np.ndarray):
-        seg = L[rows[pk][:, None], cols].astype(np.float64)
-    else:
-        import torch
-
-        dev = L.device
-        seg = L[torch.from_numpy(rows[pk]).to(dev)[:, None], torch.from_numpy(cols).to(dev)].double().cpu().numpy()
-    p, j = np.nonzero(inside & (seg >= floor[pk, pb][:, None]))
-    return pk[p], cols[p, j], seg[p, j]
-
-
-def resolve_device(device: str | None):
-    """``"auto"``: a CUDA GPU where torch sees one, else None (the CPU path: numpy's BLAS, bfloat16 torch products
-    where the CPU has them); ``"cpu"``/``"cuda"``/``"cuda:1"``...: the torch path on that device."""
-    if device is None:
-        return None
-    if device == "auto" and "torch" not in sys.modules and not any(map(os.path.exists, GPU_DRIVER_FILES)):
-        return None  # no GPU driver: the CPU path, without the second it takes to import torch
-    import torch
-
-    if device == "auto":
-        return torch.device("cuda") if torch.cuda.is_available() else None
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError):
-        dev = None
-    if dev is None or dev.type not in ("cpu", "cuda"):  # "meta" holds no values; other backends are untested
-        raise ValueError(f"The 'device' parameter must be 'auto', 'cpu' or 'cuda[:k]'. Got {device!r}.") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"The 'device' parameter asks for {device!r} but torch sees no CUDA GPU: use 'auto' or 'cpu'.")
-    return dev
-
-
-class exact_float32:
-    """Context in which torch's float32 products on CUDA are true float32 (no TF32 inputs, no reduced-precision
-    reductions), so that :func:`rounding_bound` holds for them as for numpy's."""
-
-    def __enter__(self):
-        import torch
-
-        m = torch.backends.cuda.matmul
-        self._saved = (m.allow_tf32, torch.backends.cudnn.allow_tf32, m.allow_fp16_reduced_precision_reduction,
-                       m.allow_bf16_reduced_precision_reduction)
-        m.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-        m.allow_fp16_reduced_precision_reduction = m.allow_bf16_reduced_precision_reduction = False
-
-    def __exit__(self, *exc):
-        import torch
-
-        m = torch.backends.cuda.matmul
-        (m.allow_tf32, torch.backends.cudnn.allow_tf32, m.allow_fp16_reduced_precision_reduction,
-         m.allow_bf16_reduced_precision_reduction) = self._saved
 
 
 class System(Protocol):
@@ -350,7 +138,7 @@ class CategorySystem:
     def _bf16_layer(self):
         """``[W, b, 1]`` (W without a bias) in bfloat16, made once for the Gram pass and the reflection steps, its
         rows in the order :attr:`_order`."""
-        return _bf16_augmented(self.Win, None if self.homogeneous else self.b64, self._order)
+        return bf16_augmented(self.Win, None if self.homogeneous else self.b64, self._order)
 
     @cached_property
     def _order(self) -> np.ndarray:
@@ -614,7 +402,7 @@ class CategorySystem:
         if self.device is not None:  # the torch path: products in this system's dtype on the device
             left, right, _ = self._torch_layer
             with exact_float32():
-                top, _ = _gram_maxima(n, block, lambda rows, cols: left[rows] @ right[cols].T)
+                top, _ = gram_maxima(n, block, lambda rows, cols: left[rows] @ right[cols].T)
             return top, None, None
         if self.bf16_start:
             # bfloat16 products on a CPU that has them: twice the float32 rate, with a bound 2^16 times looser.
@@ -623,14 +411,14 @@ class CategorySystem:
                 R = L.clone()
                 R[:, self.d], R[:, self.d + 1] = L[:, self.d + 1], L[:, self.d]
             top, where = np.empty(n), np.empty(n, dtype=np.int64)
-            top[self._order], where[self._order] = _gram_maxima(n, block, lambda rows, cols: L[rows] @ R[cols].T)
+            top[self._order], where[self._order] = gram_maxima(n, block, lambda rows, cols: L[rows] @ R[cols].T)
             return top, where, bf16_rounding_bound(self.d + 2)
         if self.homogeneous:
             left = right = self.W
         else:
             ones, b = np.ones((n, 1), dtype=self.dtype), self.b[:, None]
             left, right = np.hstack([self.W, b, ones]), np.hstack([self.W, ones, b])
-        top, _ = _gram_maxima(n, block, lambda rows, cols: left[rows] @ right[cols].T)
+        top, _ = gram_maxima(n, block, lambda rows, cols: left[rows] @ right[cols].T)
         return top, None, None
 
     def _certified_margin(self, items, X, own, top, eps, kappa=None):
