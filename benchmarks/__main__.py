@@ -188,8 +188,9 @@ def _subset(res, mask):
 
     idx = np.flatnonzero(mask)
     arrays = {f: getattr(res, f)[idx] for f in ("items", "status", "radius", "radius_exact", "steps", "lp_rounds",
-                                                 "witness", "message")}
-    return replace(res, certificates=[res.certificates[i] for i in idx], **arrays)
+                                                 "witness", "message", "radius_upper")}
+    answers = {k: np.asarray(v)[idx] for k, v in res.answers.items()}
+    return replace(res, certificates=[res.certificates[i] for i in idx], answers=answers, **arrays)
 
 
 def hard_head(n: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
