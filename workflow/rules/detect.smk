@@ -6,7 +6,6 @@
 # rows strictly inside (argmaxable.detect.study).
 import re
 
-from omegaconf import OmegaConf
 
 from argmaxable.pipeline import download_params, steps_models, trained_input
 
@@ -66,7 +65,7 @@ if SHARDS == 1:
         params:
             model=lambda wc: settings(CFG.model[wc.model]),
             root=lambda wc: model_dir(wc.model),
-            detect=OmegaConf.to_container(CFG.detect, resolve=True),
+            detect=settings(CFG.detect),
         threads: CFG.detect.workers
         script:
             "../scripts/detect_check_model.py"
@@ -89,7 +88,7 @@ else:
         params:
             model=lambda wc: settings(CFG.model[wc.model]),
             root=lambda wc: model_dir(wc.model),
-            detect=OmegaConf.to_container(CFG.detect, resolve=True),
+            detect=settings(CFG.detect),
             shards=SHARDS,
         threads: CFG.detect.workers
         script:
@@ -219,7 +218,7 @@ rule quantise_model:
     params:
         model=lambda wc: settings(CFG.model[wc.model]),
         root=lambda wc: model_dir(wc.model),
-        detect=OmegaConf.to_container(CFG.detect, resolve=True),
+        detect=settings(CFG.detect),
         types=lambda wc: list(CFG.model[wc.model].quant),
     threads: CFG.detect.workers
     script:
@@ -261,7 +260,7 @@ rule study_model:
     params:
         model=lambda wc: settings(CFG.model[wc.model]),
         root=lambda wc: model_dir(wc.model),
-        detect=OmegaConf.to_container(CFG.detect, resolve=True),
+        detect=settings(CFG.detect),
     threads: CFG.detect.workers
     script:
         "../scripts/detect_study_model.py"

@@ -6,7 +6,6 @@
 # it, make_lm_prevention sets each beside the plain run of the same d (thesis §5.2, beyond the papers).
 import re
 
-from omegaconf import OmegaConf
 
 # Imported under lm_ names: every rules file shares one namespace (multilabel.smk has its own TABLES).
 from argmaxable.lm.report import FIGURES as LM_FIGURES, TABLES as LM_TABLES
@@ -16,7 +15,7 @@ from argmaxable.lm.train import HEAD_KEY as LM_HEAD_KEY, MODEL_KEY as LM_MODEL_K
 
 LM = f"{RESULTS}/lm"
 # The runs' settings: prevention's choice of runs is left out, so that changing it retrains nothing.
-LM_SETTINGS = {k: v for k, v in OmegaConf.to_container(CFG.lm, resolve=True).items() if k != "prevention"}
+LM_SETTINGS = {k: v for k, v in settings(CFG.lm).items() if k != "prevention"}
 LM_MODELS = {LM_MODEL_KEY.format(d=d): d for d in CFG.lm.d} if CFG.lm.enabled else {}
 for _key in LM_MODELS:
     if _key not in CFG.model:

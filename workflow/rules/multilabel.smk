@@ -1,12 +1,11 @@
 # multilabel family: train BSL and DFT heads over d x head x seed, verify their label assignments with the
 # LP, and aggregate thesis Tables 4.2, 5.1, 5.2 and Figs 4.3, 5.6-5.8 (thesis §4.1.2, §5.1.3); Tables 4.1 and
 # A.4 set the datasets and hyperparameters beside the paper's.
-from omegaconf import OmegaConf
 
 from argmaxable.multilabel.aggregate import FIGURES, TABLES
 from argmaxable.multilabel.setup_tables import SETUP_TABLES
 ML = f"{RESULTS}/multilabel"
-ML_RUNS = OmegaConf.to_container(CFG.multilabel.runs, resolve=True) if CFG.multilabel.enabled else {}
+ML_RUNS = settings(CFG.multilabel.runs) if CFG.multilabel.enabled else {}
 for _name in ML_RUNS:
     if _name not in CFG.datasets:
         sys.exit(f"argmaxable: multilabel.runs.{_name} has no dataset config; add '{_name}' to the datasets "
@@ -53,7 +52,7 @@ rule verify_head:
     log:
         f"{ML}/logs/verify_head/{{dataset}}_{{head}}_d{{d}}_seed{{seed}}.log",
     params:
-        verify=OmegaConf.to_container(CFG.multilabel.verify, resolve=True),
+        verify=settings(CFG.multilabel.verify),
     threads: CFG.multilabel.verify.workers
     script:
         "../scripts/multilabel_verify.py"

@@ -1,10 +1,9 @@
 # theory family: closed forms, toy layers and random matrices (thesis App. A.1, Figs 4.1, 4.2, 4.4, Ch. 5;
 # 002 Figs 1-5, 7-10; 004 Table 1).
 # Every rule compares its exact cells with the seeds' numbers and fails, naming the cells, if one differs.
-from omegaconf import OmegaConf
 
 THEORY = f"{RESULTS}/theory"
-THEORY_SETTINGS = OmegaConf.to_container(CFG.theory, resolve=True)
+THEORY_SETTINGS = settings(CFG.theory)
 
 
 rule count_regions:

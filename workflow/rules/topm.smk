@@ -2,10 +2,9 @@
 # Trained matrices are read from model_dir(<key>) once rule download_model has written its manifest.json.
 import re
 
-from omegaconf import OmegaConf
 
 TOPM = f"{RESULTS}/topm"
-TOPM_SETTINGS = OmegaConf.to_container(CFG.topm, resolve=True)
+TOPM_SETTINGS = settings(CFG.topm)
 TOPM_CHECK = {"check": TOPM_SETTINGS["check"], "probability": TOPM_SETTINGS["probability"]}
 TOPM_MODELS = TOPM_SETTINGS["fraction"]["models"]
 _unknown = [key for key in TOPM_MODELS if key not in CFG.model]
