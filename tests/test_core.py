@@ -713,3 +713,67 @@ def test_start_points_beaten_in_the_gram_pass_skip_their_first_whole_layer_step(
     assert am.verify_certificate(res, W).all()
     monkeypatch.setattr(systems.CategorySystem, "_first_steps", lambda self, items, *_: np.arange(len(items)))
     np.testing.assert_array_equal(res.status, am.check_categories(W).status)
+
+
+def test_gram_maxima_through_one_buffer_are_the_row_maxima_off_the_diagonal():
+    """The Gram pass's blocks, written into one reused buffer (numpy and torch alike), give every row's maximum
+    over the other rows and the first block of ``block`` columns that holds it, as the whole matrix says; the
+    block size does not divide n, so the last blocks are smaller than the buffer."""
+    import torch
+
+    from argmaxable.core.backend import gram_maxima
+
+    rng = np.random.default_rng(11)
+    W = rng.normal(size=(70, 6))
+    G = W @ W.T
+    np.fill_diagonal(G, -np.inf)
+    for left in (W, torch.from_numpy(W)):
+        top, where = gram_maxima(70, 16, left, left)
+        np.testing.assert_allclose(top, G.max(axis=1), rtol=1e-12)
+        np.testing.assert_array_equal(where, G.argmax(axis=1) // 16 * 16)
+
+
+def test_padded_rows_are_few_powers_of_two_within_the_cap():
+    """A bfloat16 product of k points is computed with the next power of two from 16 rows, at most the cap: a whole
+    check meets a handful of shapes (oneDNN keeps a compiled kernel for every shape it meets, for good)."""
+    from argmaxable.core.backend import padded_rows
+
+    assert [padded_rows(k, 144) for k in (1, 16, 17, 33, 64, 65, 128, 129, 144)] == [16, 16, 32, 64, 64, 128, 128,
+                                                                                    144, 144]
+    assert {padded_rows(k, 144) for k in range(1, 145)} == {16, 32, 64, 128, 144}
+    assert padded_rows(40, 20) == 20
+
+
+@pytest.mark.skipif(not bf16_gemm(), reason="no native bfloat16 products on this CPU")
+def test_a_bf16_check_multiplies_a_handful_of_point_counts_and_padding_changes_nothing(monkeypatch):
+    """A whole check on the bfloat16 path multiplies points in a few padded counts only (no new kernel per pass as
+    the active points shrink), and a point's logits do not depend on the zero points padded below it: evaluating
+    points one pass at a time or a few at a time gives the same rows to reflect across and the same margins."""
+    from argmaxable.core import systems
+
+    rng = np.random.default_rng(12)
+    n, d = 5000, 256  # 1.28M weights: the bfloat16 path
+    W = rng.normal(size=(n, d))
+    W[:60] = W[0] + 0.05 * rng.normal(size=(60, d))  # a cluster: points that take several steps
+    W = (W * rng.uniform(0.5, 2, size=(n, 1))).astype(np.float32)
+    counts = set()
+    points = systems.CategorySystem._bf16_points
+
+    def counted(self, X, rows):
+        counts.add(rows)
+        return points(self, X, rows)
+
+    monkeypatch.setattr(systems.CategorySystem, "_bf16_points", counted)
+    res = am.check_categories(W)
+    assert am.verify_certificate(res, W).all()
+    pass_rows = systems.CategorySystem(W, None)._pass_rows
+    assert counts <= {16, 32, 64, 128, 256, 512, pass_rows} and len(counts) >= 2
+    system = systems.CategorySystem(W, None)
+    items = np.arange(0, 3000, 10)
+    X = (0.5 * W[items] + 0.5 * W[items + 1]).astype(np.float32)
+    worst, margin = system.evaluate(items, X, 1e-8)
+    for lo in range(0, len(items), 7):  # 7 points padded to 16 at a time
+        k = slice(lo, lo + 7)
+        w7, m7 = system.evaluate(items[k], X[k], 1e-8)
+        np.testing.assert_array_equal(w7, worst[k])
+        np.testing.assert_array_equal(m7, margin[k])

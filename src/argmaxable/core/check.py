@@ -286,6 +286,7 @@ def check_categories(W, items=None, b=None, *, bound: float = BOUND, lower=None,
     items, live, run = _category_positions(items, prep)
     system = CategorySystem(prep.W, prep.b, resolve_device(settings.device))
     ledger = _run(system, run, settings, prep.box, kind="categories", map_rows=system.row_index)
+    del system  # its bfloat16 copy of the layer and its buffers: not needed to build the result (0.6x the layer)
     ledger = _with_masked(ledger, items, live, prep)
     _name_duplicates(ledger)
     return _finished(ledger, prep)

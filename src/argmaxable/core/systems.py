@@ -23,6 +23,7 @@ from argmaxable.core.backend import (
     bf16_rounding_bound,
     exact_float32,
     gram_maxima,
+    padded_rows,
     rounding_bound,
     row_squares,
 )
@@ -179,7 +180,8 @@ class CategorySystem:
 
             # (b, n) bfloat16, columns in the order of self._order, written into one buffer for the whole check:
             # a new array per pass leaves freed blocks resident (measured: +13 MiB a pass, 220 MiB on SmolLM2)
-            L = torch.matmul(self._bf16_points(X), self._bf16_layer.T, out=self._logit_buffer[: len(X)])
+            m = padded_rows(len(X), len(self._logit_buffer))
+            L = torch.matmul(self._bf16_points(X, m), self._bf16_layer.T, out=self._logit_buffer[:m])[: len(X)]
             L[torch.from_numpy(rows), torch.from_numpy(self._rank[items])] = -torch.inf
             return L, bf16_rounding_bound(self.d + 2), self._order
         L = X @ self.W.T  # (b, n) in self.dtype
@@ -194,15 +196,16 @@ class CategorySystem:
 
         return torch.empty((min(self._pass_rows, self.n_rows), self.n_rows), dtype=torch.bfloat16)
 
-    def _bf16_points(self, X):
-        """The points X as rows of a bfloat16 tensor that multiplies :attr:`_bf16_layer` (``[W, b, 1]``): ``[x, 1, 0]``
-        gets the logits w_i.x + b_i."""
+    def _bf16_points(self, X, rows: int):
+        """The points X as the first rows of a bfloat16 tensor of ``rows`` rows (zeros below them:
+        :func:`~argmaxable.core.backend.padded_rows`) that multiplies :attr:`_bf16_layer` (``[W, b, 1]``):
+        ``[x, 1, 0]`` gets the logits w_i.x + b_i."""
         import torch
 
-        Xa = torch.zeros((len(X), self._bf16_layer.shape[1]), dtype=torch.bfloat16)
-        Xa[:, : self.d] = torch.from_numpy(np.ascontiguousarray(X))
+        Xa = torch.zeros((rows, self._bf16_layer.shape[1]), dtype=torch.bfloat16)
+        Xa[: len(X), : self.d] = torch.from_numpy(np.ascontiguousarray(X))
         if not self.homogeneous:
-            Xa[:, self.d] = 1.0
+            Xa[: len(X), self.d] = 1.0
         return Xa
 
     @cached_property
@@ -259,14 +262,19 @@ class CategorySystem:
 
     def _block_argmax(self, items, X, lo: int, block: int) -> np.ndarray:
         """The row of each point's largest bfloat16 logit among rows ``lo .. lo + block`` of :attr:`_bf16_layer`,
-        its own row left out."""
+        its own row left out; :attr:`_pass_rows` points at a time, padded as :meth:`_logits` pads them."""
         import torch
 
-        L = self._bf16_points(X) @ self._bf16_layer[lo : lo + block].T  # (k, block)
-        own = self._rank[items] - lo
-        mine = np.flatnonzero((own >= 0) & (own < L.shape[1]))
-        L[torch.from_numpy(mine), torch.from_numpy(own[mine])] = -torch.inf
-        return self._order[lo + L.max(dim=1).indices.numpy()]
+        out = np.empty(len(items), dtype=np.int64)
+        for p in range(0, len(items), self._pass_rows):
+            k = slice(p, p + self._pass_rows)
+            P = self._bf16_points(X[k], padded_rows(len(X[k]), self._pass_rows))
+            L = (P @ self._bf16_layer[lo : lo + block].T)[: len(X[k])]  # (k, block)
+            own = self._rank[items[k]] - lo
+            mine = np.flatnonzero((own >= 0) & (own < L.shape[1]))
+            L[torch.from_numpy(mine), torch.from_numpy(own[mine])] = -torch.inf
+            out[k] = self._order[lo + L.max(dim=1).indices.numpy()]
+        return out
 
     def _evaluate(self, items, X, eps):
         """:meth:`evaluate` for one pass of points, in three tiers; each settles what it can and passes on the rest:
@@ -402,7 +410,7 @@ class CategorySystem:
         if self.device is not None:  # the torch path: products in this system's dtype on the device
             left, right, _ = self._torch_layer
             with exact_float32():
-                top, _ = gram_maxima(n, block, lambda rows, cols: left[rows] @ right[cols].T)
+                top, _ = gram_maxima(n, block, left, right)
             return top, None, None
         if self.bf16_start:
             # bfloat16 products on a CPU that has them: twice the float32 rate, with a bound 2^16 times looser.
@@ -411,14 +419,14 @@ class CategorySystem:
                 R = L.clone()
                 R[:, self.d], R[:, self.d + 1] = L[:, self.d + 1], L[:, self.d]
             top, where = np.empty(n), np.empty(n, dtype=np.int64)
-            top[self._order], where[self._order] = gram_maxima(n, block, lambda rows, cols: L[rows] @ R[cols].T)
+            top[self._order], where[self._order] = gram_maxima(n, block, L, R)
             return top, where, bf16_rounding_bound(self.d + 2)
         if self.homogeneous:
             left = right = self.W
         else:
             ones, b = np.ones((n, 1), dtype=self.dtype), self.b[:, None]
             left, right = np.hstack([self.W, b, ones]), np.hstack([self.W, ones, b])
-        top, _ = gram_maxima(n, block, lambda rows, cols: left[rows] @ right[cols].T)
+        top, _ = gram_maxima(n, block, left, right)
         return top, None, None
 
     def _certified_margin(self, items, X, own, top, eps, kappa=None):
