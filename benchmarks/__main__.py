@@ -337,8 +337,10 @@ class _PeakRSS:
     code of shared libraries paged in on first use, such as libtorch's bfloat16 kernels, 17 MiB measured)."""
 
     def __enter__(self):
+        import gc
         import threading
 
+        gc.collect()  # garbage of the loading (a GGUF reader's cycles) freed during the block would offset its peak
         (self.base, self.base_total), self.peak, self.peak_total = _resident_mib(), 0.0, 0.0
         self._done = threading.Event()
 

@@ -777,3 +777,86 @@ def test_a_bf16_check_multiplies_a_handful_of_point_counts_and_padding_changes_n
         w7, m7 = system.evaluate(items[k], X[k], 1e-8)
         np.testing.assert_array_equal(w7, worst[k])
         np.testing.assert_array_equal(m7, margin[k])
+
+
+@pytest.mark.parametrize("dtype, bias, bound", [(np.float32, False, 0.02), (np.float64, False, 0.02),
+                                                (np.float32, True, 100.0), (np.float64, True, 100.0)])
+def test_a_batch_path_replays_its_witnesses_bit_for_bit(dtype, bias, bound):
+    """A whole vocabulary's witnesses are written after reflection from each batch's recorded path (so the witnesses
+    and the bfloat16 copy of the layer are never in memory at once): replaying the scalings into the box (a small
+    box shrinks every point) and the reflections gives each proven point exactly as the batch computed it."""
+    from argmaxable.core import reflect as rf
+    from argmaxable.core.box import make_box
+    from argmaxable.core.systems import CategorySystem
+
+    rng = np.random.default_rng(13)
+    n, d = 600, 40
+    W = rng.normal(size=(n, d)) * rng.uniform(0.3, 1.5, size=(n, 1))
+    W[:40] = W[0] + 0.01 * rng.normal(size=(40, d))  # a cluster: several steps each
+    W = W.astype(dtype)
+    system = CategorySystem(W, rng.normal(size=n) if bias else None)
+    items = np.arange(n)
+    proven, steps, x, _, path = rf._reflect_batch(system, items, 2500, make_box(d, bound), 1e-8, 64, record=True)
+    assert path is not None and proven.sum() > 300 and (steps[proven] > 2).sum() > 10
+    np.testing.assert_array_equal(path.where, np.flatnonzero(proven))
+    replayed = path.replay(system)
+    assert replayed.dtype == system.dtype
+    np.testing.assert_array_equal(replayed, x[proven].astype(system.dtype))
+    if not bias:
+        assert (np.abs(replayed) <= bound).all() and (np.abs(W[proven]) > bound).any(axis=1).all()
+
+
+def test_a_batch_whose_records_would_outgrow_its_points_keeps_its_witnesses_as_rows():
+    """A recorder stops once its records hold more numbers than an eighth of the batch's points: such a batch
+    returns no path, and its witnesses are kept as rows."""
+    from argmaxable.core import reflect as rf
+
+    recorder = rf._Recorder(B=4, d=16)  # room for 8 entries
+    recorder.step(moved=np.arange(4), rows=np.arange(4), coef=np.ones(4))
+    assert recorder.path(np.arange(4), np.ones(4, dtype=bool)) is not None
+    recorder.step(moved=np.arange(4), rows=np.arange(4), coef=np.ones(4))
+    recorder.step(moved=np.arange(4), rows=np.arange(4), coef=np.ones(4))
+    assert recorder.path(np.arange(4), np.ones(4, dtype=bool)) is None
+
+
+def test_a_whole_vocabulary_releases_the_bf16_copy_before_its_witnesses_are_written(monkeypatch):
+    """The whole-vocabulary path writes its witnesses once the system has released what its products keep; the
+    witnesses are those of every start point or reflected path, each verified."""
+    from argmaxable.core import reflect as rf
+    from argmaxable.core.systems import CategorySystem
+
+    order = []
+    monkeypatch.setattr(CategorySystem, "release", lambda self: order.append(("release", self.__dict__.copy())))
+    write = rf._write_witnesses
+
+    def spy(system, X, *args):
+        order.append(("write",))
+        return write(system, X, *args)
+
+    monkeypatch.setattr(rf, "_write_witnesses", spy)
+    rng = np.random.default_rng(14)
+    W = rng.normal(size=(400, 6))
+    res = am.check_categories(W)
+    assert [o[0] for o in order] == ["write", "release"]
+    assert am.verify_certificate(res, W).all() and (res.status == "argmaxable").sum() > 100
+
+
+@pytest.mark.parametrize("dtype, bound", [(np.float64, 0.05), (np.float32, 100.0)])
+def test_replayed_witnesses_equal_the_rows_the_batches_computed(dtype, bound, monkeypatch):
+    """A whole vocabulary checked with its batches' paths replayed gives the same witnesses, bit for bit, as with
+    every batch keeping its points as rows; a float64 layer above 2e5 weights reflects in float32 and keeps float64
+    witnesses, and its paths replay in float32 as its batches ran."""
+    from argmaxable.core import reflect as rf
+
+    rng = np.random.default_rng(15)
+    n, d = 5000, 48  # 240000 weights: float32 steps
+    W = rng.normal(size=(n, d)) * rng.uniform(0.5, 1.5, size=(n, 1))
+    W[:100] = W[0] + 0.02 * rng.normal(size=(100, d))
+    W = W.astype(dtype)
+    res = am.check_categories(W, bound=bound)
+    assert (res.steps > 2).sum() > 20
+    monkeypatch.setattr(rf._Recorder, "path", lambda self, items, proven: None)
+    rows = am.check_categories(W, bound=bound)
+    np.testing.assert_array_equal(res.witness, rows.witness)
+    np.testing.assert_array_equal(res.status, rows.status)
+    assert am.verify_certificate(res, W, bound=bound).all()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from argmaxable.core.backend import release_free_heap
 from argmaxable.core.box import inside, shrink_factors
 from argmaxable.core.systems import GramStart, System
 
@@ -86,33 +87,123 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
     steps = np.full(T, -1, dtype=np.int64)
     X = np.empty((T, system.d)) if out is None else out
     todo = np.arange(T)
-    if system.n_rows == T and np.array_equal(items, todo) and isinstance(system, GramStart):
+    whole = system.n_rows == T and np.array_equal(items, todo) and isinstance(system, GramStart)
+    if whole:
         # Every category at once: the first step from the Gram matrix's upper triangle (half the work).
-        X[:] = system.start(slice(None))  # all start points (a view: no temporary); rows not won are redone below
-        scale, rounding = np.ones(T), np.zeros(T)
+        start = system.start(slice(None))  # all start points: the layer itself, a view
+        scale, rounding, fits = np.ones(T), np.zeros(T), inside(start, *box)
+        moved, shrunk = np.zeros(0, dtype=np.int64), start[:0].astype(X.dtype)
         if system.homogeneous:  # a cone: scaling into the box divides every distance by the same factor
-            scale = shrink_factors(X, *box)
+            scale = shrink_factors(start, *box)
             moved = np.flatnonzero(np.isfinite(scale) & (scale > 1))  # usually none: no n×d temporary
-            X[moved] /= scale[moved, None]
+            shrunk = (start[moved] / scale[moved, None]).astype(X.dtype)
             # The stored point is w_t / s rounded: within sqrt(d) u max|x_j| of it, and distances are 1-Lipschitz.
-            rounding[moved] = np.sqrt(system.d) * np.finfo(X.dtype).eps * np.abs(X[moved]).max(axis=1)
+            rounding[moved] = np.sqrt(system.d) * np.finfo(X.dtype).eps * np.abs(shrunk).max(axis=1)
+            fits[moved] = inside(shrunk, *box)
         with np.errstate(invalid="ignore"):
-            won = (system.start_margins(eps) / scale - rounding > eps) & inside(X, *box)
+            won = (system.start_margins(eps) / scale - rounding > eps) & fits
         proven[won], steps[won] = True, 1
         progress(int(won.sum()))
         todo = np.flatnonzero(~won)
     step = batch_size(system.n_rows)
-    rows = {}
+    rows, deferred = {}, []
     for lo in range(0, len(todo), step):
         sl = todo[lo : lo + step]
-        proven[sl], steps[sl], X[sl], seen = _reflect_batch(system, items[sl], patience, box, eps, stall)
+        proven[sl], steps[sl], x, seen, path = _reflect_batch(system, items[sl], patience, box, eps, stall, whole)
         rows.update((int(sl[k]), r) for k, r in seen.items())
+        if whole:  # the rows the path does not give, kept until the witnesses are written
+            kept = np.ones(len(sl), dtype=bool) if path is None else ~np.isin(np.arange(len(sl)), path.where)
+            deferred.append((sl, path, kept, x[kept].astype(X.dtype)))
+        else:
+            X[sl] = x
         progress(len(sl))
+    if whole:
+        _write_witnesses(system, X, start, moved, shrunk, deferred)
     return ReflectOutcome(proven, steps, X, rows)
 
 
-def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: float, stall: int):
+def _write_witnesses(system: GramStart, X: np.ndarray, start: np.ndarray, moved: np.ndarray, shrunk: np.ndarray,
+                     deferred: list) -> None:
+    """The witnesses and iterates of a whole vocabulary, written into ``X`` once reflection is over and the system
+    has released what its products kept (the bfloat16 copy of the layer and the logit buffer: half the float32
+    layer and more). The points the batches proved are replayed from their paths (:class:`Path`), bit for bit:
+    holding them in ``X`` while the products ran put the witnesses and the bfloat16 copy in memory at once (issue 25:
+    SmolLM2's peak, 3x its layer)."""
+    system.release()
+    release_free_heap()  # and the blocks reflection's temporaries left in the heap
+    X[:] = start
+    X[moved] = shrunk
+    for batch, path, kept, x in deferred:
+        X[batch[kept]] = x
+        if path is not None:
+            X[batch[path.where]] = path.replay(system)
+
+
+@dataclass
+class Path:
+    """How a batch's proven items reached their witnesses: for each step, the scaling into the box and the
+    reflection, recorded as ``_reflect_batch`` applied them (elementwise float operations on the rows of
+    ``system.rows``, which do not depend on the batch), so that :meth:`replay` reproduces each witness bit for bit.
+    A step's record holds a few numbers per item where the witness holds d."""
+
+    items: np.ndarray  # (P,) the items proven, as the system names them
+    where: np.ndarray  # (P,) their positions in the batch
+    records: list  # per step: (positions scaled, scales or None, positions reflected, rows, coefficients)
+
+    def replay(self, system: System) -> np.ndarray:
+        """The items' witnesses, (P, d) in the system's dtype, as the batch computed them."""
+        X = np.array(system.start(self.items), dtype=system.dtype)
+        for scaled, scale, moved, rows, coef in self.records:
+            if scale is not None:
+                X[scaled] /= scale[:, None]
+            if moved.size:
+                a, _ = system.rows(self.items[moved], rows)
+                X[moved] -= coef[:, None] * a
+        return X
+
+
+EMPTY = np.zeros(0, dtype=np.int64)
+
+
+class _Recorder:
+    """The steps of a batch, for the :class:`Path` of its proven items; it stops recording (and the batch keeps its
+    witnesses as rows) once its records would outgrow the batch's points."""
+
+    def __init__(self, B: int, d: int):
+        self.records, self.entries, self.limit = [], 0, B * d // 8
+
+    def step(self, scaled=EMPTY, scale=None, moved=EMPTY, rows=EMPTY, coef=None) -> None:
+        """One operation on the batch's points: a scaling (``scaled`` positions divided by ``scale``) or a
+        reflection (``moved`` positions, across ``rows``, by ``coef``)."""
+        if self.records is None:
+            return
+        self.entries += len(scaled) + len(moved)
+        if self.entries > self.limit:
+            self.records = None
+            return
+        self.records.append((scaled, scale, moved, rows, coef))
+
+    def path(self, items: np.ndarray, proven: np.ndarray) -> Path | None:
+        if self.records is None:
+            return None
+        where = np.flatnonzero(proven)
+        index = np.full(len(proven), -1)
+        index[where] = np.arange(len(where))
+        records = []
+        for scaled, scale, moved, rows, coef in self.records:
+            keep, take = index[scaled] >= 0, index[moved] >= 0
+            records.append((index[scaled[keep]], None if scale is None else scale[keep], index[moved[take]],
+                            rows[take], None if coef is None else coef[take]))
+        return Path(items[where], where, records)
+
+
+def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: float, stall: int,
+                   record: bool = False):
+    """Reflection for one batch of items: whether each is proven, its steps, its witness or best iterate
+    (float64), the rows that beat the unproven ones, and with ``record`` the :class:`Path` of the proven ones
+    (None when not recorded)."""
     B = len(items)
+    recorder = _Recorder(B, system.d) if record else None
     X = system.start(items).astype(system.dtype)  # (B, d)
     proven = np.zeros(B, dtype=bool)
     steps = np.full(B, -1, dtype=np.int64)
@@ -128,7 +219,10 @@ def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: f
         if system.homogeneous:  # no offsets: the region is a cone, scaling into the box changes nothing
             scale = shrink_factors(X[active], *box)
             fits = active[np.isfinite(scale)]
-            X[fits] /= scale[np.isfinite(scale), None].astype(X.dtype)
+            shrink = scale[np.isfinite(scale)].astype(X.dtype)
+            X[fits] /= shrink[:, None]
+            if recorder is not None:  # (a division by 1 changes no point)
+                recorder.step(scaled=fits[shrink != 1], scale=shrink[shrink != 1])
         worst, margin = system.evaluate(items[active], X[active], eps)  # one (b × d) @ (d × n) product
         wins = margin > eps  # certified: the rounding of the product is accounted for
         done = active[wins & inside(X[active].astype(np.float64), *box)]
@@ -152,6 +246,8 @@ def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: f
         val = np.einsum("bd,bd->b", a, X[active]) + c
         coef = np.where(movable, 2.0 * val / np.where(movable, sq, 1.0), 0.0)
         X[active] -= coef[:, None] * a
+        if recorder is not None:
+            recorder.step(moved=active, rows=worst, coef=coef)
         for k in active[~movable]:
             seen[int(k)] = np.unique(recent[k][recent[k] >= 0])
         active = active[movable]
@@ -160,4 +256,4 @@ def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: f
     X = X.astype(np.float64)
     tried = ~proven & np.isfinite(best_x[:, 0])
     X[tried] = best_x[tried]  # the exact LP starts from the best iterate, not the last
-    return proven, steps, X, seen
+    return proven, steps, X, seen, None if recorder is None else recorder.path(items, proven)

@@ -73,6 +73,11 @@ class GramStart(Protocol):
 
     def start_margins(self, eps: float) -> np.ndarray: ...
 
+    def release(self) -> None:
+        """Drop what the products keep (made again if used later): the whole vocabulary's witnesses are written
+        after it (:func:`~argmaxable.core.reflect.reflect`)."""
+        ...
+
 
 @runtime_checkable
 class DualStage(Protocol):
@@ -122,6 +127,11 @@ class CategorySystem:
 
     def start(self, items):
         return self.Win[items]  # x = w_t: "the dot product is largest when the vectors align" (002 §3.4.1)
+
+    def release(self) -> None:
+        """Drop the bfloat16 copy of the layer, the logit buffer and the torch copies (made again on use)."""
+        for name in ("_bf16_layer", "_logit_buffer", "_torch_layer"):
+            self.__dict__.pop(name, None)
 
     @cached_property
     def _torch_layer(self):
