@@ -340,7 +340,13 @@ class _PeakRSS:
         import gc
         import threading
 
-        gc.collect()  # garbage of the loading (a GGUF reader's cycles) freed during the block would offset its peak
+        from argmaxable.core.backend import release_free_heap
+
+        # The block's own memory only: the loader's garbage and the heap pages it freed (which the check hands back
+        # to the system before writing a whole vocabulary's witnesses) would otherwise offset its peak: Gemma-3's
+        # loader leaves about 500 MiB of free heap.
+        gc.collect()
+        release_free_heap()
         (self.base, self.base_total), self.peak, self.peak_total = _resident_mib(), 0.0, 0.0
         self._done = threading.Event()
 
