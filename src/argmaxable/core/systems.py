@@ -278,8 +278,9 @@ class CategorySystem:
         out = np.empty(len(items), dtype=np.int64)
         for p in range(0, len(items), self._pass_rows):
             k = slice(p, p + self._pass_rows)
-            P = self._bf16_points(X[k], padded_rows(len(X[k]), self._pass_rows))
-            L = (P @ self._bf16_layer[lo : lo + block].T)[: len(X[k])]  # (k, block)
+            Xk = X[k]
+            P = self._bf16_points(Xk, padded_rows(len(Xk), self._pass_rows))
+            L = (P @ self._bf16_layer[lo : lo + block].T)[: len(Xk)]  # (k, block)
             own = self._rank[items[k]] - lo
             mine = np.flatnonzero((own >= 0) & (own < L.shape[1]))
             L[torch.from_numpy(mine), torch.from_numpy(own[mine])] = -torch.inf
