@@ -112,7 +112,7 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
         proven[sl], steps[sl], x, seen, path = _reflect_batch(system, items[sl], patience, box, eps, stall, whole)
         rows.update((int(sl[k]), r) for k, r in seen.items())
         if whole:  # the rows the path does not give, kept until the witnesses are written
-            kept = np.ones(len(sl), dtype=bool) if path is None else ~np.isin(np.arange(len(sl)), path.where)
+            kept = np.ones(len(sl), dtype=bool) if path is None else ~proven[sl]  # (a path holds the proven ones)
             deferred.append((sl, path, kept, x[kept].astype(X.dtype)))
         else:
             X[sl] = x
