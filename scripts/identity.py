@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     old = args.dirs[0]
     meta_old = json.loads((old / "inputs.json").read_text())["inputs"]
-    names = [n for n in meta_old if n in wanted]
+    names = [n for n in wanted if n in meta_old]  # in the order of INPUTS
     same = []
     with tempfile.TemporaryDirectory() as tmp:
         if not rerun:
