@@ -143,7 +143,7 @@ def _name_rows(layer, tokens) -> None:
 def _settings(args, bound_default: float, layer=None) -> dict:
     """Only the options the user gave: everything else keeps the core's documented defaults. ``--activation``
     becomes the box ``lower``/``upper`` of :func:`argmaxable.core.activation_bounds`, for the activation as the
-    model computes it (:func:`_activation_dtype`)."""
+    model computes it (:func:`_activation_box`)."""
     names = ("bound", "lower", "upper", "patience", "eps", "solver", "workers")
     out = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
     out.update(_activation_box(args, out.get("bound", bound_default), layer))

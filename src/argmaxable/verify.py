@@ -410,12 +410,13 @@ def _radii_hold(status, radius, upper, certified, witnesses, certificates, eps) 
 
 
 def checked_radii(result) -> tuple[np.ndarray, np.ndarray]:
-    """The radii of ``result`` that its own evidence backs, as :func:`verify_certificate` checks them: each lower
-    bound where the item keeps a witness, each upper bound where it keeps a certificate; NaN elsewhere (a value
-    the result carries with no evidence for it, such as an LP's radius of a refuted item, whose point is not
-    kept). A table of verified results shows these."""
+    """The radii of ``result`` that its own evidence backs, as :func:`verify_certificate` checks them: the lower
+    bound of each argmaxable item that keeps its witness, each upper bound where the item keeps a certificate;
+    NaN elsewhere (a value the result carries with no evidence for it, such as an LP's radius of a refuted item,
+    whose point is not kept). A table of verified results shows these."""
     with np.errstate(invalid="ignore"):
-        witnessed = np.isfinite(np.asarray(result.witness, dtype=np.float64)).all(axis=1)
+        witnessed = np.isfinite(np.asarray(result.witness, dtype=np.float64)).all(axis=1) & (
+            np.asarray(result.status).astype(str) == "argmaxable")
     certified = np.array([len(np.atleast_1d(c[0])) > 0 for c in result.certificates], dtype=bool)
     radius = np.where(witnessed, np.asarray(result.radius, dtype=np.float64), np.nan)
     upper = np.where(certified, np.asarray(result.radius_upper, dtype=np.float64), np.nan)
