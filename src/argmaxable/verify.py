@@ -414,9 +414,9 @@ def checked_radii(result) -> tuple[np.ndarray, np.ndarray]:
     bound of each argmaxable item that keeps its witness, each upper bound where the item keeps a certificate;
     NaN elsewhere (a value the result carries with no evidence for it, such as an LP's radius of a refuted item,
     whose point is not kept). A table of verified results shows these."""
-    with np.errstate(invalid="ignore"):
-        witnessed = np.isfinite(np.asarray(result.witness, dtype=np.float64)).all(axis=1) & (
-            np.asarray(result.status).astype(str) == "argmaxable")
+    X = np.asarray(result.witness)  # in its own dtype, a block of rows at a time: no copy of a whole vocabulary's
+    witnessed = np.concatenate([np.isfinite(X[s : s + BLOCK]).all(axis=1) for s in range(0, len(X), BLOCK)] or
+                               [np.zeros(0, dtype=bool)]) & (np.asarray(result.status).astype(str) == "argmaxable")
     certified = np.array([len(np.atleast_1d(c[0])) > 0 for c in result.certificates], dtype=bool)
     radius = np.where(witnessed, np.asarray(result.radius, dtype=np.float64), np.nan)
     upper = np.where(certified, np.asarray(result.radius_upper, dtype=np.float64), np.nan)
