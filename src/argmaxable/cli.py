@@ -412,10 +412,21 @@ def cmd_report_readme(args) -> int:
     from argmaxable.report import readme_blocks, update_readme
 
     summary, readme = Path(args.summary), Path(args.readme)
-    if not summary.is_file():
-        raise UsageError(f"no run summary {str(summary)!r}: run the pipeline (rule make_report writes it)")
-    readme.write_text(update_readme(readme.read_text(), readme_blocks(json.loads(summary.read_text()))))
-    print(f"{readme}: generated blocks filled from {summary}")
+    blocks = {}
+    if args.card is None or summary.is_file():
+        if not summary.is_file():
+            raise UsageError(f"no run summary {str(summary)!r}: run the pipeline (rule make_report writes it)")
+        blocks = readme_blocks(json.loads(summary.read_text()))
+    if args.card is not None:
+        from argmaxable.audit.card import EXCERPT, markdown
+
+        card = Path(args.card)
+        if not card.is_file():
+            raise UsageError(f"no audit card {str(card)!r}: give the .json that 'argmaxable audit' wrote")
+        text = markdown(json.loads(card.read_text()), only=EXCERPT, level=4).strip()
+        blocks["audit"] = f"{text}\n\n(generated from `{card.name}` by `argmaxable report readme --card`)"
+    readme.write_text(update_readme(readme.read_text(), blocks))
+    print(f"{readme}: generated blocks {', '.join(blocks)} filled")
     return 0
 
 
@@ -517,6 +528,7 @@ def build_parser() -> argparse.ArgumentParser:
     readme.add_argument("--summary", default="results/report_summary.json", help="the run's summary "
                         "(default: results/report_summary.json)")
     readme.add_argument("--readme", default="README.md", help="the README to update (default: README.md)")
+    readme.add_argument("--card", help="an audit card's .json (argmaxable audit): fill the README's card excerpt")
     readme.set_defaults(func=cmd_report_readme)
     return parser
 

@@ -5,6 +5,7 @@
 # study (study_model per real model, make_lm_study) splits each real head's unargmaxable tokens into ties and
 # rows strictly inside (argmaxable.detect.study), and the token audit (audit_model per study model, from its check's
 # evidence; make_audit_index) writes a card per real head (argmaxable.audit).
+import os
 import re
 
 
@@ -325,6 +326,6 @@ rule make_audit_index:
     log:
         f"{DETECT}/logs/make_audit_index.log",
     params:
-        results=RESULTS,
+        results=lambda wc, output: os.path.dirname(os.path.dirname(os.path.dirname(output.parquet))),  # report's dir
     script:
         "../scripts/detect_make_audit_index.py"

@@ -99,7 +99,7 @@ def audit_layer(layer, *, name: str | None = None, bound: float = 100.0, lower=N
         result = check_categories(W, b=b, bound=bound, lower=lower, upper=upper, eps=eps, patience=patience,
                                   solver=solver, workers=workers, progress=progress)
     seconds["check"] = time.perf_counter() - t0
-    settings = {**result.settings, "patience": patience, "solver": solver, "workers": workers}
+    settings = {**result.settings, "patience": patience, "solver": solver, "workers": workers, "refine": refine}
     box = make_box(d, bound, lower, upper)
     if b is None or not np.any(b):
         scale_witnesses(result, box)

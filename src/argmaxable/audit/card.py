@@ -73,7 +73,8 @@ def build_card(layer, name: str, result, lp, unarg: pd.DataFrame, groups: list, 
         row = tokens.iloc[t]
         hard.append([*_token(tokens, t), str(lp.status[j]), float(lp.radius[j]), float(lp.radius_upper[j]),
                      None if np.isnan(row["indicator"]) else float(row["indicator"]), float(row["norm_percentile"]),
-                     [SIGNALS[c] for c in SIGNALS if c not in ("flag_radius",) and bool(row[c])]])
+                     [SIGNALS[c] for c in SIGNALS if c not in ("flag_radius",) and bool(row[c])],
+                     float(row["radius"]), int(result.steps[np.flatnonzero(result.items == t)[0]])])
     arg = np.flatnonzero(status == ARGMAXABLE)
     others = np.setdiff1d(result.items[arg], lp.items)
     others_floor = float(np.nanmin(result.radius[others])) if others.size else None
@@ -90,6 +91,7 @@ def build_card(layer, name: str, result, lp, unarg: pd.DataFrame, groups: list, 
         "tie_groups": tie_rows, "unargmaxable_not_tied": inside,
         "greedy_emits": sorted(emitted), "never_emitted": never,
         "hardest": hard, "others_at_least": others_floor, "share": share,
+        "refined": int(settings.get("refine", 0)),
         "signals": compare,
         "ids": {"unargmaxable": unarg_ids.tolist(), "never_emitted_by_greedy_decoding": never,
                 "flagged_by_indicator": np.flatnonzero(tokens["flag_indicator"]).tolist()},
@@ -163,8 +165,9 @@ def sections(card: dict) -> list[tuple[str, list]]:
                          "others; a near-tie is within a few float32 units in the last place of its nearest row)"
                          + (f"; the first {LISTED} here, all of them in the JSON" if len(shown_rows) < len(
                              c["unargmaxable_not_tied"]) else "") + "."),
-                   ("table", pd.DataFrame(shown_rows, columns=["id", "token", "type", "kind", "nearest row",
-                                                               "largest difference"]))]
+                   ("table", pd.DataFrame([[r[0], shown(r[1]), r[2], r[3], r[4], _fmt(r[5])] for r in shown_rows],
+                                          columns=["id", "token", "type", "kind", "nearest row",
+                                                   "largest difference"]))]
     if not blocks:
         blocks = [("p", "None: every token can be the argmax somewhere in the box.")]
     blocks.append(("p", "Ids greedy decoding can still emit though they never win strictly: "
@@ -172,16 +175,24 @@ def sections(card: dict) -> list[tuple[str, list]]:
                         + ". Ids it can never emit: " + (", ".join(map(str, c["never_emitted"][:LISTED])) or "none")
                         + (" ..." if len(c["never_emitted"]) > LISTED else "") + "."))
     out.append(("Unargmaxable tokens", blocks))
-    hard = pd.DataFrame([[h[0], shown(h[1]), h[2], h[3], _fmt(h[4]), _fmt(h[5]), _fmt(h[6]), _fmt(h[7]),
-                          "; ".join(h[8]) or "—"] for h in c["hardest"]],
-                        columns=["id", "token", "type", "verdict", "radius >=", "radius <=", "indicator",
-                                 "norm percentile", "also flagged by"])
+    hard = pd.DataFrame([[h[0], shown(h[1]), h[2], h[3], _fmt(h[4]), _fmt(h[5]), _fmt(h[9]), h[10], _fmt(h[6]),
+                          _fmt(h[7]), "; ".join(h[8]) or "—"] for h in c["hardest"]],
+                        columns=["id", "token", "type", "verdict", "radius >=", "radius <=", "witness's bound",
+                                 "reflection steps", "indicator", "norm percentile", "also flagged by"])
     floor = c["others_at_least"]
+    ratios = [h[4] / h[9] for h in c["hardest"] if h[9] and h[9] > 0 and np.isfinite(h[4])]
+    gap = (f" Here the LP's radii are {min(ratios):.3g} to {max(ratios):.3g} times the witnesses' bounds: a witness "
+           "found by reflection barely wins, so its bound can sit far below the radius, and this list is of the "
+           "tokens whose regions are certified smallest, not a ranking of all radii." if ratios else "")
+    cone = "" if c["bias"] else (" Without a bias every region is a cone, so its radius grows with the box.")
     out.append(("Hardest to reach", [
-        ("p", "The argmaxable tokens whose regions are certifiably the smallest: a user's input must land in a ball "
-              "of at most this radius (the Chebyshev radius of the token's region, its centre in the box) to make "
-              "the token the argmax. Both bounds are certified: the lower by a point whose distance to every other "
-              "token's hyperplane is at least that, the upper by dual weights over the other rows (LP duality)."),
+        ("p", "The radius of a token's region is that of the largest ball, centred in the box, where the token is "
+              "the argmax (the Chebyshev radius)." + cone + " Every argmaxable token's radius is bounded from below "
+              f"at its witness; the {c['refined']} smallest bounds were tightened there, and the Chebyshev LP bounded "
+              f"from both sides the radii of {len(c['hardest'])} tokens: half with the smallest of those bounds, half "
+              "those reflection needed most steps to reach. The LP's lower bound is a point whose distance to every "
+              "other token's hyperplane is at least that, its upper bound dual weights over the other rows (LP "
+              "duality)." + gap),
         ("table", hard),
         ("p", "Every other argmaxable token's region holds a ball of radius at least "
               f"{_fmt(floor)} (certified at its witness)." if floor is not None else "No other argmaxable token.")]))
@@ -216,12 +227,17 @@ def sections(card: dict) -> list[tuple[str, list]]:
     return out
 
 
-def markdown(card: dict) -> str:
-    """The card as Markdown."""
-    lines = [f"# {markdown_cell(card['title'])}", ""]
+EXCERPT = ("", "Unargmaxable tokens", "Hardest to reach")  # the sections of the card an excerpt keeps
+
+
+def markdown(card: dict, only: tuple[str, ...] | None = None, level: int = 1) -> str:
+    """The card as Markdown; ``only`` keeps those sections (headings one level down from ``level``)."""
+    lines = [f"{'#' * level} {markdown_cell(card['title'])}", ""]
     for heading, blocks in sections(card):
+        if only is not None and heading not in only:
+            continue
         if heading:
-            lines += [f"## {heading}", ""]
+            lines += [f"{'#' * (level + 1)} {heading}", ""]
         for kind, value in blocks:
             if kind == "p":
                 lines += [markdown_cell(value), ""]

@@ -110,7 +110,8 @@ def hardest(result, W, b, k: int, *, refine: int, settings: dict, progress: bool
     the smallest, each with both bounds on its radius.
 
     The ``refine`` argmaxable categories with the smallest recorded bounds (``result.radius``) are first bounded
-    again at their witnesses by :func:`witness_radii`; the ``k`` smallest of those go to the Chebyshev LP.
+    again at their witnesses by :func:`witness_radii`; the smallest half of ``k`` of those, and the half of ``k``
+    that reflection took most steps to prove (``result.steps``), go to the Chebyshev LP.
 
     Returns
     -------
@@ -132,7 +133,12 @@ def hardest(result, W, b, k: int, *, refine: int, settings: dict, progress: bool
     if cand.size:
         tight = witness_radii(W, b, result.items[cand], result.witness[cand])
         refined.radius[cand] = np.fmax(refined.radius[cand], tight)
-    top = cand[np.argsort(refined.radius[cand], kind="stable")][: max(k, 0)]
+    # Half the LPs go to the smallest bounds, half to the tokens reflection needed most steps for (a witness that
+    # barely wins says little about the radius; a token reflection struggled to reach is a candidate of its own).
+    by_bound = cand[np.argsort(refined.radius[cand], kind="stable")]
+    by_steps = arg[np.argsort(-result.steps[arg], kind="stable")]
+    by_steps = by_steps[~np.isin(by_steps, by_bound[: k - k // 2])][: k // 2]
+    top = np.concatenate([by_bound[: k - len(by_steps)], by_steps]) if k > 0 else by_bound[:0]
     # patience 0: these tokens already have witnesses, so no reflection; the LP starts from each token's own row
     lp = check_categories(W, result.items[top], b, bound=settings["bound"], lower=settings.get("lower"),
                           upper=settings.get("upper"), eps=settings["eps"], patience=0,
