@@ -416,9 +416,9 @@ def bench_llm(quick: bool, name: str, label: str) -> dict:
 
 
 def bench_audit(quick: bool, name: str, label: str) -> dict:
-    """The token audit of a real LLM head (:func:`argmaxable.audit.audit_layer`, its defaults: the 10 hardest tokens'
-    LPs after 512 bounds tightened at their witnesses, the signals) against today's check of the same head, one after
-    the other in this process (ratio: audit over check; the audit runs its own check)."""
+    """The token audit of a real LLM head (:func:`argmaxable.audit.audit_layer` with its defaults: the LPs of the
+    hardest tokens, the bounds tightened at their witnesses, the signals) against today's check of the same head, one
+    after the other in this process (ratio: audit over check; the audit runs its own check)."""
     import argmaxable as am
     from argmaxable.audit import audit_layer
 

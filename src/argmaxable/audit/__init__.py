@@ -30,20 +30,22 @@ from argmaxable.core.box import make_box
 from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE
 from argmaxable.detect.study import norm_percentiles, split_unargmaxable, tie_groups
 
-HARDEST = 10  # tokens whose radius the LP bounds from both sides (one LP over the whole head each)
-REFINE = 512  # tokens whose lower bound is tightened at its witness first
+HARDEST = 6  # tokens whose radius the LP bounds from both sides (one LP over the whole head each)
+REFINE = 128  # tokens whose lower bound is tightened at its witness first
 NAMED = 10  # tokens named per signal among those only it flags
 
 
 @dataclass
 class Audit:
     """What :func:`audit_layer` found: the card's data (plain values), the whole vocabulary's result (refined radii,
-    witnesses moved into the box), the LP's result for the hardest tokens, and per token its signals."""
+    witnesses moved into the box), the LP's result for the hardest tokens, per token its signals, and per
+    unargmaxable token its kind (:func:`argmaxable.detect.study.split_unargmaxable`)."""
 
     card: dict
     result: CheckResult
     hardest: CheckResult
     tokens: pd.DataFrame = field(repr=False)
+    unargmaxable: pd.DataFrame = field(repr=False)
 
 
 def scale_witnesses(result: CheckResult, box) -> np.ndarray:
@@ -89,7 +91,8 @@ def audit_layer(layer, *, name: str | None = None, bound: float = 100.0, lower=N
     share : float
         The share of the vocabulary each signal flags.
     result : CheckResult, optional
-        A check of the whole vocabulary in this box (as the pipeline's table holds it): not run again.
+        A check of the whole vocabulary in this box (the pipeline's, from its evidence): not run again; its witnesses
+        and radii are moved in place (:func:`scale_witnesses`).
     """
     W, b = layer.W, layer.b
     n, d = W.shape
@@ -119,7 +122,7 @@ def audit_layer(layer, *, name: str | None = None, bound: float = 100.0, lower=N
 
     card = build_card(layer, name or layer.origin, refined, lp, unarg, groups, tokens, settings=settings,
                       seconds=seconds, share=share)
-    return Audit(card, refined, lp, tokens)
+    return Audit(card, refined, lp, tokens, unarg)
 
 
 def _names(values, n: int) -> list[str]:

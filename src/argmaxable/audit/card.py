@@ -13,8 +13,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from argmaxable._version import __version__
 from argmaxable.core.result import ARGMAXABLE, STATUSES, UNARGMAXABLE
+from argmaxable.provenance import code_version
 from argmaxable.text import markdown_cell, shown
 
 SIGNALS = {  # flag column -> what the card calls it
@@ -86,7 +86,7 @@ def build_card(layer, name: str, result, lp, unarg: pd.DataFrame, groups: list, 
         "tied": getattr(layer, "tied", None), "stored_type": layer.precision or str(layer.W.dtype),
         "bias": layer.b is not None, "tensor": info.get("tensor"),
         "box": _box_text(settings), "eps": settings.get("eps"), "numeric_path": settings.get("numeric_path"),
-        "code": __version__, "seconds": {k: round(v, 1) for k, v in seconds.items()},
+        "code": code_version(), "seconds": {k: round(v, 1) for k, v in seconds.items()},
         "counts": {s: int((status == s).sum()) for s in STATUSES},
         "tie_groups": tie_rows, "unargmaxable_not_tied": inside,
         "greedy_emits": sorted(emitted), "never_emitted": never,
@@ -182,8 +182,8 @@ def sections(card: dict) -> list[tuple[str, list]]:
     floor = c["others_at_least"]
     ratios = [h[4] / h[9] for h in c["hardest"] if h[9] and h[9] > 0 and np.isfinite(h[4])]
     gap = (f" Here the LP's radii are {min(ratios):.3g} to {max(ratios):.3g} times the witnesses' bounds: a witness "
-           "found by reflection barely wins, so its bound can sit far below the radius, and this list is of the "
-           "tokens whose regions are certified smallest, not a ranking of all radii." if ratios else "")
+           "found by reflection barely wins, so its bound can sit far below the radius. The list holds the tokens "
+           "these two rules picked, each with both bounds, not a ranking of every radius." if ratios else "")
     cone = "" if c["bias"] else (" Without a bias every region is a cone, so its radius grows with the box.")
     out.append(("Hardest to reach", [
         ("p", "The radius of a token's region is that of the largest ball, centred in the box, where the token is "

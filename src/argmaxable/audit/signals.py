@@ -29,6 +29,7 @@ FLAG_SHARE = 0.02  # the share of a ranking a signal flags: magikarp verifies th
 # <|reserved_special_token_3|>, BERT's [unused7], fairseq's madeupword0001).
 UNUSED_NAMES = r"<unused\d+>|<\|reserved_special_token_\d+\|>|\[unused\d+\]|<reserved_\d+>|madeupword\d+"
 BLOCK = 8192  # rows per float64 block
+PROJECTIONS = 4  # random directions near_ties sorts by (the first) and filters by (the others)
 
 
 def reference_tokens(n: int, tokens: Sequence[str] | None = None, token_types: Sequence[str] | None = None,
@@ -107,11 +108,13 @@ def unembedding_indicator(W: np.ndarray, reference: np.ndarray) -> np.ndarray:
     R = np.asarray(W[reference], dtype=np.float64)
     u = (R - np.outer(R @ c, c)).mean(axis=0)
     out = np.empty(W.shape[0])
+    dtype = np.float32 if W.dtype == np.float32 else np.float64  # a float32 layer in float32: a ranking's precision
+    c32, u32 = c.astype(dtype), (u / np.linalg.norm(u)).astype(dtype)
     for s in range(0, W.shape[0], BLOCK):
-        block = np.asarray(W[s : s + BLOCK], dtype=np.float64)
-        block -= np.outer(block @ c, c)
+        block = np.asarray(W[s : s + BLOCK], dtype=dtype)
+        block = block - np.outer(block @ c32, c32)
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[s : s + len(block)] = block @ u / (np.linalg.norm(block, axis=1) * np.linalg.norm(u))
+            out[s : s + len(block)] = block @ u32 / np.linalg.norm(block, axis=1)
     return out
 
 
@@ -137,42 +140,48 @@ def near_ties(W: np.ndarray, b: np.ndarray | None = None, ulps: int = NEAR_ULPS,
 
     Found without comparing every pair: rows are sorted by their projection on a random direction r, and
     |r.(w_i - w_j)| <= ||r||_1 max_k |w_ik - w_jk|, so only rows whose projections lie that close (plus the
-    projections' rounding) can be near-ties; those pairs are compared exactly.
+    projections' rounding) can be near-ties; three more directions rule out most of those pairs the same way, and
+    the rest are compared exactly, a block at a time.
     """
     n, d = W.shape
     bias = np.zeros(n) if b is None else np.asarray(b, dtype=np.float64)
-    r = np.random.default_rng(seed).standard_normal(d + 1)
-    proj, scale = np.empty(n), np.empty(n)
+    R = np.random.default_rng(seed).standard_normal((d + 1, PROJECTIONS))
+    proj, scale = np.empty((n, PROJECTIONS)), np.empty(n)
     for s in range(0, n, BLOCK):
         block = np.column_stack([np.asarray(W[s : s + BLOCK], dtype=np.float64), bias[s : s + BLOCK]])
-        proj[s : s + len(block)] = block @ r
+        proj[s : s + len(block)] = block @ R
         scale[s : s + len(block)] = np.abs(block).max(axis=1)
     tol = ulps * np.spacing(scale.astype(np.float32)).astype(np.float64)  # per row: its near-tie distance
     # A pair within max(tol_i, tol_j) projects within that times ||r||_1; each float64 projection errs by at most
-    # gamma_(d+1) sum_k |r_k| |w_k| <= gamma_(d+1) ||r||_1 max|w|.
-    r1 = np.abs(r).sum()
-    order = np.argsort(proj, kind="stable")
-    p, near_, err = proj[order], (r1 * tol)[order], (r1 * 2 * (d + 1) * 2.0**-53 * scale)[order]
-    bound = near_.max() + 2 * err.max()  # no pair projects farther apart than this
-    pairs_i, pairs_j = [], []
-    start = np.arange(n - 1)  # sorted positions whose next rows may still be close
-    for k in range(1, n):
-        start = start[start + k < n]
-        start = start[p[start + k] - p[start] <= bound]  # farther offsets only drift farther apart
-        if not start.size:
-            break
-        a, c = start, start + k
-        close = p[c] - p[a] <= np.maximum(near_[a], near_[c]) + err[a] + err[c]
-        pairs_i.append(order[a[close]])
-        pairs_j.append(order[c[close]])
-    if not pairs_i:
+    # gamma_(d+1) sum_k |r_k| |w_k| <= gamma_(d+1) ||r||_1 max|w|. Each row looks ahead in the sorted order as far as
+    # its own distance reaches, and back as far (for the pairs where the other row's distance is the larger): two
+    # searchsorted windows, no pass per offset.
+    r1 = np.abs(R).sum(axis=0)  # (PROJECTIONS,)
+    order = np.argsort(proj[:, 0], kind="stable")
+    p, reach, err = proj[order, 0], (r1[0] * tol)[order], (r1[0] * 2 * (d + 1) * 2.0**-53 * scale)[order]
+    span = reach + err + err.max()
+    ahead = np.searchsorted(p, p + span, side="right")  # rows a+1 .. ahead[a]-1 may pair with a
+    behind = np.searchsorted(p, p - span, side="left")  # rows behind[c] .. c-1 may pair with c
+    counts_a, counts_c = ahead - np.arange(n) - 1, np.arange(n) - behind
+    if not (counts_a.sum() + counts_c.sum()):
         return np.zeros((0, 2), dtype=np.int64), np.zeros(0)
-    i, j = np.concatenate(pairs_i), np.concatenate(pairs_j)
+    a = np.repeat(np.arange(n), counts_a)
+    a_next = a + 1 + np.arange(len(a)) - np.repeat(np.cumsum(counts_a) - counts_a, counts_a)
+    c = np.repeat(np.arange(n), counts_c)
+    c_prev = c - 1 - (np.arange(len(c)) - np.repeat(np.cumsum(counts_c) - counts_c, counts_c))
+    lo, hi = np.concatenate([a, c_prev]), np.concatenate([a_next, c])  # sorted positions, lo < hi
+    keep = np.unique(lo * n + hi)
+    i, j = order[keep // n], order[keep % n]
+    # the other directions rule out most of those pairs before any row is compared (the same bound holds on each)
+    errs = 2 * (d + 1) * 2.0**-53 * np.outer(scale, r1)  # (n, PROJECTIONS)
+    close = (np.abs(proj[i, 1:] - proj[j, 1:]) <= np.maximum(tol[i], tol[j])[:, None] * r1[1:] + errs[i, 1:]
+             + errs[j, 1:]).all(axis=1)
+    i, j = i[close], j[close]
     gap = np.empty(len(i))
     for s in range(0, len(i), BLOCK):
-        a, c = i[s : s + BLOCK], j[s : s + BLOCK]
-        diff = np.abs(np.asarray(W[a], dtype=np.float64) - np.asarray(W[c], dtype=np.float64)).max(axis=1)
-        gap[s : s + BLOCK] = np.maximum(diff, np.abs(bias[a] - bias[c]))
+        x, y = i[s : s + BLOCK], j[s : s + BLOCK]
+        diff = np.abs(np.asarray(W[x], dtype=np.float64) - np.asarray(W[y], dtype=np.float64)).max(axis=1)
+        gap[s : s + BLOCK] = np.maximum(diff, np.abs(bias[x] - bias[y]))
     near = (gap > 0) & (gap <= np.maximum(tol[i], tol[j]))
     pairs = np.sort(np.column_stack([i[near], j[near]]), axis=1)
     return pairs, gap[near]

@@ -20,8 +20,8 @@ class AuditConfig:
     ``hardest`` tokens from both sides, after the ``refine`` smallest lower bounds are tightened at their witnesses;
     each under-training signal flags ``share`` of the vocabulary (Land & Bartolo verify their top 2%)."""
 
-    hardest: int = 10
-    refine: int = 512
+    hardest: int = 6
+    refine: int = 128
     share: float = 0.02
 
 
