@@ -239,11 +239,11 @@ def test_cli_audit_writes_a_card_that_verify_rechecks(tmp_path, capsys):
     tokens = pd.read_parquet(tmp_path / "out" / "m.tokens.parquet")
     assert len(tokens) == len(W) and tokens["flag_unargmaxable"].sum() == 7
     readme = tmp_path / "README.md"  # the README's excerpt is generated from a card, never typed
-    readme.write_text("intro\n<!-- generated:audit -->\nold\n<!-- /generated:audit -->\nend\n")
+    readme.write_text("intro\n<!-- generated:audit -->\nstale text\n<!-- /generated:audit -->\nend\n")
     assert main(["report", "readme", "--card", str(tmp_path / "out" / "m.json"), "--readme", str(readme),
                  "--summary", str(tmp_path / "none.json")]) == 0
     text = readme.read_text()
-    assert "old" not in text and "#### Token audit: m.gguf" in text and "greedy decoding emits" in text
+    assert "stale text" not in text and "#### Token audit: m.gguf" in text and "greedy decoding emits" in text
 
 
 def test_check_softmax_shows_ties_as_groups_and_greedy_ids(tmp_path, capsys):
