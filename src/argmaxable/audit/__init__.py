@@ -190,9 +190,9 @@ def write_audit(audit: Audit, prefix, W, *, evidence: str = "compact", model: st
         raise ValueError(f"evidence must be one of {', '.join(EVIDENCE)}; got {evidence!r}")
     paths = outputs(prefix)
     card = audit.card
-    card["evidence"] = {"hardest": f"argmaxable verify {paths['hardest'].name} {model}"}
+    card["evidence"] = {"hardest": f"argmaxable verify {paths['hardest']} {model}"}
     if evidence != "none":
-        card["evidence"]["whole"] = f"argmaxable verify {paths['evidence'].name} {model}"
+        card["evidence"]["whole"] = f"argmaxable verify {paths['evidence']} {model}"
     text = {"md": markdown(card) + "\n", "html": html_page(card) + "\n", "json": json.dumps(card, indent=1) + "\n"}
     companions = [(paths[k], lambda tmp, k=k: tmp.write_text(text[k], encoding="utf-8")) for k in text]
     companions.append((paths["hardest"], audit.hardest.write_npz))
