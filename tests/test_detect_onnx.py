@@ -21,7 +21,7 @@ from argmaxable.core import activation_bounds
 from argmaxable.detect.check import check_model, make_detect_table
 from argmaxable.detect.download import download_model
 from argmaxable.detect.figures import make_paper_tables, make_source_table, plot_steps, plot_unargmaxable_per_model
-from argmaxable.detect.loaders import load_model
+from argmaxable.detect.loaders import load_model, load_onnx
 from argmaxable.detect.onnx import read_onnx_head
 from argmaxable.detect.weights import WeightsError
 from argmaxable.provenance import file_sha256
@@ -450,3 +450,24 @@ def test_terminal_escapes_in_node_names_stay_inert(tmp_path, capsys):
     assert main(["check", "softmax", str(path), "--weight-key", "\x1b[5mnone"]) == 2
     captured = capsys.readouterr()
     assert "\x1b" not in captured.out + captured.err and "\\x1b[31mlogits" in captured.out
+
+
+def test_cli_names_an_onnx_models_rows_from_its_own_dictionary(tmp_path, capsys):
+    """Without --vocab, a PaddleOCR-style model's metadata `character` names its rows as its CTC decoder does (the
+    blank first, a space last where one more row is left), as the pipeline reads it (issue 35: the CLI printed ids)."""
+    W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]], dtype=np.float32)
+    nodes = [helper.make_node("Gemm", ["x", "W"], ["logits"], transB=1), helper.make_node("Softmax", ["logits"], ["p"])]
+    path = _save(tmp_path / "ocr.onnx", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+                 [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 4])], [numpy_helper.from_array(W, "W")],
+                 metadata={"character": "东\n北"})
+    assert main(["check", "softmax", str(path), "--workers", "1", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "tokens: metadata 'character' (2 entries), the CTC blank first and a space last" in out
+    assert "unargmaxable tokens: 3:' '" in out
+    assert load_onnx(str(path)).tokens == ["<blank>", "东", "北", " "]
+    (tmp_path / "short.onnx").write_bytes(path.read_bytes())
+    model = onnx.load(tmp_path / "short.onnx")
+    model.metadata_props[0].value = "x"
+    onnx.save(model, tmp_path / "short.onnx")
+    layer = load_onnx(str(tmp_path / "short.onnx"))
+    assert layer.tokens is None and "cannot name the head's 4 rows" in layer.info["tokens"]

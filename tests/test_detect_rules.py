@@ -50,3 +50,31 @@ def test_quantisation_rules_run_on_a_tiny_gguf_head(tmp_path):
     table = pd.read_parquet(tmp_path / "results" / "detect" / "tables" / "quant.parquet")
     assert table["type"].tolist() == ["Q8_0", "Q4_0"] and table["identical"].tolist() == [True, False]
     assert set(table["model"]) == {"SmolLM2-135M-Instruct"} and (table["source # unargmaxable"] >= 5).all()
+
+
+def test_audit_rules_card_a_tiny_gguf_head_from_its_checks_evidence(tmp_path):
+    """check_model keeps its evidence, audit_model cards the head from it, make_audit_index links the card: the
+    SmolLM2 config pointed at a tiny GGUF file by URL, the study limited to it."""
+    import hashlib
+    import json
+
+    import pandas as pd
+    from test_detect_gguf import head_rows, write_gguf
+
+    src = write_gguf(tmp_path / "tiny.gguf", head_rows(8), qtype="F32")
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    m = "model.smollm2_135m_instruct"
+    overrides = (f'overrides=["results_dir={tmp_path}/results","data_dir={tmp_path}/data","detect.patience=50",'
+                 f'"{m}.download.kind=url","++{m}.download.url={src.as_uri()}","++{m}.download.filename=m.gguf",'
+                 f'"{m}.download.sha256={digest}","{m}.params.path=m.gguf","{m}.quant=[]",'
+                 f'"detect.study_models=[smollm2_135m_instruct]","detect.audit.hardest=2"]')
+    out = snakemake(f"{tmp_path}/results/detect/tables/audit_cards.md", "--cores", "1", "--config", overrides)
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = tmp_path / "results" / "detect"
+    assert (results / "smollm2_135m_instruct" / "evidence.npz").is_file()
+    card = json.loads((results / "audit" / "smollm2_135m_instruct.json").read_text())
+    table = pd.read_parquet(results / "smollm2_135m_instruct" / "categories.parquet")
+    assert card["counts"]["unargmaxable"] == int((table["status"] == "unargmaxable").sum()) > 0
+    assert len(card["hardest"]) == 2
+    index = pd.read_parquet(results / "tables" / "audit_cards.parquet")
+    assert index["card"].tolist() == ["detect/audit/smollm2_135m_instruct.html"]

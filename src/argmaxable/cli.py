@@ -1,10 +1,11 @@
-"""Command-line interface: check a softmax layer or sigmoid label assignments from a weights file.
+r"""Command-line interface: check a softmax layer or sigmoid label assignments from a weights file.
 
     argmaxable check softmax layer.npz [--weight-key K] [--bias-key K] [--out table.parquet]
     argmaxable check softmax model.onnx [--activation silu] [--vocab tokens.txt]
     argmaxable check softmax model.gguf
     argmaxable check softmax HuggingFaceTB/SmolLM2-135M [--revision R]
     argmaxable check assignments layer.pt labels.txt [--out table.csv]
+    argmaxable audit model.gguf [--out PREFIX] [--hardest 20] [--unused '<unused\d+>']
     argmaxable verify table.parquet layer.npz [--labels labels.txt] [--vocab tokens.txt]
     argmaxable config show [experiment=paper detect.bound=50 ...]
 
@@ -116,6 +117,8 @@ def _read_layer(args):
         print(f"head: {printable(layer.origin)}" + (
             f"; for the activation-aware box add --activation {layer.activation}"
             if layer.activation and getattr(args, "activation", None) is None else ""))
+        if getattr(args, "vocab", None) is None:  # the model's own dictionary, as its decoder reads it
+            print(f"tokens: {printable(layer.info['tokens'])}")
     else:
         W, b = load_layer(args.path, args.weight_key, args.bias_key, no_bias=args.no_bias)
         layer = Layer(W, b, str(path))
@@ -164,12 +167,49 @@ def _activation_box(args, bound: float, layer=None) -> dict:
     return {"lower": lower, "upper": upper}
 
 
-def _list_tokens(res, tokens) -> None:
-    """Name the unargmaxable categories by their tokens (the full list goes to --out)."""
+def _name(i: int, layer) -> str:
+    """Category i as the shell lists it: its id, its token (quoted, escaped) and its type where the model has them."""
+    token = f":{layer.tokens[i]!r}" if layer.tokens is not None else ""
+    kind = f" ({layer.token_types[i]})" if layer.token_types is not None else ""
+    return f"{i}{token}{kind}"
+
+
+def _list_unargmaxable(res, layer, settings: dict, split=None) -> None:
+    """Name the unargmaxable categories (the full list goes to --out): groups of equal rows (ties) with the id greedy
+    decoding still emits (the first index on ties, where the merged row can win), then the others (``split``: their
+    kinds where already known, :func:`argmaxable.detect.study.split_unargmaxable`)."""
+    from argmaxable.core.settings import PATIENCE, SOLVER, WORKERS
+    from argmaxable.detect.study import split_unargmaxable, tie_groups
+
     unarg = res.unargmaxable
-    if tokens is not None and unarg.size:
-        shown = ", ".join(f"{i}:{tokens[i]!r}" for i in unarg[:LISTED])
-        print(f"unargmaxable tokens: {shown}" + (f", ... ({unarg.size} in all)" if unarg.size > LISTED else ""))
+    if not unarg.size:
+        return
+    import pandas as pd
+
+    groups = tie_groups(layer.W, layer.b)
+    if split is None:
+        frame = pd.DataFrame({"box": "paper", "category": res.items, "status": res.status})
+        detect = {"bound": res.settings["bound"], "eps": res.settings["eps"],
+                  "patience": settings.get("patience", PATIENCE), "solver": settings.get("solver", SOLVER),
+                  "workers": settings.get("workers", WORKERS)}
+        split = split_unargmaxable(layer, frame, {"paper": {"lower": settings.get("lower"),
+                                                            "upper": settings.get("upper")}}, detect, groups)
+    tied = split[split["kind"] == "tie"]
+    inside = split[split["kind"] != "tie"]
+    shown_groups = [g for g in groups if np.isin(g, tied["category"]).any()]
+    print(f"{unarg.size} unargmaxable: {len(tied)} ties in {len(shown_groups)} groups of equal rows, {len(inside)} "
+          f"strictly inside the others' hull ({int((inside['kind'] == 'near-tie').sum())} of them near-ties)")
+    for k, g in enumerate(shown_groups[:LISTED], start=1):
+        emits = tied.loc[tied["emitted"] & tied["category"].isin(g), "category"].tolist()
+        print(f"  tie group {k}: " + " = ".join(_name(int(i), layer) for i in g)
+              + (f"; greedy decoding still emits {emits[0]}" if emits else "; no member can win"))
+    if len(inside):
+        listed = inside["category"].to_numpy()
+        print("unargmaxable tokens: " + ", ".join(_name(int(i), layer) for i in listed[:LISTED])
+              + (f", ... ({len(listed)} in all)" if len(listed) > LISTED else ""))
+    emitted = tied.loc[tied["emitted"], "category"].astype(int).tolist()
+    print(f"greedy decoding (first index on ties) can still emit {', '.join(map(str, emitted)) or 'none of them'}; "
+          f"it never emits the other {unarg.size - len(emitted)}")
 
 
 def evidence_path(table: str | Path) -> Path:
@@ -227,9 +267,13 @@ def _write(res, args, extra_inputs=(), layer=None) -> None:
     out = Path(args.out)
     frame = _table(res, layer)
     # the table, its .meta.json and its evidence are staged and renamed together: one unit, old or new
+    compact = args.evidence == "compact" and res.kind == "categories" and layer is not None
+    companions = [] if args.evidence == "none" else [
+        (evidence_path(out), lambda tmp: res.write_npz(tmp, W=layer.W if compact else None))]
     write_table(frame, out, config={"command": sys.argv[1:], **res.settings}, inputs=[args.path, *extra_inputs],
-                companions=[(evidence_path(out), res.write_npz)])
-    print(f"wrote {out} and {evidence_path(out)}")
+                companions=companions)
+    print(f"wrote {out}" + (f" and {evidence_path(out)}" if companions else " (no evidence: 'verify' cannot re-check "
+                                                                          "it; drop --evidence none to keep it)"))
 
 
 def cmd_check_softmax(args) -> int:
@@ -240,8 +284,44 @@ def cmd_check_softmax(args) -> int:
     print(_describe(args.path, layer.W, layer.b))
     res = am.check_categories(layer.W, b=layer.b, progress=args.progress, **settings)
     print(res.summary())
-    _list_tokens(res, layer.tokens)
+    _list_unargmaxable(res, layer, settings)
     _write(res, args, layer=layer)
+    return 0
+
+
+def _audit_prefix(args) -> Path:
+    """Where ``audit`` writes (``--out PREFIX``, default ``<model name>-audit`` here), refused before any work if its
+    directory cannot be written."""
+    from argmaxable.audit import outputs
+
+    name = Path(args.path.rstrip("/")).name
+    prefix = Path(args.out) if args.out else Path(f"{Path(name).stem if Path(name).suffix else name}-audit")
+    longest = max(outputs(prefix).values(), key=lambda p: len(p.name))
+    probe = argparse.Namespace(out=str(longest.with_suffix(".csv")))
+    _check_out(probe)
+    return prefix
+
+
+def cmd_audit(args) -> int:
+    from argmaxable.audit import audit_layer, write_audit
+
+    prefix = _audit_prefix(args)
+    _settings(args, 100.0)  # a bad combination of options is refused before the model is read
+    layer = _read_layer(args)
+    settings = _settings(args, 100.0, layer)
+    print(_describe(args.path, layer.W, layer.b))
+    audit = audit_layer(layer, name=Path(args.path.rstrip("/")).name, hardest=args.hardest, refine=args.refine,
+                        unused=args.unused, progress=args.progress, **settings)
+    card = audit.card
+    print(audit.result.summary().split("\n")[0])
+    _list_unargmaxable(audit.result, layer, settings, audit.unargmaxable)
+    if card["hardest"]:
+        h = card["hardest"][0]
+        print(f"hardest to reach: {_name(h[0], layer)}, radius in [{h[4]:.3g}, {h[5]:.3g}]; every other argmaxable "
+              f"token's region holds a ball of radius >= {card['others_at_least']:.3g} (certified)")
+    paths = write_audit(audit, prefix, layer.W, evidence=args.evidence, model=args.path,
+                        config={"command": sys.argv[1:], **audit.result.settings}, inputs=[args.path])
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
 
 
@@ -321,13 +401,14 @@ def cmd_verify(args) -> int:
             raise UsageError(f"no table {str(table)!r}: give the table 'check --out' wrote, or its .evidence.npz")
     if not path.is_file():
         raise UsageError(f"no evidence file {str(path)!r}: give the .evidence.npz that 'check --out' wrote "
-                         "beside its table, or the table itself")
-    try:
-        res = CheckResult.load(path)
-    except (KeyError, ValueError, OSError) as err:
-        raise UsageError(f"{path}: not an evidence file written by 'argmaxable check --out' ({err})") from None
+                         "beside its table, or the table itself (a check run with --evidence none kept none: run it "
+                         "again without that option to re-check it)")
     layer = _read_layer(args)
     W, b = layer.W, layer.b
+    try:
+        res = CheckResult.load(path, W=W)
+    except (KeyError, ValueError, OSError) as err:
+        raise UsageError(f"{path}: not an evidence file written by 'argmaxable check --out' ({err})") from None
     items = None
     if res.kind != "categories":
         if args.labels is None:
@@ -370,14 +451,28 @@ def cmd_report_readme(args) -> int:
     from argmaxable.report import readme_blocks, update_readme
 
     summary, readme = Path(args.summary), Path(args.readme)
-    if not summary.is_file():
-        raise UsageError(f"no run summary {str(summary)!r}: run the pipeline (rule make_report writes it)")
-    readme.write_text(update_readme(readme.read_text(), readme_blocks(json.loads(summary.read_text()))))
-    print(f"{readme}: generated blocks filled from {summary}")
+    blocks = {}
+    if args.card is None or summary.is_file():
+        if not summary.is_file():
+            raise UsageError(f"no run summary {str(summary)!r}: run the pipeline (rule make_report writes it)")
+        blocks = readme_blocks(json.loads(summary.read_text()))
+    if args.card is not None:
+        from argmaxable.audit.card import EXCERPT, markdown
+
+        card = Path(args.card)
+        if not card.is_file():
+            raise UsageError(f"no audit card {str(card)!r}: give the .json that 'argmaxable audit' wrote")
+        data = json.loads(card.read_text())
+        text = markdown(data, only=EXCERPT, level=4).strip()
+        blocks["audit"] = (f"{text}\n\n(the card `argmaxable audit {data['model']}` wrote, on a shared machine; "
+                           "excerpt generated by `argmaxable report readme --card`)")
+    readme.write_text(update_readme(readme.read_text(), blocks))
+    print(f"{readme}: generated blocks {', '.join(blocks)} filled")
     return 0
 
 
-def _add_layer_options(p: argparse.ArgumentParser, bound_default: str) -> None:
+def _add_layer_options(p: argparse.ArgumentParser, bound_default: str,
+                       out=("FILE", "write one row per item to FILE (.parquet or .csv)")) -> None:
     p.add_argument("path", help="weights file (.npz, .npy, .pt/.pth/.bin, .safetensors), an ONNX model (.onnx), "
                    "a GGUF model (.gguf), a Hugging Face model directory (save_pretrained) or hub id (owner/name: "
                    "only the files holding the head and the tokens are fetched)")
@@ -402,27 +497,52 @@ def _add_layer_options(p: argparse.ArgumentParser, bound_default: str) -> None:
     p.add_argument("--eps", type=float, help="Chebyshev radius that counts as a region (default 1e-8)")
     p.add_argument("--solver", help="LP solver: highs (default) or gurobi")
     p.add_argument("--workers", type=int, help="LPs solved at once (default 2)")
-    p.add_argument("--out", metavar="FILE", help="write one row per item to FILE (.parquet or .csv)")
+    p.add_argument("--out", metavar=out[0], help=out[1])
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=sys.stderr.isatty(),
                    help="show progress bars on stderr (default: when stderr is a terminal)")
 
 
+def _add_evidence_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--evidence", choices=("compact", "full", "none"), default="compact", help="what --out keeps "
+                   "for 'verify': compact (default; witnesses that are a token's own row are made again from the "
+                   "model, the others stored), full (every witness stored), or none (no evidence: 'verify' "
+                   "cannot re-check the result)")
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from argmaxable.audit import HARDEST, REFINE
+
     parser = argparse.ArgumentParser(prog="argmaxable", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"argmaxable {__version__}")
-    groups = parser.add_subparsers(dest="group", required=True, metavar="{check,verify,config,report}")
+    groups = parser.add_subparsers(dest="group", required=True, metavar="{check,audit,verify,config,report}")
 
     check = groups.add_parser("check", help="check a softmax layer or sigmoid label assignments")
     checks = check.add_subparsers(dest="what", required=True, metavar="{softmax,assignments}")
-    softmax = checks.add_parser("softmax", help="which categories of softmax(Wx+b) can be the argmax (002 §3)")
-    _add_layer_options(softmax, "100, 002 §4")
+    softmax = checks.add_parser("softmax", help="which categories (tokens) of softmax(Wx+b) can be the argmax")
+    _add_layer_options(softmax, "100, as Grivas et al. (ACL 2022)")
+    _add_evidence_option(softmax)
     softmax.set_defaults(func=cmd_check_softmax)
-    assign = checks.add_parser("assignments", help="which label assignments of sigmoid(Wx+b) are argmaxable "
-                               "(thesis §4.1)")
-    _add_layer_options(assign, "1e4, thesis §4.2")
+    assign = checks.add_parser("assignments", help="which label assignments of sigmoid(Wx+b) are argmaxable")
+    _add_layer_options(assign, "1e4, as Grivas's thesis (2024)")
+    _add_evidence_option(assign)
     assign.add_argument("labels", help="text file, one assignment per line (active label indices separated by "
                         "spaces), or a .npy boolean matrix (m, n)")
     assign.set_defaults(func=cmd_check_assignments)
+
+    audit = groups.add_parser("audit", help="one card per model: every token's verdict and certified reachability, "
+                              "ties, and under-training signals (Markdown, HTML, JSON)")
+    _add_layer_options(audit, "100, as Grivas et al. (ACL 2022)", out=(
+        "PREFIX", "prefix of the files written: PREFIX.md, .html, .json, .tokens.parquet, .evidence.npz, "
+                  ".hardest.evidence.npz (default: <model name>-audit in this directory)"))
+    audit.set_defaults(func=cmd_audit)
+    audit.add_argument("--hardest", type=int, default=HARDEST, metavar="K", help="argmaxable tokens with the "
+                       f"smallest certified regions whose radius the LP bounds from both sides (default {HARDEST})")
+    audit.add_argument("--refine", type=int, default=REFINE, metavar="M", help="tokens whose lower bound is "
+                       f"tightened at the witness before the K hardest are chosen (default {REFINE})")
+    audit.add_argument("--unused", metavar="SPEC", help="the model's unused tokens, which the unembedding indicator "
+                       "compares every row with: ids and ranges ('5,7,100-120') or a regular expression a token's "
+                       "whole name matches (default: GGUF type 'unused' and names such as <unused12>)")
+    _add_evidence_option(audit)
 
     verify = groups.add_parser("verify", help="re-check the evidence of a saved result independently")
     verify.add_argument("result", help="the table written by 'check --out' (its .evidence.npz is read) or the "
@@ -456,6 +576,7 @@ def build_parser() -> argparse.ArgumentParser:
     readme.add_argument("--summary", default="results/report_summary.json", help="the run's summary "
                         "(default: results/report_summary.json)")
     readme.add_argument("--readme", default="README.md", help="the README to update (default: README.md)")
+    readme.add_argument("--card", help="an audit card's .json (argmaxable audit): fill the README's card excerpt")
     readme.set_defaults(func=cmd_report_readme)
     return parser
 

@@ -717,7 +717,15 @@ details{font-size:12px;color:#444}section{border-top:1px solid #ddd;margin-top:1
 
 
 def _html_table(df: pd.DataFrame) -> str:
-    return df.to_html(index=False, border=0, na_rep="", float_format=lambda v: f"{v:.6g}")
+    """A table as HTML, every cell escaped; a ``card`` column (a path relative to the results, beside report.html)
+    becomes a link to it."""
+    if "card" not in df:
+        return df.to_html(index=False, border=0, na_rep="", float_format=lambda v: f"{v:.6g}")
+    shown = df.copy()
+    for col in [c for c in shown.columns if not pd.api.types.is_numeric_dtype(shown[c])]:
+        shown[col] = shown[col].map(lambda v: html.escape(str(v)))
+    shown["card"] = [f'<a href="{html.escape(str(p), quote=True)}">{html.escape(str(p))}</a>' for p in df["card"]]
+    return shown.to_html(index=False, border=0, na_rep="", float_format=lambda v: f"{v:.6g}", escape=False)
 
 
 def _status_span(status: str) -> str:

@@ -3,8 +3,9 @@ files escaped where it is written.
 
 The multi-label CNN encoder (:mod:`argmaxable.multilabel.encoders`) and the language model's corpus
 (:mod:`argmaxable.lm.corpus`) split descriptions into the same words. Token, model and node names reach the
-terminal through :func:`printable`, Markdown tables through :func:`markdown_table` and CSV files through
-:func:`csv_frame` (:func:`argmaxable.provenance.write_table` applies both to every table it writes).
+terminal through :func:`printable` (quoted where they would show nothing: :func:`shown`), Markdown through
+:func:`markdown_cell` and :func:`markdown_table`, and CSV files through :func:`csv_frame`
+(:func:`argmaxable.provenance.write_table` applies both to every table it writes).
 """
 
 from __future__ import annotations
@@ -94,3 +95,16 @@ def csv_frame(df, cell=csv_cell):
         if out[col].dtype == object or str(out[col].dtype) in ("string", "str"):
             out[col] = out[col].map(cell)
     return out
+
+
+def shown(token: str) -> str:
+    r"""A token as a card or a terminal shows it: as is, or quoted with escapes where it is empty, has leading or
+    trailing white space, or holds characters that print nothing.
+
+    Examples
+    --------
+    >>> print(shown("<file_sep>"), shown(" with"), shown("a\nb"))
+    <file_sep> ' with' 'a\nb'
+    """
+    plain = token != "" and token == token.strip() and all(ch.isprintable() for ch in token)
+    return token if plain else repr(token)

@@ -13,7 +13,9 @@ Evidence checked, per kind of result (``result.kind``):
 
 - "argmaxable": the witness x is finite, inside the box, and every constraint ``a_i.x + c_i < 0`` of the item
   holds with distance > eps, i.e. ``a_i.x + c_i + eps ||a_i|| < 0`` (a zero row needs ``c_i < 0``); with the
-  radius the result claims in place of eps where that is larger (to 6 digits).
+  radius the result claims in place of eps where that is larger (to 6 digits), every witness in the same batched
+  passes; where the result claims an upper bound (``radius_upper``), the dual weights in its certificate must
+  bound the radius by it (to 6 digits), as below.
 - "unargmaxable": non-negative weights ``y`` on rows that are constraints of the item (never the item's own
   row) with ``sup_{x in box} (-sum z_i a_i) - sum z_i c_i <= eps sum z_i ||a_i||`` where ``z_i = y_i / ||a_i||``
   (LP duality: the Chebyshev radius is at most eps), or one zero row with ``c_i >= 0`` (a duplicate).
@@ -317,11 +319,8 @@ def _category_checks(result, W, b, witness, lo, hi, eps):
     def witnesses(pos, e):
         out = np.zeros(len(pos), dtype=bool)
         live = np.flatnonzero(~masked[rows[pos]])
-        if np.ndim(e):  # one margin per item (radius claims): item by item
-            for k in live:
-                out[k] = _witnesses_categories(Wk, bk, rk, witness, pos[k : k + 1], lo, hi, float(e[k]))[0]
-        else:
-            out[live] = _witnesses_categories(Wk, bk, rk, witness, pos[live], lo, hi, e)
+        e = np.broadcast_to(np.asarray(e, dtype=np.float64), (len(pos),))  # one margin per item, or all alike
+        out[live] = _witnesses_categories(Wk, bk, rk, witness, pos[live], lo, hi, e[live])
         return out
 
     def certificates(pos, e):
@@ -348,6 +347,7 @@ def _assignment_checks(result, W, b, witness, items, kind, lo, hi):
         return _witnesses_assignments(W, b, S[pos], witness[pos], lo, hi, e)
 
     def certificates(pos, e):
+        e = np.broadcast_to(np.asarray(e, dtype=np.float64), (len(pos),))
         return _certificates_assignments(W, b, S[pos], [result.certificates[p] for p in pos], lo, hi, e)
 
     return witnesses, certificates
@@ -474,21 +474,22 @@ def _scaled_up(eps: float, m: float) -> float:
 
 def _witnesses_categories(W, b, rows, X, pos, lo, hi, eps) -> np.ndarray:
     """Argmaxable categories ``rows[pos]`` with witnesses ``X[pos]`` (indexed block by block: a whole
-    vocabulary's witnesses are never copied): a fast certified pass in low precision, then, for the rest, only the
-    rows that pass could not rule out, in float64."""
+    vocabulary's witnesses are never copied) at margins ``eps`` (one per witness: radius claims are checked in the
+    same batched passes): a fast certified pass in low precision, then, for the rest, only the rows that pass could
+    not rule out, in float64."""
     ok = np.zeros(len(pos), dtype=bool)
     for s in range(0, len(pos), BLOCK):
         ok[s : s + BLOCK] = _in_box(X[pos[s : s + BLOCK]], lo, hi)
     fast = np.zeros(len(pos), dtype=bool)
     if len(pos) >= 256 and ok.any():  # a whole vocabulary: blocked products
         idx = np.flatnonzero(ok)
-        fast[idx] = _fast_categories(W, b, rows, X, pos[idx], eps)
+        fast[idx] = _fast_categories(W, b, rows, X, pos[idx], eps[idx])
     out = ok & fast
     rest = np.flatnonzero(ok & ~fast)
     if len(W) <= BLOCK:  # one block of rows: each witness exactly, without torch
-        out[rest] = [_row_check_all(W, b, int(rows[pos[p]]), X[pos[p]], eps) for p in rest]
+        out[rest] = [_row_check_all(W, b, int(rows[pos[p]]), X[pos[p]], float(eps[p])) for p in rest]
     elif rest.size:
-        out[rest] = _near_categories(W, b, rows[pos[rest]], X, pos[rest], eps)
+        out[rest] = _near_categories(W, b, rows[pos[rest]], X, pos[rest], eps[rest])
     return out
 
 
@@ -503,20 +504,20 @@ def _near_categories(W, b, t_all, X_all, pos, eps, group=256, small=16) -> np.nd
     kx = float(_pow2_scale(np.array([[xmax]]))[0])
     bs = b / (kw * kx)
     if not np.isfinite(bs).all():  # offsets far larger than the rows: each witness on its own, exactly
-        return np.array([_row_check_all(W, b, int(t), X_all[p], eps) for t, p in zip(t_all, pos, strict=True)],
-                        dtype=bool)
-    layer = _scaled_layer(W, b, bs, kw, kx, eps)
+        return np.array([_row_check_all(W, b, int(t), X_all[p], float(e))
+                         for t, p, e in zip(t_all, pos, eps, strict=True)], dtype=bool)
+    layer = _scaled_layer(W, b, bs, kw, kx)
     out = np.zeros(len(pos), dtype=bool)
     for g0 in range(0, len(pos), group):
         sel = slice(g0, min(g0 + group, len(pos)))
-        out[sel] = _near_group(layer, X_all[pos[sel]], t_all[sel], small)
+        out[sel] = _near_group(layer, X_all[pos[sel]], t_all[sel], eps[sel], small)
     return out
 
 
 @dataclass
 class _Scaled:
     """A layer in the scaled units of :func:`_near_categories` (rows / kw, offsets / (kw kx)): its low-precision
-    copy ``R`` = [W / kw, bs], norms ``wn`` rounded up, the rounding terms of the products and eps scaled."""
+    copy ``R`` = [W / kw, bs], norms ``wn`` rounded up and the rounding terms of the products."""
 
     W: np.ndarray
     b: np.ndarray
@@ -528,11 +529,9 @@ class _Scaled:
     kappa: float  # relative error of a low-precision product: inputs, accumulation, output
     floor: float  # products lost to subnormals
     B: float  # largest scaled |offset|
-    e: float  # eps in scaled units, with the rounding of the products of the tests
-    eps: float
 
 
-def _scaled_layer(W, b, bs, kw, kx, eps) -> _Scaled:
+def _scaled_layer(W, b, bs, kw, kx) -> _Scaled:
     """The low-precision copy and rounding terms of :class:`_Scaled`, a block of rows at a time."""
     import torch
 
@@ -547,13 +546,14 @@ def _scaled_layer(W, b, bs, kw, kx, eps) -> _Scaled:
         wn[s : s + BLOCK] = _norm_up(Wb)  # >= ||w_i|| / kw
         R[s : s + BLOCK, :d] = torch.from_numpy(Wb)
     R[:, d] = torch.from_numpy(bs)
-    return _Scaled(W, b, kw, kx, bs, R, wn, kappa, tiny * 4 * (d + 3) * max(1.0, B), B,
-                   (eps / kx) * (1 + 4 * U64), eps)
+    return _Scaled(W, b, kw, kx, bs, R, wn, kappa, tiny * 4 * (d + 3) * max(1.0, B), B)
 
 
-def _near_group(layer: _Scaled, X, t, small) -> np.ndarray:
-    """:func:`_near_categories` for one group of witnesses ``X`` of categories ``t``: whether each holds."""
+def _near_group(layer: _Scaled, X, t, eps, small) -> np.ndarray:
+    """:func:`_near_categories` for one group of witnesses ``X`` of categories ``t`` at margins ``eps`` (one per
+    witness): whether each holds."""
     d = layer.W.shape[1]
+    e = (eps / layer.kx) * (1 + 4 * U64)  # in scaled units, with the rounding of the products of the tests
     Xs = X / layer.kx
     xn = _norm_up(Xs)
     bs, wn = layer.bs, layer.wn
@@ -561,30 +561,31 @@ def _near_group(layer: _Scaled, X, t, small) -> np.ndarray:
     # A certified lower bound on each own logit, less the float64 rounding of the tests below.
     low = own - gamma(d + 3) * (xn * wn[t] + np.abs(bs[t])) - gamma(4) * (np.abs(own) + xn * wn.max() + 2 * layer.B)
     low -= layer.floor
-    kk, ii = _tier1_pairs(layer, Xs, xn, low, t)
+    kk, ii = _tier1_pairs(layer, Xs, xn, low, t, e)
     good = np.ones(len(X), dtype=bool)
     for s0 in range(0, len(X), small):
         m = (kk >= s0) & (kk < s0 + small)
         if m.any():
-            _tiers23(layer, X, Xs[s0 : s0 + small], xn, low, t, kk[m], ii[m], s0, good)
+            _tiers23(layer, X, Xs[s0 : s0 + small], xn, low, t, kk[m], ii[m], s0, good, e, eps)
     return good
 
 
-def _tier1_pairs(layer: _Scaled, Xs, xn, low, t) -> tuple[np.ndarray, np.ndarray]:
+def _tier1_pairs(layer: _Scaled, Xs, xn, low, t, e) -> tuple[np.ndarray, np.ndarray]:
     """Tier 1: the (witness, row) pairs that the low-precision products cannot rule out, a block of rows at a time:
     x.w_i + b_i <= G + kappa (||x|| ||w_i|| + |b_i|) + floor; a row stays if that may come within
     eps (||w_t|| + ||w_i||) of the own logit."""
     import torch
 
     n, d = layer.W.shape
-    bs, wn, kappa, e = layer.bs, layer.wn, layer.kappa, layer.e
+    bs, wn, kappa = layer.bs, layer.wn, layer.kappa
     L = torch.empty((len(Xs), d + 1), dtype=layer.R.dtype)
     L[:, :d], L[:, d] = torch.from_numpy(Xs), 1.0
     pairs_k, pairs_i = [], []
     for s in range(0, n, BLOCK):
         cols = slice(s, min(s + BLOCK, n))
         G = (L @ layer.R[cols].T).double().numpy()  # (k, block)
-        G += np.multiply.outer(xn * kappa, wn[cols]) + kappa * np.abs(bs[cols]) + e * wn[cols] + layer.floor
+        G += np.multiply.outer(xn * kappa, wn[cols]) + kappa * np.abs(bs[cols]) + np.multiply.outer(e, wn[cols]) \
+            + layer.floor
         kk, ii = np.nonzero((low - e * wn[t])[:, None] <= G)
         keep = ii + s != t[kk]
         pairs_k.append(kk[keep])
@@ -592,20 +593,20 @@ def _tier1_pairs(layer: _Scaled, Xs, xn, low, t) -> tuple[np.ndarray, np.ndarray
     return np.concatenate(pairs_k), np.concatenate(pairs_i)
 
 
-def _tiers23(layer: _Scaled, X, Xg, xn, low, t, k2, i2, s0, good) -> None:
-    """Tiers 2 and 3 for the pairs (k2, i2) of the witnesses ``Xg`` (= scaled ``X[s0 : s0 + len(Xg)]``): float64
-    products over the union of their rows, then :func:`_row_check` on the exact differences of the pairs left;
-    writes False into ``good`` for each witness that fails."""
+def _tiers23(layer: _Scaled, X, Xg, xn, low, t, k2, i2, s0, good, e, eps) -> None:
+    """Tiers 2 and 3 for the pairs (k2, i2) of the witnesses ``Xg`` (= scaled ``X[s0 : s0 + len(Xg)]``) at margins
+    ``eps`` (``e``: scaled): float64 products over the union of their rows, then :func:`_row_check` on the exact
+    differences of the pairs left; writes False into ``good`` for each witness that fails."""
     d = layer.W.shape[1]
     bs, wn = layer.bs, layer.wn
     union, col = np.unique(i2, return_inverse=True)
     G = Xg @ (layer.W[union] / layer.kw).T  # (small, |union|)
     g = G[k2 - s0, col] + bs[i2]
     g += gamma(d + 4) * (xn[k2] * wn[i2] + np.abs(bs[i2])) + (d + 4) * 2.0**-1070 * (1 + layer.B)
-    sure = g + layer.e * (wn[t[k2]] + wn[i2]) < low[k2]
+    sure = g + e[k2] * (wn[t[k2]] + wn[i2]) < low[k2]
     for k in np.unique(k2[~sure]):
         i3 = i2[~sure & (k2 == k)]
-        good[k] = _row_check(layer.W[i3] - layer.W[t[k]], layer.b[i3] - layer.b[t[k]], X[k], layer.eps)
+        good[k] = _row_check(layer.W[i3] - layer.W[t[k]], layer.b[i3] - layer.b[t[k]], X[k], float(eps[k]))
 
 
 def _row_check_all(W, b, t, x, eps) -> bool:
@@ -664,7 +665,7 @@ def _fast_categories(W, b, rows_all, X_all, pos, eps) -> np.ndarray:
         own = np.einsum("kd,kd->k", Xs, W[r] / kw) + bs[r]
         own_err = gamma(d + 3) * (xn * wn[r] + np.abs(bs[r]))
         err = kappa * (xn * N + 2 * B) + tiny * 4 * (d + 3) * max(1.0, B) + gamma(2) * (np.abs(own) + 2 * B)
-        need[sl] = own - own_err - err - (eps / kx) * (wn[r] + N)  # the largest other logit must stay below
+        need[sl] = own - own_err - err - (eps[sl] / kx) * (wn[r] + N)  # the largest other logit must stay below
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(2)

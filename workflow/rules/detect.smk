@@ -3,7 +3,9 @@
 # Fig. 4's combined algorithm; with detect.shards > 1, one job per class range merged after) and gather the
 # papers' table of potentially unargmaxable / unargmaxable tokens (002 appendix E). Beyond the papers, the LM
 # study (study_model per real model, make_lm_study) splits each real head's unargmaxable tokens into ties and
-# rows strictly inside (argmaxable.detect.study).
+# rows strictly inside (argmaxable.detect.study), and the token audit (audit_model per study model, from its check's
+# evidence; make_audit_index) writes a card per real head (argmaxable.audit).
+import os
 import re
 
 
@@ -18,12 +20,16 @@ STUDY_MODELS = [m for m in (CFG.detect.study_models or DETECT_MODELS)
 STUDY = f"{DETECT}/study"
 STUDY_OUT = {"md": f"{DETECT}/tables/lm_study.md", "parquet": f"{DETECT}/tables/lm_study.parquet",
              "tokens": f"{DETECT}/tables/lm_study_tokens.parquet", "png": f"{DETECT}/figures/lm_study_share.png"}
+AUDIT = f"{DETECT}/audit"  # a card per study model: <key>.md, .html, .json, .tokens.parquet, evidence
+AUDIT_OUT = {"parquet": f"{DETECT}/tables/audit_cards.parquet", "md": f"{DETECT}/tables/audit_cards.md"}
+# The check's settings without the audit's: editing detect.audit reruns the audits only.
+CHECK_SETTINGS = {k: v for k, v in settings(CFG.detect).items() if k != "audit"}
 
 
 QUANT_MODELS = [m for m in DETECT_MODELS if CFG.model[m].quant]  # heads of the quantisation study
 QUANT_TARGETS = [f"{DETECT}/tables/quant.parquet", f"{DETECT}/tables/quant.md"] if QUANT_MODELS else []
 DETECT_TARGETS = [f"{DETECT}/tables/detect.parquet", f"{DETECT}/tables/detect.md", *QUANT_TARGETS,
-                  *(STUDY_OUT.values() if STUDY_MODELS else [])] if DETECT_MODELS else []
+                  *([*STUDY_OUT.values(), *AUDIT_OUT.values()] if STUDY_MODELS else [])] if DETECT_MODELS else []
 
 MODEL_KEYS = "|".join(map(re.escape, DETECT_MODELS)) or "none"  # the {model} wildcard: a configured key
 
@@ -60,12 +66,13 @@ if SHARDS == 1:
         output:
             table=f"{DETECT}/{{model}}/categories.parquet",
             summary=f"{DETECT}/{{model}}/summary.json",
+            evidence=f"{DETECT}/{{model}}/evidence.npz",  # the paper box's, compact (start points from the model)
         log:
             f"{DETECT}/logs/check_model/{{model}}.log",
         params:
             model=lambda wc: settings(CFG.model[wc.model]),
             root=lambda wc: model_dir(wc.model),
-            detect=settings(CFG.detect),
+            detect=CHECK_SETTINGS,
         threads: CFG.detect.workers
         script:
             "../scripts/detect_check_model.py"
@@ -80,6 +87,7 @@ else:
         output:
             table=f"{DETECT}/{{model}}/shards/{{shard}}.parquet",
             facts=f"{DETECT}/{{model}}/shards/{{shard}}.json",
+            evidence=f"{DETECT}/{{model}}/shards/{{shard}}.evidence.npz",
         wildcard_constraints:
             model=MODEL_KEYS,
             shard=r"\d+",
@@ -88,7 +96,7 @@ else:
         params:
             model=lambda wc: settings(CFG.model[wc.model]),
             root=lambda wc: model_dir(wc.model),
-            detect=settings(CFG.detect),
+            detect=CHECK_SETTINGS,
             shards=SHARDS,
         threads: CFG.detect.workers
         script:
@@ -102,9 +110,11 @@ else:
         input:
             tables=expand(f"{DETECT}/{{{{model}}}}/shards/{{shard}}.parquet", shard=range(SHARDS)),
             facts=expand(f"{DETECT}/{{{{model}}}}/shards/{{shard}}.json", shard=range(SHARDS)),
+            evidence=expand(f"{DETECT}/{{{{model}}}}/shards/{{shard}}.evidence.npz", shard=range(SHARDS)),
         output:
             table=f"{DETECT}/{{model}}/categories.parquet",
             summary=f"{DETECT}/{{model}}/summary.json",
+            evidence=f"{DETECT}/{{model}}/evidence.npz",
         log:
             f"{DETECT}/logs/merge_model_shards/{{model}}.log",
         params:
@@ -218,7 +228,7 @@ rule quantise_model:
     params:
         model=lambda wc: settings(CFG.model[wc.model]),
         root=lambda wc: model_dir(wc.model),
-        detect=settings(CFG.detect),
+        detect=CHECK_SETTINGS,
         types=lambda wc: list(CFG.model[wc.model].quant),
     threads: CFG.detect.workers
     script:
@@ -260,7 +270,7 @@ rule study_model:
     params:
         model=lambda wc: settings(CFG.model[wc.model]),
         root=lambda wc: model_dir(wc.model),
-        detect=settings(CFG.detect),
+        detect=CHECK_SETTINGS,
     threads: CFG.detect.workers
     script:
         "../scripts/detect_study_model.py"
@@ -278,3 +288,44 @@ rule make_lm_study:
         f"{DETECT}/logs/make_lm_study.log",
     script:
         "../scripts/detect_make_lm_study.py"
+
+
+# The token audit (argmaxable.audit): a card per study model from its check's evidence (no second check), and their
+# index, which the report's LM study links.
+rule audit_model:
+    conda:
+        ENVIRONMENT
+    wildcard_constraints:
+        model=MODEL_KEYS,
+    input:
+        model=model_input("{model}"),
+        evidence=f"{DETECT}/{{model}}/evidence.npz",
+    output:
+        **{key: f"{AUDIT}/{{model}}{suffix}" for key, suffix in (
+            ("md", ".md"), ("html", ".html"), ("json", ".json"), ("tokens", ".tokens.parquet"),
+            ("evidence", ".evidence.npz"), ("hardest", ".hardest.evidence.npz"))},
+    log:
+        f"{DETECT}/logs/audit_model/{{model}}.log",
+    params:
+        model=lambda wc: settings(CFG.model[wc.model]),
+        root=lambda wc: model_dir(wc.model),
+        detect=settings(CFG.detect),
+        prefix=lambda wc: f"{AUDIT}/{wc.model}",
+    threads: CFG.detect.workers
+    script:
+        "../scripts/detect_audit_model.py"
+
+
+rule make_audit_index:
+    conda:
+        ENVIRONMENT
+    input:
+        expand(f"{AUDIT}/{{model}}.json", model=STUDY_MODELS),
+    output:
+        **AUDIT_OUT,
+    log:
+        f"{DETECT}/logs/make_audit_index.log",
+    params:
+        results=lambda wc, output: os.path.dirname(os.path.dirname(os.path.dirname(output.parquet))),  # report's dir
+    script:
+        "../scripts/detect_make_audit_index.py"

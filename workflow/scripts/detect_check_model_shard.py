@@ -12,4 +12,5 @@ snakemake = globals()["snakemake"]  # injected by Snakemake
 sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115 - the job's log for the rest of the process
 check_model_shard(snakemake.params.model, snakemake.params.detect, int(snakemake.wildcards.shard),
                   snakemake.params.shards, snakemake.output.table, snakemake.output.facts,
-                  root=snakemake.params.root, config=from_snakemake(snakemake), progress=True)
+                  root=snakemake.params.root, config=from_snakemake(snakemake), progress=True,
+                  evidence_path=snakemake.output.evidence)

@@ -8,4 +8,5 @@ from argmaxable.detect.check import merge_model_shards
 snakemake = globals()["snakemake"]  # injected by Snakemake
 sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115 - the job's log for the rest of the process
 merge_model_shards(snakemake.params.model, snakemake.input.tables, snakemake.input.facts, snakemake.output.table,
-                   snakemake.output.summary, config=from_snakemake(snakemake))
+                   snakemake.output.summary, config=from_snakemake(snakemake), evidence_paths=snakemake.input.evidence,
+                   evidence_path=snakemake.output.evidence)

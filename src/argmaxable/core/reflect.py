@@ -27,6 +27,7 @@ class ReflectOutcome:
     steps: np.ndarray  # (T,) int: argmax evaluations until proven (1 = the start point already wins), -1 if not
     x: np.ndarray  # (T, d) float64: the witness if proven, else the iterate of best margin (seeds the exact LP)
     rows: dict = field(default_factory=dict)  # position -> rows that beat an unproven item in its last steps
+    margin: np.ndarray | None = None  # (T,) the certified margin of each witness (> eps), NaN where not proven
 
 
 # The rows an item reflected across in its last SEED_STEPS steps seed its LP's first working set. Measured on
@@ -85,6 +86,7 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
     progress = progress or (lambda k: None)
     proven = np.zeros(T, dtype=bool)
     steps = np.full(T, -1, dtype=np.int64)
+    margin = np.full(T, np.nan)
     X = np.empty((T, system.d)) if out is None else out
     todo = np.arange(T)
     whole = system.n_rows == T and np.array_equal(items, todo) and isinstance(system, GramStart)
@@ -101,15 +103,17 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
             rounding[moved] = np.sqrt(system.d) * np.finfo(X.dtype).eps * np.abs(shrunk).max(axis=1)
             fits[moved] = inside(shrunk, *box)
         with np.errstate(invalid="ignore"):
-            won = (system.start_margins(eps) / scale - rounding > eps) & fits
-        proven[won], steps[won] = True, 1
+            first = system.start_margins(eps) / scale - rounding
+            won = (first > eps) & fits
+        proven[won], steps[won], margin[won] = True, 1, first[won]
         progress(int(won.sum()))
         todo = np.flatnonzero(~won)
     step = batch_size(system.n_rows)
     rows, deferred = {}, []
     for lo in range(0, len(todo), step):
         sl = todo[lo : lo + step]
-        proven[sl], steps[sl], x, seen, path = _reflect_batch(system, items[sl], patience, box, eps, stall, whole)
+        proven[sl], steps[sl], x, seen, path, margin[sl] = _reflect_batch(system, items[sl], patience, box, eps, stall,
+                                                                         whole)
         rows.update((int(sl[k]), r) for k, r in seen.items())
         if whole:  # the rows the path does not give, kept until the witnesses are written
             kept = np.ones(len(sl), dtype=bool) if path is None else ~proven[sl]  # (a path holds the proven ones)
@@ -119,7 +123,7 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
         progress(len(sl))
     if whole:
         _write_witnesses(system, X, start, moved, shrunk, deferred)
-    return ReflectOutcome(proven, steps, X, rows)
+    return ReflectOutcome(proven, steps, X, rows, margin)
 
 
 def _write_witnesses(system: GramStart, X: np.ndarray, start: np.ndarray, moved: np.ndarray, shrunk: np.ndarray,
@@ -200,8 +204,9 @@ class _Recorder:
 def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: float, stall: int,
                    record: bool = False):
     """Reflection for one batch of items: whether each is proven, its steps, its witness or best iterate
-    (float64), the rows that beat the unproven ones, and with ``record`` the :class:`Path` of the proven ones
-    (None when not recorded)."""
+    (float64), the rows that beat the unproven ones, with ``record`` the :class:`Path` of the proven ones (None
+    when not recorded), and each witness's certified margin (NaN where not proven: an item leaves at its first
+    winning step, so its best margin is its witness's)."""
     B = len(items)
     recorder = _Recorder(B, system.d) if record else None
     X = system.start(items).astype(system.dtype)  # (B, d)
@@ -256,4 +261,5 @@ def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: f
     X = X.astype(np.float64)
     tried = ~proven & np.isfinite(best_x[:, 0])
     X[tried] = best_x[tried]  # the exact LP starts from the best iterate, not the last
-    return proven, steps, X, seen, None if recorder is None else recorder.path(items, proven)
+    return (proven, steps, X, seen, None if recorder is None else recorder.path(items, proven),
+            np.where(proven, best, np.nan))

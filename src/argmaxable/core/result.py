@@ -28,9 +28,10 @@ class CheckResult:
     status : ndarray of str, shape (k,)
         "argmaxable", "unargmaxable" or "undecided" (numerical trouble; the message says why).
     radius : ndarray of float, shape (k,)
-        A certified lower bound on the Chebyshev radius (a witness's margin, or the LP's best point), the same
-        meaning for every kind; NaN where none was measured (e.g. a category proven at its start point, an item
-        proven unargmaxable by its dual certificate alone); -inf for a duplicate row.
+        A certified lower bound on the Chebyshev radius, the same meaning for every kind: for an argmaxable item its
+        witness's certified margin (reflection's, over ||a_i|| bounded by the largest row norms where the products
+        were in low precision; the LP's best point where the LP ran); NaN where none was measured (an item proven
+        unargmaxable by its dual certificate alone); -inf for a duplicate row.
     radius_exact : ndarray of bool
         Whether the LP ran to its optimum (then ``radius`` equals the Chebyshev radius up to rounding).
     steps : ndarray of int
@@ -44,13 +45,13 @@ class CheckResult:
         Evidence or reason in words (duplicate rows, solver status of undecided items, ...).
     certificates : list of (rows, weights)
         For unargmaxable items: dual weights over constraint rows (category indices / label indices) whose
-        bound certifies radius <= eps; for argmaxable items answered "no" at a threshold (label sets: radius >
-        1), the weights that bound the radius by it; empty arrays elsewhere. Re-checked by
-        :func:`verify_certificate`.
+        bound certifies radius <= eps; for argmaxable items whose LP bounded the radius from above, the weights
+        that bound it by ``radius_upper`` (and so answer "no" at a threshold above it: label sets' radius > 1);
+        empty arrays elsewhere. Re-checked by :func:`verify_certificate`.
     settings : dict
         bound, lower, upper (the box), eps, patience, solver, exact_radius, numeric_path, blas, tolerances.
     radius_upper : ndarray of float, shape (k,)
-        A certified upper bound on the radius (a dual certificate's), NaN where none.
+        A certified upper bound on the radius (a dual certificate's, kept in ``certificates``), NaN where none.
     answers : dict of str -> ndarray of str
         For each threshold asked ("eps"; and "1" for label sets): "yes", "no" or "undecided" for radius >
         threshold, from the certified bounds.
@@ -124,26 +125,36 @@ class CheckResult:
         with atomic_path(path) as tmp:
             self.write_npz(tmp)
 
-    def write_npz(self, path) -> None:
-        """Write the ``.npz`` of :meth:`save` to ``path`` as it is (no temporary name of its own)."""
+    def write_npz(self, path, W=None) -> None:
+        """Write the ``.npz`` of :meth:`save` to ``path`` as it is (no temporary name of its own). With the layer
+        ``W`` (categories), the compact form: a witness that is its category's own row times a power of two (a start
+        point) is stored as that power alone (:meth:`load` makes it again from the layer), the other witnesses as
+        they are, and only the messages that say something."""
         import json
 
         sizes = [len(r) for r, _ in self.certificates]
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         rows = np.concatenate([np.asarray(r, dtype=np.int64) for r, _ in self.certificates]) if sizes else []
         weights = np.concatenate([np.asarray(w, dtype=np.float64) for _, w in self.certificates]) if sizes else []
+        witness = {"witness": self.witness, "message": self.message.astype(str)}
+        if W is not None:  # and the messages as {position: text} where there is one (most are empty)
+            own = own_row_exponents(self.witness, W, self.items)
+            said = np.flatnonzero(self.message.astype(str) != "")
+            witness = {"witness": self.witness[own == NOT_OWN], "witness_own": own,
+                       "messages": json.dumps({int(p): str(self.message[p]) for p in said})}
         with open(path, "wb") as fh:
             np.savez(fh, kind=self.kind, items=self.items, status=self.status.astype(str), radius=self.radius,
                      radius_exact=self.radius_exact, steps=self.steps, lp_rounds=self.lp_rounds,
-                     witness=self.witness, message=self.message.astype(str), settings=json.dumps(self.settings),
+                     settings=json.dumps(self.settings),
                      cert_rows=np.asarray(rows, dtype=np.int64), cert_weights=np.asarray(weights, dtype=np.float64),
-                     cert_offsets=offsets, radius_upper=self.radius_upper,
+                     cert_offsets=offsets, radius_upper=self.radius_upper, **witness,
                      **{f"answer_{k}": np.asarray(v).astype(str) for k, v in self.answers.items()})
 
     @classmethod
-    def load(cls, path) -> CheckResult:
+    def load(cls, path, W=None) -> CheckResult:
         """Read a result written by :meth:`save` (no pickles); anything else (a truncated, empty or corrupt file,
-        a member too large for memory, settings that are not a JSON object) is one ValueError."""
+        a member too large for memory, settings that are not a JSON object) is one ValueError. A compact file
+        (:meth:`write_npz` with the layer) needs the layer ``W`` to make its start-point witnesses again."""
         import json
 
         try:
@@ -151,7 +162,13 @@ class CheckResult:
                 f = {k: z[k] for k in z.files}
             o, rows, weights = f["cert_offsets"], f["cert_rows"], f["cert_weights"]
             settings = json.loads(str(f["settings"]))
-        except Exception as err:  # zipfile.BadZipFile, EOFError, MemoryError, KeyError, JSONDecodeError...
+            if "witness_own" in f:
+                f["witness"] = _own_rows(f["witness"], f["witness_own"], W, f["items"])
+                f["message"] = np.full(len(f["items"]), "", dtype=object)
+                for p, text in json.loads(str(f["messages"])).items():
+                    f["message"][int(p)] = text
+                f["message"] = f["message"].astype(str)
+        except Exception as err:  # zipfile.BadZipFile, EOFError, MemoryError, KeyError, JSONDecodeError, ours...
             text = str(err).strip()
             why = text.splitlines()[0] if text else type(err).__name__
             raise ValueError(f"{path}: not a readable evidence file ({why})") from None
@@ -175,3 +192,38 @@ class CheckResult:
             more = " ..." if c[UNARGMAXABLE] > 20 else ""
             text += f"\nunargmaxable: {shown}{more}"
         return text
+
+
+NOT_OWN = np.iinfo(np.int16).min  # a witness stored as it is, not as its own row times a power of two
+
+
+def own_row_exponents(X: np.ndarray, W, items: np.ndarray, block: int = 8192) -> np.ndarray:
+    """Per item, the k with ``X[p] == W[items[p]] * 2**k`` exactly (in X's dtype), or :data:`NOT_OWN`."""
+    out = np.full(len(items), NOT_OWN, dtype=np.int16)
+    for s in range(0, len(items), block):
+        x = X[s : s + block]
+        w = np.asarray(W[items[s : s + block]]).astype(X.dtype)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            k = np.frexp(np.abs(x).max(axis=1))[1] - np.frexp(np.abs(w).max(axis=1))[1]
+        k = np.clip(k, -1000, 1000)
+        same = (np.ldexp(w, k[:, None]).astype(X.dtype) == x).all(axis=1) & np.isfinite(x).all(axis=1)
+        out[s : s + block][same] = k[same]
+    return out
+
+
+def _own_rows(kept: np.ndarray, own: np.ndarray, W, items: np.ndarray) -> np.ndarray:
+    """The witnesses of a compact file: its stored rows where ``own`` is :data:`NOT_OWN`, else the item's own row of
+    ``W`` times 2**own."""
+    if W is None:
+        raise ValueError("compact evidence: its start-point witnesses are made again from the layer (give W)")
+    mine = own != NOT_OWN
+    if len(own) != len(items) or len(kept) != (~mine).sum() or W.shape[1] != kept.shape[1] or (
+            items[mine] >= len(W)).any():
+        raise ValueError("compact evidence does not match the layer or its own items")
+    X = np.empty((len(own), kept.shape[1]), dtype=kept.dtype)
+    X[~mine] = kept
+    at = np.flatnonzero(mine)
+    for s in range(0, len(at), 8192):
+        p = at[s : s + 8192]
+        X[p] = np.ldexp(np.asarray(W[items[p]]).astype(kept.dtype), own[p, None].astype(np.int64))
+    return X

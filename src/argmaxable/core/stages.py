@@ -68,15 +68,13 @@ class Reflect:
         self.box, self.settings = box, settings
 
     def run(self, system: System, ledger: Ledger, open_: np.ndarray) -> np.ndarray:
-        eps = self.settings.eps
         approx, whole = self._reflect(system, ledger, open_)
         proven, todo = open_[approx.proven], open_[~approx.proven]
-        ledger.prove(proven, self.name, lower=eps)  # each witness's certified margin exceeds eps
-        if ledger.threshold is not None:  # measured, to compare with the threshold
-            _, m = system.evaluate(ledger.items[proven], ledger.witness[proven], eps)
-            ledger.lower[proven] = ledger.radius[proven] = m  # certified margins of the witnesses
-            if not self.settings.exact_radius:
-                todo = np.sort(np.concatenate([todo, proven[m <= ledger.threshold]]))
+        m = approx.margin[approx.proven]  # each witness's certified margin (> eps): a lower bound on the radius
+        ledger.prove(proven, self.name, lower=m)
+        ledger.radius[proven] = m
+        if ledger.threshold is not None and not self.settings.exact_radius:  # to compare with the threshold
+            todo = np.sort(np.concatenate([todo, proven[m <= ledger.threshold]]))
         if self.settings.exact_radius:
             todo = open_
         # The LP starts from reflection's best iterate, with the rows reflection saw beat it in its last steps.
@@ -186,8 +184,8 @@ class ExactLP:
             ledger.refute(pos, self.name, certificate, out.upper)
             if self.shared is not None:
                 self.shared.learn(certificate[0][out.dual_weights > 0])
-        if ledger.status[pos] == ARGMAXABLE and ledger.threshold is not None and out.upper <= ledger.threshold:
-            # an argmaxable item answered "no" at the threshold: its evidence is the dual bound that says so
+        if ledger.status[pos] == ARGMAXABLE and np.isfinite(out.upper) and out.upper == ledger.upper[pos]:
+            # the dual weights behind an argmaxable item's radius_upper (and its "no" at a threshold it bounds)
             ledger.certificates[pos] = certificate
 
 

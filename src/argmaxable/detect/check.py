@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from argmaxable.core import activation_bounds, check_categories
+from argmaxable.core import CheckResult, activation_bounds, check_categories
 from argmaxable.core.box import activation_dtype
 from argmaxable.detect.download import read_manifest
 from argmaxable.detect.loaders import load_model
@@ -60,7 +60,11 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
     facts : dict
         model, group, origin, n, d, bias, script, activation, seconds, settings (per box, scalar bounds),
         files (paths read), checks (the core's settings per box, recorded in the table's sidecar), head (what
-        the file says about the head: GGUF's tied, stored_type, output_norm; empty for other sources).
+        the file says about the head: GGUF's tied, stored_type, output_norm; ONNX: where its tokens came from).
+    results : dict
+        Per box, the :class:`~argmaxable.core.CheckResult` with its evidence.
+    layer : Layer
+        The head as loaded.
     """
     if root is not None:
         read_manifest(root)  # the download is complete and unchanged
@@ -71,7 +75,7 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
     if script and layer.tokens is None:
         raise WeightsError(f"model {model['name']!r} names script {script!r} but no vocabulary file was found: "
                            "set params.vocab")
-    frames, seconds, settings, checks = [], 0.0, {}, {}
+    frames, seconds, settings, checks, results = [], 0.0, {}, {}, {}
     for box, lower, upper in boxes(layer.activation, detect["bound"], activation_dtype(layer.precision)):
         start = time.perf_counter()
         res = check_categories(layer.W, None if shards == 1 else classes, b=layer.b, bound=detect["bound"],
@@ -79,6 +83,7 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
                                solver=detect["solver"], workers=detect["workers"], progress=progress)
         seconds += time.perf_counter() - start
         checks[box] = res.settings  # the core's own record (per-coordinate box), for the table's sidecar
+        results[box] = res
         settings[box] = {**res.settings, "lower": lower, "upper": upper}  # scalars, not one per coordinate
         frame = res.to_frame().rename(columns={"item": "category"})
         frame.insert(0, "box", box)
@@ -99,7 +104,7 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
              "bias": layer.b is not None, "script": script, "activation": layer.activation,
              "seconds": round(seconds, 3), "settings": settings, "files": [str(f) for f in layer.files],
              "checks": checks, "head": layer.info}
-    return frame, facts
+    return frame, facts, results, layer
 
 
 def boxes(activation: str | None, bound: float, dtype: str = "float32") -> list[tuple[str, float | None, float | None]]:
@@ -170,8 +175,8 @@ def summarise(frame, facts: Mapping, paper: Mapping | None = None) -> dict[str, 
 
 
 def check_model(model: Mapping, detect: Mapping, table_path: str | os.PathLike, summary_path: str | os.PathLike,
-                *, root: str | os.PathLike | None = None, config: Any = None,
-                progress: bool = False) -> dict[str, Any]:
+                *, root: str | os.PathLike | None = None, config: Any = None, progress: bool = False,
+                evidence_path: str | os.PathLike | None = None) -> dict[str, Any]:
     """Load one model's output layer from local files, check all its categories, write table and summary.
 
     Parameters
@@ -189,19 +194,24 @@ def check_model(model: Mapping, detect: Mapping, table_path: str | os.PathLike, 
         The model's downloaded directory (relative params are read inside it).
     config : any
         The composed config, stored in the provenance records.
+    evidence_path : path, optional
+        Where to keep the paper box's whole result with its evidence (compact: start-point witnesses are made again
+        from the layer, :meth:`~argmaxable.core.CheckResult.load`); renamed into place with the table.
 
     Returns
     -------
     dict
         The summary.
     """
-    frame, facts = check_shard(model, detect, root=root, progress=progress)
-    return _write_model(frame, facts, model, table_path, summary_path, facts["files"], config)
+    frame, facts, results, layer = check_shard(model, detect, root=root, progress=progress)
+    evidence = [(evidence_path, lambda tmp: results["paper"].write_npz(tmp, W=layer.W))] if evidence_path else []
+    return _write_model(frame, facts, model, table_path, summary_path, facts["files"], config, evidence)
 
 
-def _write_model(frame, facts, model, table_path, summary_path, inputs, config) -> dict[str, Any]:
+def _write_model(frame, facts, model, table_path, summary_path, inputs, config, companions=()) -> dict[str, Any]:
     write_table(frame, table_path, config=config, inputs=inputs, model=model["name"], origin=facts["origin"],
                 check=facts["checks"]["paper"],  # box, eps, tolerances, numeric path and BLAS of each check
+                companions=companions,
                 **{f"check_{box}": c for box, c in facts["checks"].items() if box != "paper"})
     summary = summarise(frame, facts, model.get("paper"))
     write_json(summary, summary_path)
@@ -210,17 +220,24 @@ def _write_model(frame, facts, model, table_path, summary_path, inputs, config) 
 
 def check_model_shard(model: Mapping, detect: Mapping, shard: int, shards: int, table_path: str | os.PathLike,
                       facts_path: str | os.PathLike, *, root: str | os.PathLike | None = None,
-                      config: Any = None, progress: bool = False) -> None:
-    """One class-range job of a sharded check: its rows of the table and the layer's facts (JSON)."""
-    frame, facts = check_shard(model, detect, root=root, shard=shard, shards=shards, progress=progress)
-    write_table(frame, table_path, config=config, inputs=facts["files"], model=model["name"], shard=shard)
+                      config: Any = None, progress: bool = False,
+                      evidence_path: str | os.PathLike | None = None) -> None:
+    """One class-range job of a sharded check: its rows of the table, the layer's facts (JSON) and, with
+    ``evidence_path``, the paper box's result of its range (every witness stored: the merge needs no layer)."""
+    frame, facts, results, _ = check_shard(model, detect, root=root, shard=shard, shards=shards, progress=progress)
+    evidence = [(evidence_path, results["paper"].write_npz)] if evidence_path else []
+    write_table(frame, table_path, config=config, inputs=facts["files"], model=model["name"], shard=shard,
+                companions=evidence)
     write_json(facts, facts_path)
 
 
 def merge_model_shards(model: Mapping, table_paths: Iterable[str | os.PathLike],
                        facts_paths: Iterable[str | os.PathLike], table_path: str | os.PathLike,
-                       summary_path: str | os.PathLike, *, config: Any = None) -> dict[str, Any]:
-    """Join the shards of a sharded check into the table and summary a single :func:`check_model` writes."""
+                       summary_path: str | os.PathLike, *, config: Any = None,
+                       evidence_paths: Iterable[str | os.PathLike] = (),
+                       evidence_path: str | os.PathLike | None = None) -> dict[str, Any]:
+    """Join the shards of a sharded check into the table and summary a single :func:`check_model` writes (and, from
+    the shards' ``evidence_paths``, the whole result at ``evidence_path``, every witness stored)."""
     table_paths, facts_paths = list(table_paths), list(facts_paths)
     frame = pd.concat([pd.read_parquet(p) for p in table_paths], ignore_index=True)
     frame = frame.sort_values(["box", "category"], key=lambda c: c.ne("paper") if c.name == "box" else c,
@@ -231,7 +248,24 @@ def merge_model_shards(model: Mapping, table_paths: Iterable[str | os.PathLike],
         if rows["category"].tolist() != list(range(facts["n"])):
             raise ValueError(f"shards of {model['name']!r} do not cover categories 0..{facts['n'] - 1} once each "
                              f"in box {box!r}")
-    return _write_model(frame, facts, model, table_path, summary_path, table_paths, config)
+    evidence = []
+    if evidence_path:
+        whole = concat_results([CheckResult.load(p) for p in evidence_paths])
+        evidence = [(evidence_path, whole.write_npz)]
+    return _write_model(frame, facts, model, table_path, summary_path, table_paths, config, evidence)
+
+
+def concat_results(parts: list) -> CheckResult:
+    """The results of consecutive class ranges as one result (the first part's kind and settings)."""
+    first = parts[0]
+    join = {name: np.concatenate([getattr(p, name) for p in parts])
+            for name in ("items", "status", "radius", "radius_exact", "steps", "lp_rounds", "witness", "message",
+                         "radius_upper")}
+    answers = {k: np.concatenate([np.asarray(p.answers[k]) for p in parts]) for k in first.answers}
+    certificates = [c for p in parts for c in p.certificates]
+    return CheckResult(first.kind, join["items"], join["status"], join["radius"], join["radius_exact"],
+                       join["steps"], join["lp_rounds"], join["witness"], join["message"], certificates,
+                       first.settings, radius_upper=join["radius_upper"], answers=answers)
 
 
 COLUMNS = {  # summary key -> column of the detection table (002 Tables 4-8 plus our extra evidence)

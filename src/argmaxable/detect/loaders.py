@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from argmaxable.detect.gguf import read_gguf_head
-from argmaxable.detect.onnx import read_onnx_head, read_tokens
+from argmaxable.detect.onnx import metadata_tokens, read_onnx_head, read_tokens
 from argmaxable.detect.vocab import read_vocab, readable_tokens
 from argmaxable.detect.weights import WeightsError, load_layer, open_tensors, read_member, to_numpy
 
@@ -319,14 +319,19 @@ def load_onnx(path: str, output: str | None = None, tokens: Mapping | None = Non
 
     ``output`` names the logits tensor (default: found from the Softmax or the graph output); ``tokens`` says
     where each row's token is (:func:`argmaxable.detect.onnx.read_tokens`; files relative to the .onnx file's
-    directory). The activation found feeding the head is kept in ``Layer.activation`` and the origin.
+    directory); without it, the model's own dictionary names them where its metadata has one
+    (:func:`argmaxable.detect.onnx.metadata_tokens`; ``info["tokens"]`` says which). The activation found feeding
+    the head is kept in ``Layer.activation`` and the origin.
     """
     local = Path(path).expanduser()
     head = read_onnx_head(local, output)
-    names = _tokens(tokens, local, head.W.shape[0], head.metadata)
+    if tokens:
+        names, how = _tokens(tokens, local, head.W.shape[0], head.metadata), "the model's tokens setting"
+    else:
+        names, how = metadata_tokens(head.metadata, head.W.shape[0])
     origin = f"onnx:{local.name} {head.node} (fed by {head.feeding})"
     return Layer(head.W, head.b, origin, [local, *_token_files(tokens, local)], tokens=names,
-                 activation=head.activation, precision=head.precision, tied=head.tied)
+                 activation=head.activation, precision=head.precision, tied=head.tied, info={"tokens": how})
 
 
 def load_gguf(path: str | list[str]) -> Layer:

@@ -432,6 +432,34 @@ def read_tokens(spec: Mapping, root: str | os.PathLike = ".", metadata: Mapping[
     return [*spec.get("prepend", []), *tokens, *spec.get("append", [])]
 
 
+# PaddleOCR's recognisers keep their dictionary in the metadata entry `character`, one character per line; its
+# CTC decoders put the blank first and, with use_space_char, a space last (config/model/ppocrv4_rec.yaml).
+DICTIONARY_KEY, CTC_BLANK = "character", "<blank>"
+
+
+def metadata_tokens(metadata: Mapping[str, str] | None, n: int) -> tuple[list[str] | None, str]:
+    """The tokens of an ONNX model's ``n`` rows from its own dictionary (metadata entry ``character``), as its
+    CTC decoder adds them: the blank first, and a space last where one more row is left; and a word on where
+    they came from (the tokens are None where the model has no dictionary, or one that cannot name its rows).
+
+    Examples
+    --------
+    >>> metadata_tokens({"character": "a\\nb"}, 4)
+    (['<blank>', 'a', 'b', ' '], "metadata 'character' (2 entries), the CTC blank first and a space last")
+    """
+    if not metadata or DICTIONARY_KEY not in metadata:
+        return None, "no dictionary in the model's metadata"
+    chars = metadata[DICTIONARY_KEY].split("\n")
+    known = f"metadata {DICTIONARY_KEY!r} ({len(chars)} entries)"
+    if len(chars) + 1 == n:
+        return [CTC_BLANK, *chars], f"{known}, the CTC blank first"
+    if len(chars) + 2 == n:
+        return [CTC_BLANK, *chars, " "], f"{known}, the CTC blank first and a space last"
+    if len(chars) == n:
+        return chars, known
+    return None, f"{known} cannot name the head's {n} rows: give --vocab"
+
+
 def _python_list(source: str, variable: str, path: Path) -> list[str]:
     for stmt in ast.parse(source).body:
         if isinstance(stmt, ast.Assign) and any(getattr(t, "id", None) == variable for t in stmt.targets):

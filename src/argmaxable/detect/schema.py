@@ -11,7 +11,18 @@ from argmaxable.core.box import ACTIVATIONS
 from argmaxable.core.settings import ALLOWED, BOUND, EPS, PATIENCE, SOLVER, WORKERS
 from argmaxable.detect.download import KINDS as DOWNLOAD_KINDS
 from argmaxable.detect.loaders import SOURCES
-from argmaxable.rules import AT_LEAST_ONE, INSIDE, SHA256, one_of
+from argmaxable.rules import AT_LEAST_ONE, INSIDE, SHA256, SHARE, one_of
+
+
+@dataclass
+class AuditConfig:
+    """The token audit of every real head the study takes (:mod:`argmaxable.audit`): the LP bounds the radius of the
+    ``hardest`` tokens from both sides, after the ``refine`` smallest lower bounds are tightened at their witnesses;
+    each under-training signal flags ``share`` of the vocabulary (Land & Bartolo verify their top 2%)."""
+
+    hardest: int = 6
+    refine: int = 128
+    share: float = 0.02
 
 
 @dataclass
@@ -30,12 +41,16 @@ class DetectConfig:
     fig12_models: list[str] = field(default_factory=list)
     # The LM study's models, beyond the papers (model keys; empty = every checked model whose source is not random).
     study_models: list[str] = field(default_factory=list)
+    audit: AuditConfig = field(default_factory=AuditConfig)  # a card per study model (rule audit_model)
 
 
 # Allowed values, checked before any job (argmaxable.rules).
 RULES = {
     **{f"detect.{name}": allowed.rule for name, allowed in ALLOWED.items()},  # the check's own rules
     "detect.shards": AT_LEAST_ONE,
+    "detect.audit.hardest": AT_LEAST_ONE,
+    "detect.audit.refine": AT_LEAST_ONE,
+    "detect.audit.share": SHARE,
     # every model: the sets of allowed values are those the code declares (loaders, fetchers, activations)
     "model.*.source": one_of(SOURCES),
     "model.*.activation": one_of(ACTIVATIONS, fold_case=True),
@@ -125,5 +140,8 @@ class ModelConfig:
     group: str = ""  # the model's source in ACL Table 1 (default: named by the paper table it is in)
     quant: list[str] = field(default_factory=list)  # quantisation study: types to requantise the head to
     # (argmaxable.detect.quant.TYPES: Q8_0, Q5_1, Q5_0, Q4_1, Q4_0); empty: not studied
+    # The audit's unused tokens (argmaxable.audit.signals.reference_tokens: ids and ranges, or a regular expression
+    # of whole token names); empty: GGUF type 'unused' and reserved names such as <unused12>
+    unused: str = ""
     description: str = ""
     paper: PaperResult = field(default_factory=PaperResult)
