@@ -224,6 +224,9 @@ def _gguf(tmp_path):
 def test_cli_audit_writes_a_card_that_verify_rechecks(tmp_path, capsys):
     path, W = _gguf(tmp_path)
     prefix = tmp_path / "out" / "m"
+    assert main(["audit", str(path), "--out", str(prefix), "--workers", "1"]) == 2  # as check --out: no new directory
+    assert "does not exist; create it first" in capsys.readouterr().err
+    prefix.parent.mkdir()
     assert main(["audit", str(path), "--out", str(prefix), "--hardest", "2", "--workers", "1", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "tie group 1: 15:' w10' (normal) = 16:' w11' (normal) = 17:' w12' (normal) = 18:' w13' (normal); " \
