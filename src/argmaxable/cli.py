@@ -3,7 +3,7 @@
     argmaxable check softmax layer.npz [--weight-key K] [--bias-key K] [--out table.parquet]
     argmaxable check softmax model.onnx [--activation silu] [--vocab tokens.txt]
     argmaxable check softmax model.gguf
-    argmaxable check softmax HuggingFaceTB/SmolLM2-135M [--revision R]
+    argmaxable check softmax HuggingFaceTB/SmolLM2-135M [--revision R]   (or a bare hub id: gpt2)
     argmaxable check assignments layer.pt labels.txt [--out table.csv]
     argmaxable verify table.parquet layer.npz [--labels labels.txt]
     argmaxable config show [experiment=paper detect.bound=50 ...]
@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import tempfile
 from pathlib import Path
@@ -69,38 +68,37 @@ def _describe(path, W, b) -> str:
     return f"{path}: {W.shape[0]} x {W.shape[1]} weights, {'with' if b is not None else 'no'} bias"
 
 
-HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # owner/name
-
-
-def _is_hub_id(text: str) -> bool:
-    """A Hugging Face hub id (``owner/name``) that names no local path nor a weights file."""
-    from argmaxable.detect.weights import FORMATS
-
-    path = Path(text)
-    return bool(HUB_ID.match(text)) and not path.exists() and path.suffix.lower() not in (*FORMATS, ".onnx", ".gguf")
-
-
 def _read_layer(args):
     """The output layer of a weights file, an ONNX model (its head found in the graph), a GGUF model, a Hugging
-    Face model directory (save_pretrained, via its logits layer) or hub id (only the files holding the head and
-    the tokens fetched); tokens from ``--vocab`` or the model, byte-level BPE shown readable."""
-    from argmaxable.detect.loaders import Layer, load_gguf, load_huggingface, load_onnx, snapshot_head
+    Face model directory (save_pretrained, via its logits layer) or hub id (``owner/name`` or a bare name such as
+    ``gpt2``: only the files holding the head and the tokens fetched, pinned to the commit ``--revision`` names);
+    tokens from ``--vocab`` or the model, byte-level BPE shown readable."""
+    from argmaxable.detect.hub import check_revision, hub_dir, is_hub_id
+    from argmaxable.detect.loaders import Layer, load_gguf, load_huggingface, load_onnx
     from argmaxable.detect.vocab import read_vocab
     from argmaxable.detect.weights import load_layer
+    from argmaxable.fetch import DownloadError
 
     path = Path(args.path)
-    hub = not path.is_dir() and _is_hub_id(args.path)
-    if getattr(args, "revision", None) and not hub:
-        raise UsageError("--revision applies to a Hugging Face hub id (owner/name), not to a local path")
+    hub = not path.is_dir() and is_hub_id(args.path)
+    revision = getattr(args, "revision", None)
+    if revision and not hub:
+        raise UsageError("--revision applies to a Hugging Face hub id (owner/name, or a bare name such as gpt2), "
+                         "not to a local path")
     if path.is_dir() or hub:
         if args.weight_key or args.bias_key:
             raise UsageError("--weight-key/--bias-key apply to weights files, not to a Hugging Face model")
-        revision = getattr(args, "revision", None)
-        local = snapshot_head(args.path, revision) if hub else path
+        try:
+            local = hub_dir(args.path, check_revision(revision)) if hub else path
+        except DownloadError as err:
+            raise UsageError(f"cannot fetch {args.path!r} from the Hugging Face hub: {err}") from None
         layer = load_huggingface(str(local))
         if hub:
-            layer.origin = f"huggingface:{args.path}" + (f"@{revision}" if revision else "")
-        _name_rows(layer, read_vocab(local, layer.W.shape[0])[0])
+            layer.origin = f"huggingface:{args.path}@{local.name}"
+            print(f"head: {layer.origin} (revision {revision or 'main'})")
+        tokens, vocab_files = read_vocab(local, layer.W.shape[0])
+        _name_rows(layer, tokens)
+        layer.files += vocab_files
     elif path.suffix.lower() == ".gguf":
         if args.weight_key or args.bias_key:
             raise UsageError("--weight-key/--bias-key do not apply to a GGUF model (its head is output.weight, "
@@ -116,7 +114,7 @@ def _read_layer(args):
                                          else ""))
     else:
         W, b = load_layer(args.path, args.weight_key, args.bias_key, no_bias=args.no_bias)
-        layer = Layer(W, b, str(path))
+        layer = Layer(W, b, str(path), [path])
     if args.no_bias:
         layer.b = None
     if getattr(args, "vocab", None) is not None:  # `verify` has no --vocab
@@ -188,17 +186,20 @@ def _check_out(args) -> None:
         raise UsageError(f"--out {str(out)!r}: cannot write in directory {str(parent)!r}") from None
 
 
-def _write(res, args, extra_inputs=(), layer=None) -> None:
+def _write(res, args, layer, extra_inputs=(), named=True) -> None:
+    """The table, its .meta.json (the command, the settings, the layer's origin and the files it was read from,
+    hashed) and its evidence."""
     if args.out is None:
         return
     out = Path(args.out)
     frame = res.to_frame().rename(columns={"item": "category" if res.kind == "categories" else "assignment"})
-    if layer is not None:  # token (readable), raw_token (as stored, where they differ), token_type (GGUF)
+    if named:  # token (readable), raw_token (as stored, where they differ), token_type (GGUF)
         named = [("token", layer.tokens), ("raw_token", layer.raw_tokens), ("token_type", layer.token_types)]
         for at, (column, values) in enumerate([(c, v) for c, v in named if v is not None], start=1):
             frame.insert(at, column, [values[i] for i in frame["category"]])
     # the table, its .meta.json and its evidence are staged and renamed together: one unit, old or new
-    write_table(frame, out, config={"command": sys.argv[1:], **res.settings}, inputs=[args.path, *extra_inputs],
+    write_table(frame, out, config={"command": sys.argv[1:], **res.settings},
+                inputs=[*(layer.files or [args.path]), *extra_inputs], origin=layer.origin,
                 companions=[(evidence_path(out), res.write_npz)])
     print(f"wrote {out} and {evidence_path(out)}")
 
@@ -211,7 +212,7 @@ def cmd_check_softmax(args) -> int:
     res = am.check_categories(layer.W, b=layer.b, progress=args.progress, **settings)
     print(res.summary())
     _list_tokens(res, layer.tokens)
-    _write(res, args, layer=layer)
+    _write(res, args, layer)
     return 0
 
 
@@ -225,7 +226,7 @@ def cmd_check_assignments(args) -> int:
     res = am.check_assignments(W, Y, b, progress=args.progress, **settings)
     print(res.summary())
     print(f"{int(res.one_argmaxable().sum())} of {len(res)} assignments are 1-argmaxable (radius > 1)")
-    _write(res, args, [args.labels])
+    _write(res, args, layer, [args.labels], named=False)
     return 0
 
 
@@ -343,9 +344,11 @@ def cmd_report_readme(args) -> int:
 
 def _add_layer_options(p: argparse.ArgumentParser, bound_default: str) -> None:
     p.add_argument("path", help="weights file (.npz, .npy, .pt/.pth/.bin, .safetensors), an ONNX model (.onnx), "
-                   "a GGUF model (.gguf), a Hugging Face model directory (save_pretrained) or hub id (owner/name: "
-                   "only the files holding the head and the tokens are fetched)")
-    p.add_argument("--revision", metavar="R", help="branch, tag or commit of a hub id (default: main)")
+                   "a GGUF model (.gguf), a Hugging Face model directory (save_pretrained) or hub id (owner/name or "
+                   "a bare name such as gpt2: only the config, the tokenizer files and the head's bytes are fetched, "
+                   "from HF_ENDPOINT, cached under $ARGMAXABLE_CACHE)")
+    p.add_argument("--revision", metavar="R", help="branch, tag or commit of a hub id (default: main); the commit "
+                   "it names is recorded")
     p.add_argument("--weight-key", metavar="K", help="name of the weight matrix in the file (default: "
                    "lm_head.weight, decoder_ff_logit_out_W, ff_logit_W, decoder_Wemb, Wemb_dec, Wemb, weight, W); "
                    "for .onnx the tensor holding the logits (default: found from the Softmax or graph output)")
