@@ -113,7 +113,7 @@ def _npz_head(url: str, target: Path, parts: Path) -> dict[str, Any]:
 
     try:
         source = Remote(url, hub=False)
-        members = list_tensors(target.name, source)
+        members = list_tensors(target.name, source, keys=())
         keys = [k for k in ([w for w, _ in WEIGHT_KEYS], BIAS_KEYS) for k in [next((m for m in k if m in members),
                                                                                    None)] if k]
         if not keys:

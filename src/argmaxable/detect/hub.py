@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from argmaxable.detect import remote
 from argmaxable.detect.remote import Local, Remote, extract_head, list_tensors, part_dir
 from argmaxable.fetch import DownloadError, Refused, inside, staging_dir, write_manifest
 
@@ -40,8 +41,7 @@ T = TypeVar("T")
 HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*$")
 REVISION = re.compile(r"^[\w.-]+(?:/[\w.-]+)*$")
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
-RETRIES = 5
-BACKOFF = 1.0  # seconds before the first retry, doubled after each
+RETRIES = 2  # further attempts of a huggingface_hub call (since 1.31 it retries a failing HEAD five times itself)
 # Files naming the tokens of a hub model (argmaxable.detect.vocab.read_vocab reads them).
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "vocab.txt", "merges.txt",
                    "special_tokens_map.json", "added_tokens.json", "target_vocab.json", "vocab-tgt.json")
@@ -140,7 +140,7 @@ def _hub(what: str, call: Callable[[], T]) -> T:
         except Exception as err:  # HTTP and connection errors of huggingface_hub and its HTTP client
             if not _transient(err) or attempt == RETRIES:
                 raise DownloadError(f"{what}: {_reason(err)}") from None
-        time.sleep(BACKOFF * 2 ** attempt)
+        time.sleep(remote.BACKOFF * 2 ** attempt)
     raise AssertionError("unreachable")
 
 
@@ -288,7 +288,7 @@ def _fetch_model(repo: str, revision: str | None, into: Path, patterns: Sequence
                                         inside(into, shard, "index entry"), parts)
     else:
         src = source(checkpoint)
-        keys = head_keys(into, list(list_tensors(checkpoint, src)), repo)
+        keys = head_keys(into, list(list_tensors(checkpoint, src, keys=())), repo)
         heads[checkpoint] = extract_head(checkpoint, src, keys, into / checkpoint, parts)
     fetched += sum(h["fetched"] for h in heads.values()) if local is None else 0
     return {"source": f"huggingface:{repo}", "revision": commit, "requested": revision or "main",

@@ -50,6 +50,7 @@ BLOCK = 1 << 20
 READ_AHEAD = 1 << 16  # bytes fetched around a small read (headers, pickles, zip directories)
 MAX_HEADER = 100 << 20  # a safetensors JSON header larger than this is refused (the format's own limit)
 RETRIES = 5
+BACKOFF = 1.0  # seconds before the first retry, doubled after each (read at each retry: tests shorten it)
 
 
 # ---------------------------------------------------------------------------------------------- sources
@@ -63,7 +64,8 @@ class Source:
     size: int
     fetched: int = 0
 
-    def read(self, offset: int, length: int) -> bytes:
+    def read(self, offset: int, length: int, ahead: bool = True) -> bytes:
+        """Bytes ``offset:offset+length``; ``ahead``: a remote source may fetch more around them (headers)."""
         raise NotImplementedError
 
     def fetch(self, offset: int, length: int, part: Path) -> Path:
@@ -90,7 +92,7 @@ class Local(Source):
     def __init__(self, path: Path):
         self.path, self.name, self.size = Path(path), Path(path).name, Path(path).stat().st_size
 
-    def read(self, offset: int, length: int) -> bytes:
+    def read(self, offset: int, length: int, ahead: bool = True) -> bytes:
         with open(self.path, "rb") as f:
             f.seek(offset)
             data = f.read(length)
@@ -138,7 +140,6 @@ class Remote(Source):
     commit: str | None = None
     hub: bool = True
     timeout: float = 60.0
-    backoff: float = 1.0
     retries: int = RETRIES
     name: str = ""
     size: int = 0
@@ -148,7 +149,7 @@ class Remote(Source):
     def __post_init__(self):
         self.name = self.name or urllib.parse.unquote(self.url.rsplit("/", 1)[-1].split("?")[0])
         self._retrying(self._head)
-        self._cache: tuple[int, bytes] = (0, b"")
+        self._cache: list[tuple[int, bytes]] = []  # the last few small reads (a zip's directory, a header)
 
     def _open(self, method: str, extra: Mapping[str, str] | None = None):
         request = urllib.request.Request(self.url, method=method, headers={**self.headers, **(extra or {}),
@@ -164,7 +165,7 @@ class Remote(Source):
             except (urllib.error.URLError, OSError) as err:
                 if not _transient(err) or i == self.retries:
                     raise DownloadError(f"cannot read {self.url}: {failure_reason(err)}") from None
-            time.sleep(self.backoff * 2 ** i)
+            time.sleep(BACKOFF * 2 ** i)
         raise AssertionError("unreachable")
 
     def _head(self) -> None:
@@ -219,20 +220,20 @@ class Remote(Source):
             if self.etag and etag and etag != self.etag:
                 raise Refused(f"{self.url}: the ETag changed from {self.etag} to {etag} during the download")
             left = length
-            while left and (block := response.read(min(BLOCK, left))):
+            while left and (block := response.read1(min(BLOCK, left))):
                 out.write(block)
+                out.flush()  # what arrived is on disk, for the next run, should this one be killed
                 self.fetched += len(block)
                 left -= len(block)
         if left:
             raise ConnectionError(f"connection closed with {left} of {length} bytes missing")
 
-    def read(self, offset: int, length: int) -> bytes:
+    def read(self, offset: int, length: int, ahead: bool = True) -> bytes:
         """Bytes ``offset:offset+length`` (fewer at the end of the file), read ahead and cached for small reads."""
         length = max(0, min(length, self.size - offset))
-        start, data = self._cache
-        if start <= offset and offset + length <= start + len(data):
-            return data[offset - start:offset - start + length]
-        span = min(max(length, READ_AHEAD), self.size - offset)
+        if (hit := self._cached(offset, length)) is not None:
+            return hit
+        span = min(max(length, READ_AHEAD if ahead else length), self.size - offset)
         buf = io.BytesIO()
 
         def attempt():
@@ -240,13 +241,22 @@ class Remote(Source):
             self._range(offset + have, span - have, buf)
 
         self._retrying(attempt)
-        self._cache = (offset, buf.getvalue())
-        return self._cache[1][:length]
+        self._cache = [*self._cache[-7:], (offset, buf.getvalue())]
+        return self._cache[-1][1][:length]
+
+    def _cached(self, offset: int, length: int) -> bytes | None:
+        for start, data in self._cache:
+            if start <= offset and offset + length <= start + len(data):
+                return data[offset - start:offset - start + length]
+        return None
 
     def fetch(self, offset: int, length: int, part: Path) -> Path:
         part.parent.mkdir(parents=True, exist_ok=True)
         if part.exists() and part.stat().st_size > length:
             part.unlink()
+        if (hit := self._cached(offset, length)) is not None:  # read already, with the header
+            part.write_bytes(hit)
+            return part
 
         def attempt():
             have = part.stat().st_size if part.exists() else 0
@@ -394,10 +404,23 @@ def _ref_tensor(name: str, ref: _TensorRef, base: int) -> Tensor:
                   {"stride": ref.stride, "storage": ref.storage.key})
 
 
-def torch_zip_tensors(source: Source) -> dict[str, Tensor]:
-    """The tensors of a torch zip checkpoint: ``data.pkl`` read safely, each storage record located."""
-    reader = Reader(source)
-    with zipfile.ZipFile(reader) as zf:
+def _member_data(source: Source, info: zipfile.ZipInfo) -> int:
+    """Where a stored zip member's bytes begin: past its local header, whose name and extra field lengths may
+    differ from the central directory's (torch pads the extra field to align storages)."""
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise DownloadError(f"{source.name}: member {info.filename} is compressed: its bytes cannot be read by "
+                            "range")
+    local = source.read(info.header_offset, 30, ahead=False)
+    if local[:4] != b"PK\x03\x04":
+        raise DownloadError(f"{source.name}: no local header for member {info.filename}")
+    name_len, extra_len = struct.unpack("<HH", local[26:30])
+    return info.header_offset + 30 + name_len + extra_len
+
+
+def torch_zip_tensors(source: Source, keys: Sequence[str] | None) -> dict[str, Tensor]:
+    """The tensors of a torch zip checkpoint: ``data.pkl`` read safely; the storage records of ``keys`` (None:
+    all) located (a tensor not asked for has offset -1)."""
+    with zipfile.ZipFile(Reader(source)) as zf:
         pkl = next((i for i in zf.infolist() if i.filename.endswith("/data.pkl") or i.filename == "data.pkl"), None)
         if pkl is None:
             raise DownloadError(f"{source.name}: a zip without data.pkl is not a torch checkpoint")
@@ -406,12 +429,13 @@ def torch_zip_tensors(source: Source) -> dict[str, Tensor]:
         members = {i.filename: i for i in zf.infolist()}
     out = {}
     for name, ref in refs.items():
+        if keys is not None and name not in keys:
+            out[name] = Tensor(name, ref.storage.dtype, ref.shape, -1, 0)
+            continue
         info = members.get(f"{root}data/{ref.storage.key}")
-        if info is None or info.compress_type != zipfile.ZIP_STORED:
-            raise DownloadError(f"{source.name}: storage {ref.storage.key} of {name!r} is missing or compressed")
-        local = source.read(info.header_offset, 30)
-        name_len, extra_len = struct.unpack("<HH", local[26:30])
-        base = info.header_offset + 30 + name_len + extra_len
+        if info is None:
+            raise DownloadError(f"{source.name}: storage {ref.storage.key} of {name!r} is missing")
+        base = _member_data(source, info)
         tensor = _ref_tensor(name, ref, base)
         if tensor.offset + tensor.nbytes > base + info.file_size:
             raise DownloadError(f"{source.name}: {name!r} extends past its storage record")
@@ -441,39 +465,31 @@ def torch_legacy_tensors(source: Source) -> dict[str, Tensor]:
         offset += 8 + storage.numel * _ITEMSIZE[storage.dtype]
     if offset != source.size:
         raise DownloadError(f"{source.name}: its storages end at byte {offset}, the file at {source.size}")
-    out = {}
-    for name, ref in refs.items():
-        base = bases[ref.storage.key]
-        (numel,) = struct.unpack("<q", source.read(base - 8, 8))
-        if numel != ref.storage.numel:
-            raise DownloadError(f"{source.name}: storage {ref.storage.key} holds {numel} elements, the pickle says "
-                                f"{ref.storage.numel}")
-        out[name] = _ref_tensor(name, ref, base)
-    return out
+    return {name: _ref_tensor(name, ref, bases[ref.storage.key]) for name, ref in refs.items()}
 
 
-def npz_tensors(source: Source) -> dict[str, Tensor]:
-    """The arrays of an .npz (a zip of stored ``.npy`` members), each located past its ``.npy`` header."""
+def npz_tensors(source: Source, keys: Sequence[str] | None) -> dict[str, Tensor]:
+    """The arrays of an .npz (a zip of stored ``.npy`` members); those of ``keys`` (None: all) located past their
+    ``.npy`` header (an array not asked for has offset -1 and no shape)."""
     with zipfile.ZipFile(Reader(source)) as zf:
         infos = [i for i in zf.infolist() if i.filename.endswith(".npy")]
+    read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
     out = {}
     for info in infos:
-        if info.compress_type != zipfile.ZIP_STORED:
-            raise DownloadError(f"{source.name}: member {info.filename} is compressed (np.savez_compressed): its "
-                                "bytes cannot be read by range")
-        local = source.read(info.header_offset, 30)
-        name_len, extra_len = struct.unpack("<HH", local[26:30])
-        start = info.header_offset + 30 + name_len + extra_len
-        head = io.BytesIO(source.read(start, min(info.file_size, 4096)))
+        key = info.filename[:-4]
+        if keys is not None and key not in keys:
+            out[key] = Tensor(key, "", (), -1, 0)
+            continue
+        start = _member_data(source, info)
+        (length,) = struct.unpack("<H", source.read(start + 8, 2, ahead=False))
+        head = io.BytesIO(source.read(start, 10 + length, ahead=False))
         version = np.lib.format.read_magic(head)
-        read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
         if version not in read_header:
             raise DownloadError(f"{source.name}: member {info.filename} has .npy format {version}")
         shape, fortran, dtype = read_header[version](head)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        if start + head.tell() + nbytes != start + info.file_size:
+        if head.tell() + nbytes != info.file_size:
             raise DownloadError(f"{source.name}: member {info.filename} is not one array of its declared shape")
-        key = info.filename[:-4]
         out[key] = Tensor(key, dtype.str, tuple(shape), start + head.tell(), nbytes, {"fortran": fortran})
     return out
 
@@ -487,15 +503,16 @@ def checkpoint_format(name: str, source: Source) -> str:
     return "torch-zip" if source.read(0, 4) == b"PK\x03\x04" else "torch-legacy"
 
 
-def list_tensors(name: str, source: Source) -> dict[str, Tensor]:
-    """Every tensor of a checkpoint and where its bytes lie (nothing but headers is read)."""
+def list_tensors(name: str, source: Source, keys: Sequence[str] | None = None) -> dict[str, Tensor]:
+    """Every tensor of a checkpoint by name, and where the bytes of ``keys`` (None: all) lie; nothing but headers
+    is read (locating a zip member costs a read of its local header, so only those asked for are located)."""
     fmt = checkpoint_format(name, source)
     try:
         if fmt == "safetensors":
             return safetensors_tensors(source)[0]
         if fmt == "npz":
-            return npz_tensors(source)
-        return torch_zip_tensors(source) if fmt == "torch-zip" else torch_legacy_tensors(source)
+            return npz_tensors(source, keys)
+        return torch_zip_tensors(source, keys) if fmt == "torch-zip" else torch_legacy_tensors(source)
     except (zipfile.BadZipFile, pickle.UnpicklingError, EOFError, struct.error, ValueError) as err:
         raise DownloadError(f"{name}: unreadable {fmt} checkpoint ({failure_reason(err)})") from None
 
@@ -521,7 +538,7 @@ def _array(tensor: Tensor, data: bytes) -> Any:
 def extract_head(name: str, source: Source, keys: Sequence[str], dest: Path, parts: Path) -> dict[str, Any]:
     """Write ``dest``: a file of the checkpoint's own format holding only ``keys``, their bytes read by range
     (through part files under ``parts``, resumed after an interrupted run); return what was read."""
-    tensors = list_tensors(name, source)
+    tensors = list_tensors(name, source, keys)
     fmt = checkpoint_format(name, source)
     chosen = [tensors[k] for k in keys]
     tag = (getattr(source, "etag", None) or f"{source.size}").replace("/", "_")

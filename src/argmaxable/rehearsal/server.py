@@ -77,12 +77,15 @@ class HubRepo:
 class Fault:
     """A fault served to the requests whose path contains ``path`` (and whose method is ``method``, if given),
     ``times`` times (-1: always). ``action``: ``status:<code>``, ``drop:<bytes>`` (the connection closes after that
-    many body bytes), ``corrupt`` (one byte of the body flipped), ``omit:<header>``, ``etag:<value>``."""
+    many body bytes), ``stall:<bytes>`` (that many bytes, then nothing until the server stops: a client killed
+    meanwhile leaves a partial download), ``corrupt`` (one byte of the body flipped), ``omit:<header>``,
+    ``etag:<value>``. The first ``after`` matching requests pass unharmed."""
 
     path: str
     action: str
     times: int = 1
     method: str | None = None
+    after: int = 0
 
 
 @dataclass
@@ -117,6 +120,7 @@ class LocalHub:
             self._hashes = json.loads(Path(self.hash_cache).read_text())
         self._servers: list[ThreadingHTTPServer] = []
         self._busy = 0  # requests being answered (their log entries are written when they end)
+        self._stopped = threading.Event()
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -128,6 +132,9 @@ class LocalHub:
         self.stop()
 
     def start(self) -> None:
+        if self._servers:
+            return
+        self._stopped.clear()
         for role in ("hub", "cdn"):
             handler = type(f"{role.title()}Handler", (_Handler,), {"hub": self, "role": role})
             server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -136,6 +143,7 @@ class LocalHub:
             self._servers.append(server)
 
     def stop(self) -> None:
+        self._stopped.set()
         for server in self._servers:
             server.shutdown()
             server.server_close()
@@ -193,6 +201,9 @@ class LocalHub:
         with self._lock:
             for fault in self.faults:
                 if fault.times != 0 and fault.path in path and fault.method in (None, method):
+                    if fault.after > 0:
+                        fault.after -= 1
+                        return None
                     fault.times -= 1 if fault.times > 0 else 0
                     return fault
         return None
@@ -223,7 +234,7 @@ class _Handler(BaseHTTPRequestHandler):
         url = urllib.parse.urlsplit(self.path)
         path, query = urllib.parse.unquote(url.path), urllib.parse.parse_qs(url.query)
         self._fault = self.hub.take_fault(self.command, path)
-        self._sent, self._status = 0, 0
+        self._sent, self._status, self._logged, self._path = 0, 0, False, path
         with self.hub._lock:
             self.hub._busy += 1
         try:
@@ -240,9 +251,16 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
         finally:
-            self.hub.log.append(Request(self.command, path, self._status, self.headers.get("Range"), self._sent))
-            with self.hub._lock:
-                self.hub._busy -= 1
+            self._done(path)
+
+    def _done(self, path: str) -> None:
+        """Log the request and count it answered (once: a stalled request is logged when it stalls)."""
+        if getattr(self, "_logged", False):
+            return
+        self._logged = True
+        self.hub.log.append(Request(self.command, path, self._status, self.headers.get("Range"), self._sent))
+        with self.hub._lock:
+            self.hub._busy -= 1
 
     def _repo(self, repo_id: str, prefix: str) -> HubRepo | None:
         """The repo, or None after answering: a redirect for a renamed repo (its id follows ``prefix`` in the
@@ -426,14 +444,17 @@ class _Handler(BaseHTTPRequestHandler):
         if head:
             return
         action = self._fault.action if self._fault is not None else ""
-        stop = start + int(action.split(":")[1]) if action.startswith("drop:") else end
+        stop = start + int(action.split(":")[1]) if action.startswith(("drop:", "stall:")) else end
         for at in range(start, min(stop, end), BLOCK):
             data = blob.read(at, min(BLOCK, min(stop, end) - at))
             if action == "corrupt" and at == start and data:
                 data = bytes([data[0] ^ 0xFF]) + data[1:]
             self.wfile.write(data)
             self._sent += len(data)
-        if stop < end:  # the connection drops mid-body
+        if stop < end:  # the connection drops (or stalls) mid-body
             self.wfile.flush()
+            if action.startswith("stall:"):
+                self._done(self._path)
+                self.hub._stopped.wait()
             self.close_connection = True
             self.connection.shutdown(2)
