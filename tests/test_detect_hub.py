@@ -429,3 +429,37 @@ def test_an_offline_revision_cannot_leave_the_cache_and_hub_runs_record_their_in
     assert len(inputs) == 3 and all(COMMIT in p for p in inputs)
     assert main(["check", "softmax", "org/never-fetched"]) == 2
     assert "HF_HUB_OFFLINE is set" in capsys.readouterr().err
+
+
+def test_pin_writes_the_hubs_commits_into_the_configs(env, tmp_path, capsys):
+    """`argmaxable config pin` against the local hub: every hub model's `revision: main` becomes the commit main
+    names there, nothing else in the files changes, the tree still composes, a second run changes nothing, and
+    a repo the hub lacks is one line while the others are pinned."""
+    from argmaxable.config import CONFIG_DIR
+    from argmaxable.detect.pins import declarations
+
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    declared = declarations(config)
+    assert len(declared) == len(PAPER) - 106 and {d.revision for d in declared} == {"main"}  # 47 hub models
+    missing = declared[0]
+    commits = {d.repo: hashlib.sha1(d.repo.encode()).hexdigest() for d in declared}
+    hub = LocalHub({d.repo: HubRepo.single(d.repo, commits[d.repo], {"config.json": "{}"}) for d in declared[1:]})
+    before = {d.key: d.path.read_text() for d in declared}
+    with env.serve(hub):
+        assert main(["config", "pin", "--config-dir", str(config), "--dry-run"]) == 1
+        assert {d.key: d.path.read_text() for d in declared} == before
+        assert main(["config", "pin", "--config-dir", str(config)]) == 1
+        out = capsys.readouterr().out
+        assert f"{missing.key}: {missing.repo} main -> ? failed: " in out and "no such repo" in out
+        assert f"{len(declared) - 1} pinned, 0 unchanged, 1 failed" in out
+        after = {d.key: d for d in declarations(config)}
+        for d in declared[1:]:
+            assert after[d.key].revision == commits[d.repo]
+            old, new = before[d.key].splitlines(), d.path.read_text().splitlines()
+            changed = [(a, b) for a, b in zip(old, new, strict=True) if a != b]
+            assert len(changed) == 1 and changed[0][1].strip().startswith(f"revision: {commits[d.repo]}")
+        assert load_config(["experiment=paper"], config).model[declared[1].key].download.revision == \
+            commits[declared[1].repo]
+        assert main(["config", "pin", "--config-dir", str(config), "--models", *(d.key for d in declared[1:])]) == 0
+        assert f"0 pinned, {len(declared) - 1} unchanged, 0 failed" in capsys.readouterr().out

@@ -7,6 +7,7 @@
     argmaxable check assignments layer.pt labels.txt [--out table.csv]
     argmaxable verify table.parquet layer.npz [--labels labels.txt]
     argmaxable config show [experiment=paper detect.bound=50 ...]
+    argmaxable config pin [--models KEY ...] [--dry-run]
 
 User errors (bad files, missing keys, bad settings) print one line to stderr and exit with status 2.
 """
@@ -331,6 +332,27 @@ def cmd_config_show(args) -> int:
     return 0
 
 
+def cmd_config_pin(args) -> int:
+    from argmaxable.config import CONFIG_DIR
+    from argmaxable.detect.hub import endpoint
+    from argmaxable.detect.pins import pin
+    from argmaxable.fetch import DownloadError
+
+    config_dir = Path(args.config_dir or CONFIG_DIR)
+    try:
+        results = pin(config_dir, args.models, refresh=args.refresh, dry_run=args.dry_run)
+    except DownloadError as err:
+        raise UsageError(str(err)) from None
+    failed = 0
+    for decl, commit, what in results:
+        ok = what in ("pinned", "unchanged", "would pin")
+        failed += not ok
+        print(f"{decl.key}: {decl.repo} {decl.revision} -> {commit or '?'} {what if ok else 'failed: ' + what}")
+    print(f"{sum(w == 'pinned' for _, _, w in results)} pinned, {sum(w == 'unchanged' for _, _, w in results)} "
+          f"unchanged, {failed} failed ({endpoint()}, {config_dir})")
+    return int(failed > 0)
+
+
 def cmd_report_readme(args) -> int:
     from argmaxable.report import readme_blocks, update_readme
 
@@ -404,10 +426,18 @@ def build_parser() -> argparse.ArgumentParser:
     verify.set_defaults(func=cmd_verify)
 
     config = groups.add_parser("config", help="inspect the composed Hydra configuration")
-    configs = config.add_subparsers(dest="what", required=True, metavar="{show}")
+    configs = config.add_subparsers(dest="what", required=True, metavar="{show,pin}")
     show = configs.add_parser("show", help="print the composed, validated config")
     show.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. experiment=paper detect.bound=50")
     show.set_defaults(func=cmd_config_show)
+    pin = configs.add_parser("pin", help="write into the model configs the commit each hub repo's revision names now "
+                             "(asks HF_ENDPOINT; needs a network)")
+    pin.add_argument("--models", nargs="*", default=[], metavar="KEY", help="model keys to pin (default: every "
+                     "hub model)")
+    pin.add_argument("--refresh", action="store_true", help="ask 'main' again for models pinned already")
+    pin.add_argument("--dry-run", action="store_true", help="show the commits, write nothing")
+    pin.add_argument("--config-dir", help="the config tree to edit (default: the repository's config/)")
+    pin.set_defaults(func=cmd_config_pin)
 
     report = groups.add_parser("report", help="the replication report's outputs")
     reports = report.add_subparsers(dest="what", required=True, metavar="{readme}")
