@@ -40,6 +40,8 @@ rule download_model:
         model_input("{model}"),
     log:
         f"{DETECT}/logs/download_model/{{model}}.log",
+    benchmark:
+        f"{DETECT}/benchmarks/download_model/{{model}}.tsv"
     params:
         model=lambda wc: download_params(CFG, wc.model),
         root=lambda wc: model_dir(wc.model),
@@ -62,6 +64,8 @@ if SHARDS == 1:
             summary=f"{DETECT}/{{model}}/summary.json",
         log:
             f"{DETECT}/logs/check_model/{{model}}.log",
+        benchmark:  # wall time and peak memory (max_rss) of the job
+            f"{DETECT}/benchmarks/check_model/{{model}}.tsv"
         params:
             model=lambda wc: settings(CFG.model[wc.model]),
             root=lambda wc: model_dir(wc.model),
@@ -257,6 +261,8 @@ rule study_model:
         tokens=f"{STUDY}/{{model}}_tokens.parquet",
     log:
         f"{DETECT}/logs/study_model/{{model}}.log",
+    benchmark:
+        f"{DETECT}/benchmarks/study_model/{{model}}.tsv"
     params:
         model=lambda wc: settings(CFG.model[wc.model]),
         root=lambda wc: model_dir(wc.model),

@@ -103,13 +103,13 @@ def decode(data: bytes, dtype: str) -> np.ndarray:
 @dataclass(frozen=True, eq=False)
 class Array(Blob):
     """A tensor's raw bytes: zeros, or N(0, scale²) values from ``seed`` made CHUNK elements at a time (the same
-    chunk always gives the same values), with ``rows`` (row index -> values) written over them."""
+    chunk always gives the same values), with ``patches`` (flat element offset -> values) written over them."""
 
     shape: tuple[int, ...]
     dtype: str = "float32"
     seed: int | None = None  # None: zeros
     scale: float = 1.0
-    rows: Mapping[int, np.ndarray] = field(default_factory=dict)
+    patches: Mapping[int, np.ndarray] = field(default_factory=dict)
 
     @property
     def itemsize(self) -> int:
@@ -133,19 +133,18 @@ class Array(Blob):
                      for c in range(first, last + 1)]
             whole = np.concatenate(parts) if parts else np.zeros(0, np.float32)
             out = whole[start - first * CHUNK:stop - first * CHUNK] * np.float32(self.scale)
-        width = self.numel // self.shape[0] if self.shape else 1
-        for row, value in self.rows.items():
-            lo, hi = max(start, row * width), min(stop, (row + 1) * width)
+        for at, value in self.patches.items():
+            flat = np.asarray(value, np.float32).reshape(-1)
+            lo, hi = max(start, at), min(stop, at + flat.size)
             if lo < hi:
-                flat = np.asarray(value, np.float32).reshape(-1)
-                out[lo - start:hi - start] = flat[lo - row * width:hi - row * width]
+                out[lo - start:hi - start] = flat[lo - at:hi - at]
         return out
 
     @property
     def key(self) -> str:
         """What identifies the values (for caches of their hashes and CRCs)."""
-        rows = hashlib.sha1(b"".join(np.asarray(v, np.float32).tobytes() for _, v in sorted(self.rows.items())))
-        return f"{self.shape}:{self.dtype}:{self.seed}:{self.scale}:{sorted(self.rows)}:{rows.hexdigest()}"
+        patches = hashlib.sha1(b"".join(np.asarray(v, np.float32).tobytes() for _, v in sorted(self.patches.items())))
+        return f"{self.shape}:{self.dtype}:{self.seed}:{self.scale}:{sorted(self.patches)}:{patches.hexdigest()}"
 
     def row(self, i: int) -> np.ndarray:
         """Row ``i`` as float32 (as stored: rounded to the array's dtype)."""
