@@ -45,6 +45,7 @@ rule download_model:
     params:
         model=lambda wc: download_params(CFG, wc.model),
         root=lambda wc: model_dir(wc.model),
+        mirrors=settings(CFG.mirrors),  # URL prefix rewrites (a new mirror refetches: --rerun-triggers mtime keeps)
     threads: 1
     script:
         "../scripts/detect_download_model.py"

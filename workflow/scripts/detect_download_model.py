@@ -2,15 +2,13 @@
 
 import sys
 
-from argmaxable.config import from_snakemake
 from argmaxable.detect.download import download_model
 from argmaxable.fetch import DownloadError
 
 snakemake = globals()["snakemake"]  # injected by Snakemake
 sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115 - the job's log for the rest of the process
-# the mirrors come from the composed config, not a param: a mirror serves the same files, so changing it reruns nothing
 try:
-    download_model(snakemake.params.model, snakemake.params.root, mirrors=from_snakemake(snakemake)["mirrors"])
+    download_model(snakemake.params.model, snakemake.params.root, mirrors=snakemake.params.mirrors)
 except DownloadError as err:  # one line in the log and on the console, no traceback
     print(f"argmaxable: {err}", file=sys.stderr)
     print(f"argmaxable: {err}", file=sys.__stderr__)

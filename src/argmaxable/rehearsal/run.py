@@ -1,6 +1,7 @@
 """The paper mode rehearsed: ``experiment=paper``'s detection family over replicas of its models, end to end.
 
-    python scripts/rehearse_paper.py [--work DIR] [--models KEY ...] [--scale true|tiny] [--batch N] [--fault]
+    python scripts/rehearse_paper.py [--work DIR] [--models KEY ...] [--scale true|tiny] [--batch N]
+                                     [--fault] [--keep]
 
 1. the manifest (:func:`argmaxable.rehearsal.replicas.manifest`) of the configured models, written to
    ``WORK/manifest.json``, and a local hub serving their replicas on 127.0.0.1, in this process;
