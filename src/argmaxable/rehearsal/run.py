@@ -5,9 +5,9 @@
 
 1. the manifest (:func:`argmaxable.rehearsal.replicas.manifest`) of the configured models, written to
    ``WORK/manifest.json``, and a local hub serving their replicas on 127.0.0.1, in this process;
-2. a copy of the workflow (``Snakefile``, ``workflow/``, ``config/``, the conda environment) under ``WORK/tree``, its hub models pinned by
-   ``argmaxable config pin`` against the local hub (the pinned path is what runs) and its ``mirrors`` pointed at the
-   local mirror;
+2. a copy of the workflow (``Snakefile``, ``workflow/``, ``config/``, the conda environment) under ``WORK/tree``,
+   its hub models pinned by ``argmaxable config pin`` against the local hub (the pinned path is what runs) and its
+   ``mirrors`` pointed at the local mirror;
 3. Snakemake over the detection family, with ``HF_ENDPOINT`` the local hub: every download through the hub's
    protocol or the mirror (head only), every check, the LM study; in batches of ``--batch`` models whose downloaded
    heads are deleted once checked (the disk holds one batch of heads at a time; ``--keep`` keeps them), then the
