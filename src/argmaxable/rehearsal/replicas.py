@@ -268,6 +268,8 @@ def _vocabulary(key: str, family: str, n: int, languages: tuple[str, ...], scrip
         rest = n - len(specials) - len(tail)
         script_words = _words(rest // 4, "CJK") + ["▁" + w for w in _words(rest - rest // 4, "LATIN")]
         return tuple(specials + script_words + tail), frozenset()
+    if style == "none":  # Bergamot's vocabulary is a SentencePiece model the downloads do not fetch
+        return tuple(f"▁piece{i}" for i in range(n)), frozenset()
     # translation models: the target script's pieces, the source's, digits; <pad> last (Marian)
     source, target = (SCRIPTS.get(lang, "LATIN") for lang in languages)
     marker = (lambda w: w + "</w>") if style == "fsmt" else (lambda w: "▁" + w)
@@ -292,7 +294,7 @@ def _vocabulary(key: str, family: str, n: int, languages: tuple[str, ...], scrip
 def vocabulary(entry: Entry) -> tuple[list[str], set[int]]:
     """The replica's tokens by id, and the ids the check counts (target script and specials)."""
     tokens, counted = _vocabulary(entry.key, entry.family, entry.n, tuple(entry.languages), entry.script)
-    return list(tokens), set(counted)
+    return list(tokens), set(counted) if entry.script else set(range(entry.n))
 
 
 def _json(obj) -> Bytes:
@@ -441,7 +443,8 @@ def repo_files(entry: Entry, scale: str = "true", crcs: dict | None = None) -> d
         if name == "model.safetensors":
             files[name] = safetensors_blob(tensors)
         elif name == "model.safetensors.index.json":  # shards of at most SHARD_BYTES, in order
-            limit = SHARD_BYTES if scale != "tiny" else sum(a.size for _, a in tensors) // 2
+            # tiny: everything but the last tensor (the head) in the first shard, as at the true size
+            limit = SHARD_BYTES if scale != "tiny" else sum(a.size for _, a in tensors[:-1])
             shards, current, size = [], [], 0
             for name_, array in tensors:
                 if current and size + array.size > limit:
