@@ -6,8 +6,8 @@
 #
 # Runs from the repository root with the device's python3 (3.12; torch, numpy, scipy present). Needs no wheel:
 # these replicas plant no rows, so reflection proves every row and no LP (highspy) runs; hydra, omegaconf,
-# snakemake and gguf are not imported. About 2 minutes on an H100 (the CPU runs are the long part; set
-# HUB_CPU=0 to skip them).
+# snakemake and gguf are not imported. About 2 minutes on an H100 (mostly making the replicas' 1 GB of values);
+# HUB_CPU=1 adds torch's CPU path for the heads under 1e8 weights (minutes), HUB_HEADS picks other models.
 set -euo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -18,17 +18,18 @@ import numpy as np
 import torch
 import argmaxable as am
 from argmaxable.rehearsal.blobs import decode
-from argmaxable.rehearsal.replicas import LM_SHAPES, Entry, _seed, head_arrays
+from argmaxable.rehearsal.replicas import FAMILIES, LM_SHAPES, Entry, _seed, head_arrays
 
 out = sys.argv[1]
 # the largest n x d of the 149 and of the top-m models (HUB_HEADS: another comma-separated list)
 heads = os.environ.get("HUB_HEADS", "xlm_roberta_large,xlm_roberta_base,llama2_7b,gpt2_xl").split(",")
-devices = ["cuda"] + (["cpu"] if os.environ.get("HUB_CPU", "1") != "0" else [])
+devices = ["cuda"] + (["cpu"] if os.environ.get("HUB_CPU", "0") != "0" else [])
 records = []
 for key in heads:
     family, n, sizes = LM_SHAPES[key]
-    d = sizes.get("hidden_size") or sizes.get("n_embd")
-    dtype = sizes.get("_dtype", "float16" if family == "llama" else "float32")
+    merged = {**FAMILIES[family]["config"], **sizes}
+    d = merged.get("hidden_size") or merged.get("n_embd") or merged["d_model"]
+    dtype = sizes.get("_dtype", FAMILIES[family]["dtype"])
     bias = family in ("bert", "roberta", "xlm-roberta")
     entry = Entry(key, family, key, "", "", n, d, bias, dtype, [], "config", seed=_seed(key))
     start = time.perf_counter()
@@ -50,7 +51,7 @@ for key in heads:
         if device == "cuda":
             torch.cuda.synchronize()
         record["checks"][device] = {"s": round(time.perf_counter() - start, 2),
-                                    "status": {s: int((res.status == s).sum()) for s in np.unique(res.status)},
+                                    "status": {str(s): int((res.status == s).sum()) for s in np.unique(res.status)},
                                     "path": res.settings.get("numeric_path") or res.settings.get("path")}
         print(key, device, record["checks"][device], flush=True)
     records.append(record)

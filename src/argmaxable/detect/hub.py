@@ -185,10 +185,8 @@ def fetch_file(repo: str, commit: str, name: str) -> Path:
     from huggingface_hub import hf_hub_download
 
     what = f"{repo}@{commit[:12]}: {name}"
-    path = Path(_hub(what, lambda: hf_hub_download(repo, name, revision=commit, endpoint=endpoint(),
-                                                    local_files_only=offline())))
-    if not offline():
-        _verify(path, what)
+    path = Path(_hub(what, lambda: hf_hub_download(repo, name, revision=commit, endpoint=endpoint())))
+    _verify(path, what)
     return path
 
 
