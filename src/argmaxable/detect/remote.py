@@ -139,7 +139,7 @@ class Remote(Source):
     headers: Mapping[str, str] = field(default_factory=dict)
     commit: str | None = None
     hub: bool = True
-    timeout: float = 60.0
+    timeout: float = 300.0  # seconds without data (a hub may hash a large file before answering its HEAD)
     retries: int = RETRIES
     name: str = ""
     size: int = 0

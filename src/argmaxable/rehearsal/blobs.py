@@ -24,11 +24,11 @@ import io
 import json
 import pickle
 import struct
+import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 
@@ -155,6 +155,8 @@ class Array(Blob):
         end = min(offset + length, self.size)
         if offset >= end:
             return b""
+        if self.seed is None and not self.patches:
+            return bytes(end - offset)
         first, last = offset // self.itemsize, -(-end // self.itemsize)
         data = encode(self.values(first, last), self.dtype)
         return data[offset - first * self.itemsize:end - first * self.itemsize]
@@ -187,13 +189,15 @@ class Lazy(Blob):
     """A blob whose parts are laid out on first use (a zip needs its members' CRC-32 before its first byte)."""
 
     def __init__(self, size: int, build: Callable[[], Blob]):
-        self.size, self._build = size, build
+        self.size, self._build, self._blob, self._lock = size, build, None, threading.Lock()
 
-    @cached_property
+    @property
     def blob(self) -> Blob:
-        blob = self._build()
-        assert blob.size == self.size, (blob.size, self.size)
-        return blob
+        with self._lock:  # built once, however many readers ask at once
+            if self._blob is None:
+                self._blob = self._build()
+                assert self._blob.size == self.size, (self._blob.size, self.size)
+        return self._blob
 
     def read(self, offset: int, length: int) -> bytes:
         return self.blob.read(offset, length)

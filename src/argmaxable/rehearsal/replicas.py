@@ -568,12 +568,26 @@ ALIASES = {"bert-base-cased": "google-bert/bert-base-cased", "bert-base-uncased"
 def local_hub(entries: Sequence[Entry], scale: str = "true", **kwargs) -> LocalHub:
     """A local hub serving every replica: hub repos at their ids (Llama-2-7b gated behind :data:`TOKEN`; the
     papers' ids without an organisation as redirects), the URL downloads under the mirror prefix ``statmt``."""
-    crcs: dict = {}
-    repos = {e.repo: HubRepo(e.repo, {e.commit: _LazyFiles(lambda e=e: repo_files(e, scale, crcs))},
-                             {"main": e.commit}, gated=e.key == "llama2_7b") for e in entries if e.repo}
-    mirror = _Mirror([e for e in entries if e.url], scale, crcs)
-    aliases = {old: new for old, new in ALIASES.items() if new in repos}
-    return LocalHub(repos, {"statmt": mirror}, aliases, token=TOKEN, **kwargs)
+    hub = LocalHub(token=TOKEN, **kwargs)
+    hub.repos = {e.repo: HubRepo(e.repo, {e.commit: _LazyFiles(lambda e=e: repo_files(e, scale, hub.crcs))},
+                                 {"main": e.commit}, gated=e.key == "llama2_7b") for e in entries if e.repo}
+    hub.mirrors = {"statmt": _Mirror([e for e in entries if e.url], scale, hub.crcs)}
+    hub.aliases = {old: new for old, new in ALIASES.items() if new in hub.repos}
+    return hub
+
+
+def prewarm(entry: Entry, hub: LocalHub) -> None:
+    """Compute now what the hub would compute on a client's first request for this replica (the checkpoint's
+    sha-256 ETag, its zip members' CRC-32s), so that no request waits on it."""
+    if entry.url:
+        hub.mirrors["statmt"][entry.url.removeprefix(STATMT)].read(0, 1)
+        return
+    files = hub.repos[entry.repo].commits[entry.commit]
+    name = next((n for n in ("model.safetensors", "pytorch_model.bin") if n in files), None)
+    if name is None:  # shards: the last holds the head (lm_head.weight)
+        name = sorted(n for n in files if n.endswith(".safetensors"))[-1]
+    files[name].read(0, 1)
+    hub.etag(entry.repo, entry.commit, name, files[name])
 
 
 def repo_size(entry: Entry, hub: LocalHub) -> int:

@@ -102,7 +102,8 @@ class LocalHub:
     """The server: ``repos`` by id, ``mirrors`` (URL prefix segment -> {path: blob}), ``aliases`` (old repo id ->
     new), ``token`` (what a gated repo needs), ``cdn`` (LFS files answer 302 to a second port). Use as a context
     manager; ``endpoint`` is what ``HF_ENDPOINT`` should say, ``mirror_url(prefix)`` where a mirror's files are.
-    ``hash_cache``: a JSON file keeping the sha-256 of generated files between runs (hashing GBs takes seconds)."""
+    ``hash_cache``: a JSON file keeping the sha-256 of generated files and the CRC-32 of zip members (``crcs``,
+    which the blobs take) between runs: hashing GBs takes seconds."""
 
     repos: dict[str, HubRepo] = field(default_factory=dict)
     mirrors: dict[str, dict[str, Blob]] = field(default_factory=dict)
@@ -116,8 +117,11 @@ class LocalHub:
     def __post_init__(self):
         self._lock = threading.Lock()
         self._hashes: dict[str, str] = {}
+        self.crcs: dict[str, int] = {}
         if self.hash_cache is not None and Path(self.hash_cache).is_file():
-            self._hashes = json.loads(Path(self.hash_cache).read_text())
+            cached = json.loads(Path(self.hash_cache).read_text())
+            self._hashes, self.crcs = cached.get("hashes", {}), cached.get("crcs", {})
+        self._computing: dict[str, threading.Lock] = {}  # one hash computed once, however many ask at once
         self._servers: list[ThreadingHTTPServer] = []
         self._busy = 0  # requests being answered (their log entries are written when they end)
         self._stopped = threading.Event()
@@ -167,18 +171,18 @@ class LocalHub:
         """sha-256 (``kind="sha256"``) or git blob sha-1 (``"git"``) of a blob, computed once per ``key``."""
         name = f"{kind}:{key}:{blob.size}"
         with self._lock:
-            if name in self._hashes:
-                return self._hashes[name]
-        h = hashlib.sha256() if kind == "sha256" else hashlib.sha1(f"blob {blob.size}\0".encode())
-        for block in blob.chunks():
-            h.update(block)
-        with self._lock:
-            self._hashes[name] = h.hexdigest()
+            computing = self._computing.setdefault(name, threading.Lock())
+        with computing:
+            if name not in self._hashes:
+                h = hashlib.sha256() if kind == "sha256" else hashlib.sha1(f"blob {blob.size}\0".encode())
+                for block in blob.chunks():
+                    h.update(block)
+                self._hashes[name] = h.hexdigest()
         return self._hashes[name]
 
     def save_hashes(self) -> None:
         if self.hash_cache is not None:
-            Path(self.hash_cache).write_text(json.dumps(self._hashes, sort_keys=True))
+            Path(self.hash_cache).write_text(json.dumps({"hashes": self._hashes, "crcs": self.crcs}, sort_keys=True))
 
     def etag(self, repo: str, commit: str, path: str, blob: Blob) -> str:
         key = f"{repo}@{commit}/{path}"
