@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -66,7 +67,7 @@ def check_revision(revision: str | None) -> str | None:
         return None
     if not REVISION.match(revision) or ".." in revision.split("/") or len(revision) > 256:
         raise Refused(f"{revision!r} is not a revision (a branch, tag or commit: letters, digits, '.', '_', "
-                            "'-' and '/' between names)")
+                      "'-' and '/' between names)")
     return revision
 
 
@@ -177,7 +178,7 @@ def _verify(path: Path, what: str) -> None:
         path.unlink(missing_ok=True)
         blob.unlink(missing_ok=True)
         raise Refused(f"{what}: the bytes received do not match the ETag the hub gives ({etag}, got "
-                            f"{digest.hexdigest()}): removed")
+                      f"{digest.hexdigest()}): removed")
 
 
 def fetch_file(repo: str, commit: str, name: str) -> Path:
@@ -265,12 +266,12 @@ def _fetch_model(repo: str, revision: str | None, into: Path, patterns: Sequence
     checkpoint = _checkpoint(files, patterns)
     if checkpoint is None:
         raise Refused(f"{repo}@{commit[:12]}: no checkpoint among its files (looked for "
-                            f"{', '.join((*SINGLES, *INDEXES))})")
+                      f"{', '.join((*SINGLES, *INDEXES))})")
 
     def source(name: str):
         if local is not None:
             return Local(local / name)
-        url = f"{endpoint()}/{repo}/resolve/{commit}/{'/'.join(map(_quote, name.split('/')))}"
+        url = f"{endpoint()}/{repo}/resolve/{commit}/{urllib.parse.quote(name)}"
         return Remote(url, _headers(), commit=commit)
 
     heads: dict[str, Any] = {}
@@ -294,12 +295,6 @@ def _fetch_model(repo: str, revision: str | None, into: Path, patterns: Sequence
             "head": heads}
 
 
-def _quote(part: str) -> str:
-    import urllib.parse
-
-    return urllib.parse.quote(part)
-
-
 def _weight_map(index: Path) -> dict[str, str]:
     """An index's tensor -> shard map, every shard a plain file name inside the model's directory."""
     try:
@@ -310,7 +305,7 @@ def _weight_map(index: Path) -> dict[str, str]:
         if not isinstance(shard, str) or not SHARD.match(Path(shard).name) or Path(shard).is_absolute() or \
                 ".." in Path(shard).parts:
             raise Refused(f"{index.name} maps tensors to {shard!r}, which is not a shard inside the model's "
-                                "directory: refused")
+                          "directory: refused")
     return weight_map
 
 

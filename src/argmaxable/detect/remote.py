@@ -197,7 +197,7 @@ class Remote(Source):
             raise DownloadError(f"{url}: the server gives no file size (X-Linked-Size or Content-Length)")
         if self.hub and served is None:
             raise Refused(f"{url}: no X-Repo-Commit header, so this is not a Hugging Face hub endpoint "
-                                "(check HF_ENDPOINT)")
+                          "(check HF_ENDPOINT)")
         if self.hub and not self.etag:
             raise Refused(f"{url}: no ETag, so the file cannot be checked")
         if self.commit is not None and served is not None and served != self.commit:
@@ -214,8 +214,8 @@ class Remote(Source):
             got = response.headers.get("Content-Range")
             if response.status != 206 or got != want:
                 raise Refused(f"{self.url}: asked for {want}, got HTTP {response.status} "
-                                    f"{got or 'without Content-Range'} (the file changed since, or the server "
-                                    "ignores Range)")
+                              f"{got or 'without Content-Range'} (the file changed since, or the server "
+                              "ignores Range)")
             etag = normalize_etag(response.headers.get("ETag"))
             if self.etag and etag and etag != self.etag:
                 raise Refused(f"{self.url}: the ETag changed from {self.etag} to {etag} during the download")
