@@ -463,3 +463,45 @@ def test_pin_writes_the_hubs_commits_into_the_configs(env, tmp_path, capsys):
             commits[declared[1].repo]
         assert main(["config", "pin", "--config-dir", str(config), "--models", *(d.key for d in declared[1:])]) == 0
         assert f"0 pinned, {len(declared) - 1} unchanged, 0 failed" in capsys.readouterr().out
+
+
+def test_a_gguf_repo_is_read_head_only(env, tmp_path, capsys):
+    """`check softmax owner/name:file.gguf`: of a GGUF file with 4 MB of other tensors, the header and the head
+    (output.weight, the final norm) are read, written back as a GGUF file that the GGUF reader reads as the
+    original: the same head, tokens, token types and norm."""
+    import gguf
+    from test_detect_gguf import TYPE_CODES, vocabulary
+
+    from argmaxable.detect.gguf import read_gguf_head
+
+    rng = np.random.default_rng(0)
+    W = rng.standard_normal((300, 32)).astype(np.float32)
+    writer = gguf.GGUFWriter(str(tmp_path / "m.Q8_0.gguf"), "llama")
+    stored, _, types = vocabulary(300)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_token_list(stored)
+    writer.add_token_types([TYPE_CODES[t] for t in types])
+    writer.add_tensor("token_embd.weight", rng.standard_normal((300, 32)).astype(np.float32))
+    writer.add_tensor("blk.0.ffn_up.weight", np.zeros((1000, 1000), np.float32))
+    kind = gguf.GGMLQuantizationType.Q8_0
+    writer.add_tensor("output.weight", gguf.quants.quantize(W, kind), raw_dtype=kind)
+    writer.add_tensor("output_norm.weight", np.linspace(0.5, 1.5, 32, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    data = (tmp_path / "m.Q8_0.gguf").read_bytes()
+    repo = HubRepo.single("org/tiny-GGUF", COMMIT, {"m.Q8_0.gguf": data, "m.F32.gguf": data, "README.md": "x"})
+    with env.serve(LocalHub({repo.id: repo})) as hub:
+        assert main(["check", "softmax", "org/tiny-GGUF"]) == 2
+        assert "GGUF files: m.F32.gguf, m.Q8_0.gguf; pick one with org/tiny-GGUF:FILE" in capsys.readouterr().err
+        assert main(["check", "softmax", "org/tiny-GGUF:m.Q8_0.gguf", "--patience", "50"]) == 0
+        sent = hub.bytes_sent("/lfs/")
+    assert "head: huggingface:org/tiny-GGUF:m.Q8_0.gguf@" in capsys.readouterr().out
+    (extract,) = (env.root / "cache" / "hub").rglob("m.Q8_0.gguf")
+    original, read = read_gguf_head(tmp_path / "m.Q8_0.gguf"), read_gguf_head(extract)
+    np.testing.assert_array_equal(read.W, original.W)
+    np.testing.assert_array_equal(read.norm, original.norm)
+    assert (read.tokens, read.token_types, read.tied, read.stored_type) == (original.tokens, original.token_types,
+                                                                          False, "Q8_0")
+    assert sent < len(data) // 8 and extract.stat().st_size < len(data) // 8

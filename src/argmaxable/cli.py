@@ -93,7 +93,8 @@ def _read_layer(args):
             local = hub_dir(args.path, check_revision(revision)) if hub else path
         except DownloadError as err:
             raise UsageError(f"cannot fetch {args.path!r} from the Hugging Face hub: {err}") from None
-        layer = load_huggingface(str(local))
+        gguf = sorted(local.glob("*.gguf")) if hub else []
+        layer = load_gguf(str(gguf[0])) if gguf else load_huggingface(str(local))
         if hub:
             layer.origin = f"huggingface:{args.path}@{local.name}"
             print(f"head: {layer.origin} (revision {revision or 'main'})")

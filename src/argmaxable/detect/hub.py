@@ -38,8 +38,8 @@ from argmaxable.fetch import DownloadError, Refused, inside, staging_dir, write_
 
 T = TypeVar("T")
 
-# owner/name, or a bare name such as gpt2 or bert-base-uncased (the hub's oldest ids)
-HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*$")
+# owner/name, or a bare name such as gpt2 or bert-base-uncased (the hub's oldest ids); ":file.gguf" picks a GGUF file
+HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*(?::[\w.-]+\.gguf)?$")
 REVISION = re.compile(r"^[\w.-]+(?:/[\w.-]+)*$")
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
 RETRIES = 2  # further attempts of a huggingface_hub call (since 1.31 it retries a failing HEAD five times itself)
@@ -52,12 +52,14 @@ SHARD = re.compile(r"^(model|pytorch_model)(-\d+-of-\d+)?\.(safetensors|bin)$")
 
 
 def is_hub_id(text: str) -> bool:
-    """Whether ``text`` names a hub model (``owner/name`` or a bare ``name``) rather than a local path or file."""
+    """Whether ``text`` names a hub model (``owner/name``, a bare ``name``, either with ``:file.gguf``) rather than
+    a local path or file."""
     from argmaxable.detect.weights import FORMATS
 
+    gguf = text.partition(":")[2]
     path = Path(text)
     return (bool(HUB_ID.match(text)) and ".." not in text and "--" not in text and not path.exists()
-            and path.suffix.lower() not in (*FORMATS, ".onnx", ".gguf"))
+            and (bool(gguf) or path.suffix.lower() not in (*FORMATS, ".onnx", ".gguf")))
 
 
 def check_revision(revision: str | None) -> str | None:
@@ -254,10 +256,15 @@ def _fetch_model(repo: str, revision: str | None, into: Path, patterns: Sequence
     else:
         commit, files = resolve(repo, revision)
         local = None
+    ggufs = [f for f in files if f.endswith(".gguf") and (not patterns or any(fnmatch.fnmatch(f, p)
+                                                                               for p in patterns))]
+    if "config.json" not in files and len(ggufs) == 1:  # a GGUF model: its tokens are in its own header
+        return {**_fetch_gguf(repo, commit, ggufs[0], into, parts, local), "requested": revision or "main"}
+    if "config.json" not in files:
+        more = f" (GGUF files: {', '.join(ggufs)}; pick one with {repo}:FILE)" if ggufs else ""
+        raise Refused(f"{repo}@{commit[:12]} has no config.json: not a transformers model{more}")
     smalls = [f for f in files if not SHARD.match(f.rsplit("/", 1)[-1]) and f not in INDEXES and
               (any(fnmatch.fnmatch(f, p) for p in patterns) if patterns else f in ("config.json", *TOKENIZER_FILES))]
-    if "config.json" not in files:
-        raise Refused(f"{repo}@{commit[:12]} has no config.json: not a transformers model")
     fetched = 0
     for name in dict.fromkeys(["config.json", *smalls]):
         src = local / name if local is not None else fetch_file(repo, commit, name)
@@ -269,10 +276,7 @@ def _fetch_model(repo: str, revision: str | None, into: Path, patterns: Sequence
                       f"{', '.join((*SINGLES, *INDEXES))})")
 
     def source(name: str):
-        if local is not None:
-            return Local(local / name)
-        url = f"{endpoint()}/{repo}/resolve/{commit}/{urllib.parse.quote(name)}"
-        return Remote(url, _headers(), commit=commit)
+        return _source(repo, commit, name, local)
 
     heads: dict[str, Any] = {}
     if checkpoint in INDEXES:
@@ -293,6 +297,28 @@ def _fetch_model(repo: str, revision: str | None, into: Path, patterns: Sequence
     return {"source": f"huggingface:{repo}", "revision": commit, "requested": revision or "main",
             "endpoint": endpoint() if local is None else "hub cache (offline)", "bytes_fetched": fetched,
             "head": heads}
+
+
+def _source(repo: str, commit: str, name: str, local: Path | None):
+    """A file of the commit by ranges: from the hub, or from the hub cache's snapshot offline."""
+    if local is not None:
+        return Local(local / name)
+    return Remote(f"{endpoint()}/{repo}/resolve/{commit}/{urllib.parse.quote(name)}", _headers(), commit=commit)
+
+
+def _fetch_gguf(repo: str, commit: str, name: str, into: Path, parts: Path, local: Path | None) -> dict[str, Any]:
+    """Of a GGUF file its header and the head (``output.weight``, else the tied ``token_embd.weight``) with the
+    final norm, written as a GGUF file of those tensors under its own name."""
+    from argmaxable.detect.gguf import HEAD, NORM, TIED_HEAD
+
+    src = _source(repo, commit, name, local)
+    tensors = list_tensors(name, src)
+    if HEAD not in tensors and TIED_HEAD not in tensors:
+        raise Refused(f"{repo}@{commit[:12]}: {name} has no {HEAD!r} and no {TIED_HEAD!r}: not a language model")
+    keys = [HEAD if HEAD in tensors else TIED_HEAD, *([NORM] if NORM in tensors else [])]
+    head = extract_head(name, src, keys, inside(into, Path(name).name, "GGUF file"), parts)
+    return {"source": f"huggingface:{repo}", "revision": commit, "endpoint": endpoint() if local is None else
+            "hub cache (offline)", "bytes_fetched": 0 if local is not None else head["fetched"], "head": {name: head}}
 
 
 def _weight_map(index: Path) -> dict[str, str]:
@@ -332,11 +358,13 @@ def cache_root() -> Path:
 
 def hub_dir(repo: str, revision: str | None = None) -> Path:
     """A hub model's directory for a check (:func:`fetch_model`), cached per commit: online the revision is
-    resolved and a cached commit reused; offline the cache's ``refs/<revision>`` (else the hub cache) names it."""
+    resolved and a cached commit reused; offline the cache's ``refs/<revision>`` (else the hub cache) names it.
+    ``owner/name:file.gguf`` fetches that GGUF file's head."""
     from argmaxable.detect.download import read_manifest
 
     check_revision(revision)
-    folder = cache_root() / f"models--{repo.replace('/', '--')}"
+    repo, _, gguf = repo.partition(":")
+    folder = cache_root() / f"models--{repo.replace('/', '--')}{f'--{gguf}' if gguf else ''}"
     ref = folder / "refs" / (revision or "main")
     if not offline():
         commit = resolve(repo, revision)[0]
@@ -349,7 +377,7 @@ def hub_dir(repo: str, revision: str | None = None) -> Path:
         read_manifest(dest)
     except DownloadError:  # not fetched yet, or changed since
         with staging_dir(dest) as tmp:
-            record = fetch_model(repo, commit, tmp, parts=part_dir(dest))
+            record = fetch_model(repo, commit, tmp, [gguf] if gguf else (), parts=part_dir(dest))
             write_manifest(tmp, model=repo, kind="huggingface", **{**record, "requested": revision or "main"})
     ref.parent.mkdir(parents=True, exist_ok=True)
     ref.write_text(commit)

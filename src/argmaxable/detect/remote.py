@@ -11,7 +11,9 @@ bytes copied as stored:
   the storage records;
 - ``.bin`` in torch's format before 1.6 (the OPUS-MT conversions of 2020): five pickles, then each storage's
   element count and bytes in key order, so a storage's offset follows from the sizes the pickle records;
-- ``.npz``: the zip's central directory and each member's ``.npy`` header.
+- ``.npz``: the zip's central directory and each member's ``.npy`` header;
+- ``.gguf``: its header (metadata, then each tensor's name, shape, type and offset; data aligned as the metadata
+  says), written back as it was around the tensors kept.
 
 Every remote read is checked: the file's size, ETag and commit come from one ``HEAD`` (``X-Linked-Size``,
 ``X-Linked-Etag`` or ``ETag``, ``X-Repo-Commit``, as the hub sends them; redirects to another host lose the
@@ -494,12 +496,109 @@ def npz_tensors(source: Source, keys: Sequence[str] | None) -> dict[str, Tensor]
     return out
 
 
+_GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q",
+                 12: "<d"}  # GGUF value types; 8 is a string, 9 an array
+
+
+class _Recorder:
+    """Read a source from the start, keeping every byte read (a GGUF file's header, written back as it was)."""
+
+    def __init__(self, source: Source):
+        self.source, self.data, self.pos = source, bytearray(), 0
+
+    def take(self, n: int) -> bytes:
+        while len(self.data) < self.pos + n:
+            got = self.source.read(len(self.data), max(READ_AHEAD, self.pos + n - len(self.data)))
+            if not got:
+                raise EOFError(f"{self.source.name}: the GGUF header runs past the end of the file")
+            self.data += got
+        out = bytes(self.data[self.pos:self.pos + n])
+        self.pos += n
+        return out
+
+    def unpack(self, fmt: str):
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
+
+    def string(self) -> bytes:
+        return self.take(self.unpack("<Q"))
+
+    def value(self, vtype: int):
+        if vtype in _GGUF_SCALARS:
+            return self.unpack(_GGUF_SCALARS[vtype])
+        if vtype == 8:
+            return self.string()
+        if vtype != 9:
+            raise ValueError(f"unknown GGUF value type {vtype}")
+        item, count = self.unpack("<I"), self.unpack("<Q")
+        if item in _GGUF_SCALARS:  # skipped: only general.alignment is read
+            self.take(count * struct.calcsize(_GGUF_SCALARS[item]))
+        else:
+            for _ in range(count):
+                self.value(item)
+        return None
+
+
+def gguf_tensors(source: Source) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    """The tensors of a GGUF file (header: magic, version, counts, metadata, tensor infos; data aligned to
+    ``general.alignment``) and what writing a file of some of them needs: the version, the metadata's bytes as
+    they are, the alignment."""
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    head = _Recorder(source)
+    if head.take(4) != b"GGUF":
+        raise DownloadError(f"{source.name}: not a GGUF file")
+    version, n_tensors, n_kv = head.unpack("<I"), head.unpack("<Q"), head.unpack("<Q")
+    alignment = 32
+    for _ in range(n_kv):
+        key, vtype = head.string(), head.unpack("<I")
+        value = head.value(vtype)
+        if key == b"general.alignment":
+            alignment = int(value)
+    metadata = bytes(head.data[24:head.pos])
+    infos = []
+    for _ in range(n_tensors):
+        name = head.string().decode("utf-8")
+        dims = [head.unpack("<Q") for _ in range(head.unpack("<I"))]
+        infos.append((name, dims, head.unpack("<I"), head.unpack("<Q")))
+    start = head.pos + (-head.pos % alignment)
+    out = {}
+    for name, dims, kind, offset in infos:
+        block, size = GGML_QUANT_SIZES[GGMLQuantizationType(kind)]
+        numel = int(np.prod(dims, dtype=np.int64))
+        out[name] = Tensor(name, GGMLQuantizationType(kind).name, tuple(dims), start + offset, numel // block * size,
+                           {"type": kind})
+        if out[name].offset + out[name].nbytes > source.size:
+            raise DownloadError(f"{source.name}: tensor {name!r} extends past the end of the file")
+    return out, {"version": version, "n_kv": n_kv, "metadata": metadata, "alignment": alignment}
+
+
+def _gguf_file(chosen: Sequence[Tensor], files: Sequence[Path], header: Mapping[str, Any], dest: Path) -> None:
+    """A GGUF file of ``chosen`` (their bytes in ``files``) with the original's metadata, version and alignment."""
+    align = header["alignment"]
+    infos, at = b"", 0
+    for t in chosen:
+        name = t.name.encode("utf-8")
+        infos += struct.pack("<Q", len(name)) + name + struct.pack("<I", len(t.shape))
+        infos += b"".join(struct.pack("<Q", d) for d in t.shape) + struct.pack("<IQ", t.info["type"], at)
+        at += t.nbytes + (-t.nbytes % align)
+    text = b"GGUF" + struct.pack("<IQQ", header["version"], len(chosen), header["n_kv"]) + header["metadata"] + infos
+    with open(dest, "wb") as out:
+        out.write(text + b"\0" * (-len(text) % align))
+        for t, part in zip(chosen, files, strict=True):
+            with open(part, "rb") as f:
+                while block := f.read(BLOCK):
+                    out.write(block)
+            out.write(b"\0" * (-t.nbytes % align))
+
+
 def checkpoint_format(name: str, source: Source) -> str:
-    """``safetensors``, ``torch-zip``, ``torch-legacy`` or ``npz``, from the name and the first bytes."""
+    """``safetensors``, ``gguf``, ``torch-zip``, ``torch-legacy`` or ``npz``, from the name and the first bytes."""
     if name.endswith(".safetensors"):
         return "safetensors"
     if name.endswith(".npz"):
         return "npz"
+    if name.endswith(".gguf"):
+        return "gguf"
     return "torch-zip" if source.read(0, 4) == b"PK\x03\x04" else "torch-legacy"
 
 
@@ -510,10 +609,12 @@ def list_tensors(name: str, source: Source, keys: Sequence[str] | None = None) -
     try:
         if fmt == "safetensors":
             return safetensors_tensors(source)[0]
+        if fmt == "gguf":
+            return gguf_tensors(source)[0]
         if fmt == "npz":
             return npz_tensors(source, keys)
         return torch_zip_tensors(source, keys) if fmt == "torch-zip" else torch_legacy_tensors(source)
-    except (zipfile.BadZipFile, pickle.UnpicklingError, EOFError, struct.error, ValueError) as err:
+    except (zipfile.BadZipFile, pickle.UnpicklingError, EOFError, struct.error, ValueError, KeyError) as err:
         raise DownloadError(f"{name}: unreadable {fmt} checkpoint ({failure_reason(err)})") from None
 
 
@@ -538,8 +639,10 @@ def _array(tensor: Tensor, data: bytes) -> Any:
 def extract_head(name: str, source: Source, keys: Sequence[str], dest: Path, parts: Path) -> dict[str, Any]:
     """Write ``dest``: a file of the checkpoint's own format holding only ``keys``, their bytes read by range
     (through part files under ``parts``, resumed after an interrupted run); return what was read."""
-    tensors = list_tensors(name, source, keys)
     fmt = checkpoint_format(name, source)
+    tensors, header = list_tensors(name, source, keys), {}
+    if fmt == "gguf":
+        header = gguf_tensors(source)[1]  # read from the cache: what writing the file back needs
     chosen = [tensors[k] for k in keys]
     tag = (getattr(source, "etag", None) or f"{source.size}").replace("/", "_")
     files = [source.fetch(t.offset, t.nbytes, parts / f"{tag}.{t.offset}-{t.nbytes}.part") for t in chosen]
@@ -558,6 +661,8 @@ def extract_head(name: str, source: Source, keys: Sequence[str], dest: Path, par
                 with open(part, "rb") as f:
                     while block := f.read(BLOCK):
                         out.write(block)
+    elif fmt == "gguf":
+        _gguf_file(chosen, files, header, dest)
     else:
         arrays = {t.name: _array(t, part.read_bytes()) for t, part in zip(chosen, files, strict=True)}
         if fmt == "npz":
