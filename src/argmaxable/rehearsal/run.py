@@ -276,6 +276,21 @@ def _summarise(work: Path, entries: Sequence[Entry], sizes: dict[str, int], timi
     return 1 if problems else 0
 
 
+def readme_block(record: dict) -> str:
+    """The README's ``rehearsal`` block: what ran, how long, how much was fetched of how much, the largest jobs."""
+    totals, models = record["totals"], pd.DataFrame(record["models"])
+    largest = models.sort_values("check peak MB", ascending=False).head(3)
+    big = "; ".join(f"`{r['model']}` ({r['n']} x {r['d']}): check {r['check s']:.0f} s, peak "
+                    f"{r['check peak MB'] / 1024:.2f} GiB" for _, r in largest.iterrows())
+    problems = f" ({len(totals['problems'])} problems: see rehearsal.md)" if totals["problems"] else ""
+    return (f"{totals['models']} replicas at {totals['scale']} scale on {totals['cores']} cores: "
+            f"{totals['wall_s'] / 60:.0f} min of Snakemake runs (checks {totals['check_s'] / 60:.0f} min summed); "
+            f"{totals['fetched_bytes'] / 1e9:.2f} GB fetched of the replicas' {totals['repo_bytes'] / 1e9:.1f} GB; "
+            f"disk at most {totals['disk_peak_bytes'] / 1e9:.2f} GB (one batch of heads and the hub cache); "
+            f"{totals['planted_found']} of {totals['planted']} planted rows found, nothing else unargmaxable"
+            f"{problems}. Largest check jobs by peak memory: {big}.")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", default="rehearsal", help="working directory (default: rehearsal/)")
@@ -288,6 +303,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the downloaded heads")
     parser.add_argument("--lock", type=Path, help="a file to flock around each batch (a shared machine's lock for "
                         "heavy jobs), released between batches")
+    parser.add_argument("--readme", type=Path, help="run nothing: fill this README's generated rehearsal block "
+                        "from WORK/rehearsal.json")
     args = parser.parse_args(argv)
+    if args.readme is not None:
+        from argmaxable.report import update_readme
+
+        record = json.loads((Path(args.work) / "rehearsal.json").read_text())
+        args.readme.write_text(update_readme(args.readme.read_text(), {"rehearsal": readme_block(record)}))
+        return 0
     return rehearse(Path(args.work), args.models, args.scale, args.cores, args.batch, args.fault, args.keep,
                     args.lock)
