@@ -131,7 +131,8 @@ def _benchmark(path: Path) -> dict[str, float]:
 
 
 def verify(entry: Entry, results: Path) -> tuple[dict, list[str]]:
-    """One replica's checks (see the module docstring): its record and the failures."""
+    """One replica's checks (see the module docstring; ``results`` beside the run's ``data``): its record and the
+    failures."""
     detect = results / "detect"
     table = pd.read_parquet(detect / entry.key / "categories.parquet")
     summary = json.loads((detect / entry.key / "summary.json").read_text())
@@ -154,6 +155,9 @@ def verify(entry: Entry, results: Path) -> tuple[dict, list[str]]:
         if names != [tokens[i] for i in entry.planted]:
             problems.append(f"{entry.key}: planted tokens named {names}, the vocabulary says "
                             f"{[tokens[i] for i in entry.planted]}")
+    downloaded = json.loads((results.parent / "data" / "models" / entry.key / "manifest.json").read_text())
+    if entry.repo and downloaded["revision"] != entry.commit:  # the pinned commit is what ran
+        problems.append(f"{entry.key}: downloaded {downloaded['revision']}, pinned {entry.commit}")
     study = detect / "study" / f"{entry.key}.json"
     if study.is_file():
         box = json.loads(study.read_text())["boxes"][0]
