@@ -139,9 +139,12 @@ class LocalHub:
         if self._servers:
             return
         self._stopped.clear()
-        for role in ("hub", "cdn"):
+        for role, host in (("hub", "127.0.0.1"), ("cdn", "127.0.0.2")):
             handler = type(f"{role.title()}Handler", (_Handler,), {"hub": self, "role": role})
-            server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+            try:  # the storage on another host name, as the hub's is (huggingface_hub 1.x compares host names)
+                server = ThreadingHTTPServer((host, 0), handler)
+            except OSError:  # a system without 127.0.0.2 on its loopback
+                server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
             server.daemon_threads = True
             threading.Thread(target=server.serve_forever, daemon=True).start()
             self._servers.append(server)
@@ -160,7 +163,8 @@ class LocalHub:
 
     @property
     def cdn_endpoint(self) -> str:
-        return f"http://127.0.0.1:{self._servers[1].server_address[1]}"
+        host, port = self._servers[1].server_address[:2]
+        return f"http://{host}:{port}"
 
     def mirror_url(self, prefix: str) -> str:
         return f"{self.endpoint}/{prefix}/"
