@@ -7,7 +7,7 @@ VENV ?= .venv
 CORES ?= 2
 BIN := $(VENV)/bin
 
-.PHONY: run test test-slurm bench lint clean browser
+.PHONY: run test test-slurm bench lint clean browser rehearse-paper
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -40,3 +40,8 @@ lint: $(VENV)/.installed
 
 clean:
 	rm -rf results .snakemake
+
+# The paper mode rehearsed (scripts/rehearse_paper.py): the 149 models' replicas at their true shapes, served by a
+# local hub, through the detection family to the report; hours on 2 cores (benchmarks/RESULTS.md).
+rehearse-paper: $(VENV)/.installed
+	$(BIN)/python scripts/rehearse_paper.py --work rehearsal $(REHEARSE)

@@ -3,11 +3,12 @@ r"""Command-line interface: check a softmax layer or sigmoid label assignments f
     argmaxable check softmax layer.npz [--weight-key K] [--bias-key K] [--out table.parquet]
     argmaxable check softmax model.onnx [--activation silu] [--vocab tokens.txt]
     argmaxable check softmax model.gguf
-    argmaxable check softmax HuggingFaceTB/SmolLM2-135M [--revision R]
+    argmaxable check softmax HuggingFaceTB/SmolLM2-135M [--revision R]   (or a bare hub id: gpt2)
     argmaxable check assignments layer.pt labels.txt [--out table.csv]
     argmaxable audit model.gguf [--out PREFIX] [--hardest 20] [--unused '<unused\d+>']
     argmaxable verify table.parquet layer.npz [--labels labels.txt] [--vocab tokens.txt]
     argmaxable config show [experiment=paper detect.bound=50 ...]
+    argmaxable config pin [--models KEY ...] [--dry-run]
 
 User errors (bad files, missing keys, bad settings) print one line to stderr and exit with status 2.
 """
@@ -17,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import tempfile
 from pathlib import Path
@@ -72,38 +72,38 @@ def _describe(path, W, b) -> str:
     return f"{path}: {W.shape[0]} x {W.shape[1]} weights, {'with' if b is not None else 'no'} bias"
 
 
-HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # owner/name
-
-
-def _is_hub_id(text: str) -> bool:
-    """A Hugging Face hub id (``owner/name``) that names no local path nor a weights file."""
-    from argmaxable.detect.weights import FORMATS
-
-    path = Path(text)
-    return bool(HUB_ID.match(text)) and not path.exists() and path.suffix.lower() not in (*FORMATS, ".onnx", ".gguf")
-
-
 def _read_layer(args):
     """The output layer of a weights file, an ONNX model (its head found in the graph), a GGUF model, a Hugging
-    Face model directory (save_pretrained, via its logits layer) or hub id (only the files holding the head and
-    the tokens fetched); tokens from ``--vocab`` or the model, byte-level BPE shown readable."""
-    from argmaxable.detect.loaders import Layer, load_gguf, load_huggingface, load_onnx, snapshot_head
+    Face model directory (save_pretrained, via its logits layer) or hub id (``owner/name`` or a bare name such as
+    ``gpt2``: only the files holding the head and the tokens fetched, pinned to the commit ``--revision`` names);
+    tokens from ``--vocab`` or the model, byte-level BPE shown readable."""
+    from argmaxable.detect.hub import check_revision, hub_dir, is_hub_id
+    from argmaxable.detect.loaders import Layer, load_gguf, load_huggingface, load_onnx
     from argmaxable.detect.vocab import read_vocab
     from argmaxable.detect.weights import load_layer
+    from argmaxable.fetch import DownloadError
 
     path = Path(args.path)
-    hub = not path.is_dir() and _is_hub_id(args.path)
-    if getattr(args, "revision", None) and not hub:
-        raise UsageError("--revision applies to a Hugging Face hub id (owner/name), not to a local path")
+    hub = not path.is_dir() and is_hub_id(args.path)
+    revision = getattr(args, "revision", None)
+    if revision and not hub:
+        raise UsageError("--revision applies to a Hugging Face hub id (owner/name, or a bare name such as gpt2), "
+                         "not to a local path")
     if path.is_dir() or hub:
         if args.weight_key or args.bias_key:
             raise UsageError("--weight-key/--bias-key apply to weights files, not to a Hugging Face model")
-        revision = getattr(args, "revision", None)
-        local = snapshot_head(args.path, revision) if hub else path
-        layer = load_huggingface(str(local))
+        try:
+            local = hub_dir(args.path, check_revision(revision)) if hub else path
+        except DownloadError as err:
+            raise UsageError(f"cannot fetch {args.path!r} from the Hugging Face hub: {err}") from None
+        gguf = sorted(local.glob("*.gguf")) if hub else []
+        layer = load_gguf(str(gguf[0])) if gguf else load_huggingface(str(local))
         if hub:
-            layer.origin = f"huggingface:{args.path}" + (f"@{revision}" if revision else "")
-        _name_rows(layer, read_vocab(local, layer.W.shape[0])[0])
+            layer.origin = f"huggingface:{args.path}@{local.name}"
+            print(f"head: {layer.origin} (revision {revision or 'main'})")
+        tokens, vocab_files = read_vocab(local, layer.W.shape[0])
+        _name_rows(layer, tokens)
+        layer.files += vocab_files
     elif path.suffix.lower() == ".gguf":
         if args.weight_key or args.bias_key:
             raise UsageError("--weight-key/--bias-key do not apply to a GGUF model (its head is output.weight, "
@@ -121,7 +121,7 @@ def _read_layer(args):
             print(f"tokens: {printable(layer.info['tokens'])}")
     else:
         W, b = load_layer(args.path, args.weight_key, args.bias_key, no_bias=args.no_bias)
-        layer = Layer(W, b, str(path))
+        layer = Layer(W, b, str(path), [path])
     if args.no_bias:
         layer.b = None
     if getattr(args, "vocab", None) is not None:
@@ -261,17 +261,19 @@ def _table(res, layer=None):
     return frame
 
 
-def _write(res, args, extra_inputs=(), layer=None) -> None:
+def _write(res, args, layer, extra_inputs=()) -> None:
+    """The table, its .meta.json (the command, the settings, the layer's origin and the files it was read from,
+    hashed) and its evidence (``--evidence``)."""
     if args.out is None:
         return
     out = Path(args.out)
     frame = _table(res, layer)
     # the table, its .meta.json and its evidence are staged and renamed together: one unit, old or new
-    compact = args.evidence == "compact" and res.kind == "categories" and layer is not None
+    compact = args.evidence == "compact" and res.kind == "categories"
     companions = [] if args.evidence == "none" else [
         (evidence_path(out), lambda tmp: res.write_npz(tmp, W=layer.W if compact else None))]
-    write_table(frame, out, config={"command": sys.argv[1:], **res.settings}, inputs=[args.path, *extra_inputs],
-                companions=companions)
+    write_table(frame, out, config={"command": sys.argv[1:], **res.settings},
+                inputs=[*(layer.files or [args.path]), *extra_inputs], origin=layer.origin, companions=companions)
     print(f"wrote {out}" + (f" and {evidence_path(out)}" if companions else " (no evidence: 'verify' cannot re-check "
                                                                           "it; drop --evidence none to keep it)"))
 
@@ -285,7 +287,7 @@ def cmd_check_softmax(args) -> int:
     res = am.check_categories(layer.W, b=layer.b, progress=args.progress, **settings)
     print(res.summary())
     _list_unargmaxable(res, layer, settings)
-    _write(res, args, layer=layer)
+    _write(res, args, layer)
     return 0
 
 
@@ -320,7 +322,7 @@ def cmd_audit(args) -> int:
         print(f"hardest to reach: {_name(h[0], layer)}, radius in [{h[4]:.3g}, {h[5]:.3g}]; every other argmaxable "
               f"token's region holds a ball of radius >= {card['others_at_least']:.3g} (certified)")
     paths = write_audit(audit, prefix, layer.W, evidence=args.evidence, model=args.path,
-                        config={"command": sys.argv[1:], **audit.result.settings}, inputs=[args.path])
+                        config={"command": sys.argv[1:], **audit.result.settings}, inputs=layer.files or [args.path])
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
 
@@ -336,7 +338,7 @@ def cmd_check_assignments(args) -> int:
     res = am.check_assignments(W, Y, b, progress=args.progress, **settings)
     print(res.summary())
     print(f"{int(res.one_argmaxable().sum())} of {len(res)} assignments are 1-argmaxable (radius > 1)")
-    _write(res, args, [args.labels])
+    _write(res, args, layer, [args.labels])
     return 0
 
 
@@ -447,6 +449,27 @@ def cmd_config_show(args) -> int:
     return 0
 
 
+def cmd_config_pin(args) -> int:
+    from argmaxable.config import CONFIG_DIR
+    from argmaxable.detect.hub import endpoint
+    from argmaxable.detect.pins import pin
+    from argmaxable.fetch import DownloadError
+
+    config_dir = Path(args.config_dir or CONFIG_DIR)
+    try:
+        results = pin(config_dir, args.models, refresh=args.refresh, dry_run=args.dry_run)
+    except DownloadError as err:
+        raise UsageError(str(err)) from None
+    failed = 0
+    for decl, commit, what in results:
+        ok = what in ("pinned", "unchanged", "would pin")
+        failed += not ok
+        print(f"{decl.key}: {decl.repo} {decl.revision} -> {commit or '?'} {what if ok else 'failed: ' + what}")
+    print(f"{sum(w == 'pinned' for _, _, w in results)} pinned, {sum(w == 'unchanged' for _, _, w in results)} "
+          f"unchanged, {failed} failed ({endpoint()}, {config_dir})")
+    return int(failed > 0)
+
+
 def cmd_report_readme(args) -> int:
     from argmaxable.report import readme_blocks, update_readme
 
@@ -474,9 +497,11 @@ def cmd_report_readme(args) -> int:
 def _add_layer_options(p: argparse.ArgumentParser, bound_default: str,
                        out=("FILE", "write one row per item to FILE (.parquet or .csv)")) -> None:
     p.add_argument("path", help="weights file (.npz, .npy, .pt/.pth/.bin, .safetensors), an ONNX model (.onnx), "
-                   "a GGUF model (.gguf), a Hugging Face model directory (save_pretrained) or hub id (owner/name: "
-                   "only the files holding the head and the tokens are fetched)")
-    p.add_argument("--revision", metavar="R", help="branch, tag or commit of a hub id (default: main)")
+                   "a GGUF model (.gguf), a Hugging Face model directory (save_pretrained) or hub id (owner/name or "
+                   "a bare name such as gpt2: only the config, the tokenizer files and the head's bytes are fetched, "
+                   "from HF_ENDPOINT, cached under $ARGMAXABLE_CACHE)")
+    p.add_argument("--revision", metavar="R", help="branch, tag or commit of a hub id (default: main); the commit "
+                   "it names is recorded")
     p.add_argument("--weight-key", metavar="K", help="name of the weight matrix in the file (default: "
                    "lm_head.weight, decoder_ff_logit_out_W, ff_logit_W, decoder_Wemb, Wemb_dec, Wemb, weight, W); "
                    "for .onnx the tensor holding the logits (default: found from the Softmax or graph output)")
@@ -564,10 +589,18 @@ def build_parser() -> argparse.ArgumentParser:
     verify.set_defaults(func=cmd_verify)
 
     config = groups.add_parser("config", help="inspect the composed Hydra configuration")
-    configs = config.add_subparsers(dest="what", required=True, metavar="{show}")
+    configs = config.add_subparsers(dest="what", required=True, metavar="{show,pin}")
     show = configs.add_parser("show", help="print the composed, validated config")
     show.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. experiment=paper detect.bound=50")
     show.set_defaults(func=cmd_config_show)
+    pin = configs.add_parser("pin", help="write into the model configs the commit each hub repo's revision names now "
+                             "(asks HF_ENDPOINT; needs a network)")
+    pin.add_argument("--models", nargs="*", default=[], metavar="KEY", help="model keys to pin (default: every "
+                     "hub model)")
+    pin.add_argument("--refresh", action="store_true", help="ask 'main' again for models pinned already")
+    pin.add_argument("--dry-run", action="store_true", help="show the commits, write nothing")
+    pin.add_argument("--config-dir", help="the config tree to edit (default: the repository's config/)")
+    pin.set_defaults(func=cmd_config_pin)
 
     report = groups.add_parser("report", help="the replication report's outputs")
     reports = report.add_subparsers(dest="what", required=True, metavar="{readme}")

@@ -75,6 +75,8 @@ class RootConfig:
     seed: int = 0
     results_dir: str = "results"
     data_dir: str = "data"  # downloaded inputs: data/models/<key>/ (models), and the datasets placed by hand
+    # URL prefix -> replacement for the models' URL downloads (an institutional mirror; the rehearsal's local one)
+    mirrors: dict[str, str] = field(default_factory=dict)
     detect: DetectConfig = field(default_factory=DetectConfig)
     model: dict[str, ModelConfig] = field(default_factory=dict)
     theory: TheoryConfig = field(default_factory=TheoryConfig)

@@ -6,6 +6,7 @@ or into a temporary directory beside its destination and renames it into place o
 and matched its checksum, so a failed or interrupted download leaves nothing behind. The destination then
 holds ``manifest.json``: source, revision, and size and SHA-256 of every file.
 
+- :func:`mirrored`: a URL rewritten by the configured mirrors (URL prefix -> replacement);
 - :func:`fetch_url`: one URL (http(s) or file) with a timeout, retries with back-off, resume by HTTP
   ``Range`` after a dropped connection, a SHA-256 check, and a temporary name until complete;
 - :func:`staging_dir`: a temporary directory renamed onto the destination on success;
@@ -38,6 +39,24 @@ BLOCK = 1 << 20  # bytes read per chunk: 1 MiB keeps memory flat for files of ma
 
 class DownloadError(RuntimeError):
     """A fetch that failed; the message is one line naming what was fetched, from where, and why."""
+
+
+class Refused(DownloadError):
+    """The server answered, and no retry or other network changes the answer (no such repo, revision or file, a
+    gated repo, bytes that differ from their checksum)."""
+
+
+def mirrored(url: str, mirrors: dict[str, str]) -> str:
+    """``url`` with its longest prefix among ``mirrors`` (prefix -> replacement) replaced: how users behind an
+    institutional mirror, and the tests' local server, reach the URLs the configs name.
+
+    Examples
+    --------
+    >>> mirrored("https://data.statmt.org/wmt17_systems/en-de/model.npz", {"https://data.statmt.org/": "http://m/s/"})
+    'http://m/s/wmt17_systems/en-de/model.npz'
+    """
+    prefix = max((p for p in mirrors if url.startswith(p)), key=len, default=None)
+    return url if prefix is None else mirrors[prefix] + url[len(prefix):]
 
 
 def inside(root: str | os.PathLike, name: str | os.PathLike, what: str) -> Path:

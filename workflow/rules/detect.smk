@@ -46,9 +46,12 @@ rule download_model:
         model_input("{model}"),
     log:
         f"{DETECT}/logs/download_model/{{model}}.log",
+    benchmark:
+        f"{DETECT}/benchmarks/download_model/{{model}}.tsv"
     params:
         model=lambda wc: download_params(CFG, wc.model),
         root=lambda wc: model_dir(wc.model),
+        mirrors=settings(CFG.mirrors),  # URL prefix rewrites (a new mirror refetches: --rerun-triggers mtime keeps)
     threads: 1
     script:
         "../scripts/detect_download_model.py"
@@ -69,6 +72,8 @@ if SHARDS == 1:
             evidence=f"{DETECT}/{{model}}/evidence.npz",  # the paper box's, compact (start points from the model)
         log:
             f"{DETECT}/logs/check_model/{{model}}.log",
+        benchmark:  # wall time and peak memory (max_rss) of the job
+            f"{DETECT}/benchmarks/check_model/{{model}}.tsv"
         params:
             model=lambda wc: settings(CFG.model[wc.model]),
             root=lambda wc: model_dir(wc.model),
@@ -267,6 +272,8 @@ rule study_model:
         tokens=f"{STUDY}/{{model}}_tokens.parquet",
     log:
         f"{DETECT}/logs/study_model/{{model}}.log",
+    benchmark:
+        f"{DETECT}/benchmarks/study_model/{{model}}.tsv"
     params:
         model=lambda wc: settings(CFG.model[wc.model]),
         root=lambda wc: model_dir(wc.model),

