@@ -1,0 +1,102 @@
+"""The rehearsal's stand-ins at tiny sizes, read by the same loaders as the real files (issue 31)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from argmaxable.multilabel import standins
+from argmaxable.multilabel.datasets import build, load_built
+from argmaxable.multilabel.datasets.bioasq import iter_articles
+from argmaxable.multilabel.datasets.schema import DatasetConfig
+
+MIMIC = standins.Mimic3(splits={"train": 60, "dev": 10, "test": 12}, codes=80, mean_tokens=40.0, mean_codes=4.0,
+                        max_codes=12, types=300)
+BIOASQ = standins.BioASQ(articles=400, headings=60, mean_headings=5.0, max_headings=9, types=300, journals=20)
+OPENIMAGES = standins.OpenImages(rows={"train": 3000, "validation": 400, "test": 500},
+                                 images={"train": 160, "validation": 40, "test": 50}, classes=90, trainable=50,
+                                 shard=30, shard_classes=40, max_positive=12, dev_size=10, test_size=20)
+
+
+def built(tmp_path, cfg: DatasetConfig):
+    out = tmp_path / f"built_{cfg.name}"
+    build(cfg, out, tmp_path)
+    dsd, names = load_built(out)
+    return dsd, names, json.loads((out / "stats.json").read_text())
+
+
+def test_mimic3_standin_reads_as_caml_output(tmp_path):
+    assert standins.write_mimic3(tmp_path / "mimic3", MIMIC) == MIMIC.splits
+    header = (tmp_path / "mimic3" / "train_full.csv").read_text().splitlines()[0]
+    assert header == "SUBJECT_ID,HADM_ID,TEXT,LABELS,length"
+    dsd, names, stats = built(tmp_path, DatasetConfig(name="mimic3"))
+    assert stats["split_sizes"] == MIMIC.splits and stats["n_labels"] == MIMIC.codes  # every code on some note
+    assert stats["k"] == MIMIC.max_codes  # a training note at the bound (thesis: k = 80)
+    assert names[0] == "401.9"  # CAML's most frequent code leads the Zipf ranking
+    lengths = [len(t.split()) for t in dsd["train"]["text"]]
+    assert lengths == sorted(lengths)  # CAML sorts each split by length
+    assert all(t == t.lower() and not any(w.isnumeric() for w in t.split()) for t in dsd["test"]["text"])
+
+
+def test_bioasq_standin_streams_in_the_real_framing(tmp_path):
+    standins.write_bioasq(tmp_path / "bioasq", BIOASQ)
+    path = tmp_path / "bioasq" / "allMeSH_2021.json"
+    raw = path.read_bytes()
+    assert raw.startswith(b'{"articles":[\n') and raw.endswith(b"]}\n")
+    raw.decode("latin-1")
+    with pytest.raises(UnicodeDecodeError):
+        raw.decode("utf-8")  # latin-1 bytes beyond ASCII, as in the real file
+    articles = list(iter_articles(path))
+    assert len(articles) == BIOASQ.articles
+    assert list(articles[0]) == ["journal", "meshMajor", "year", "abstractText", "pmid", "title"]
+    assert max(len(a["meshMajor"]) for a in articles) == BIOASQ.max_headings
+    cfg = DatasetConfig(name="bioasq", max_records=BIOASQ.articles, num_labels=40, min_label_freq=5,
+                        max_active_labels=8, train_size=200, dev_size=20, test_size=40, seed=0)
+    dsd, names, stats = built(tmp_path, cfg)
+    assert stats["n_labels"] == 40 and stats["k"] <= 8  # the most frequent headings; the k filter held
+    assert {i for y in dsd["test"]["labels"] for i in y} == set(range(40))  # label-covering test split
+
+
+def test_openimages_standin_builds_with_its_shard_and_true_row_counts(tmp_path):
+    linked = standins.write_openimages(tmp_path / "openimages", OPENIMAGES)
+    root = tmp_path / "openimages"
+    for split, name in (("train", "oidv6-train-annotations-human-imagelabels.csv"),
+                        ("validation", "validation-annotations-human-imagelabels.csv"),
+                        ("test", "test-annotations-human-imagelabels.csv")):
+        lines = (root / name).read_text().splitlines()
+        assert lines[0] == "ImageID,Source,LabelName,Confidence" and len(lines) - 1 == OPENIMAGES.rows[split]
+    assert len((root / "oidv6-class-descriptions.csv").read_text().splitlines()) == 1 + OPENIMAGES.classes
+    cfg = DatasetConfig(name="openimages", train_id_prefix="1", dev_size=OPENIMAGES.dev_size,
+                        test_size=OPENIMAGES.test_size)
+    dsd, names, stats = built(tmp_path, cfg)
+    assert stats["split_sizes"]["train"] == OPENIMAGES.shard == linked["train"]
+    assert stats["n_labels"] == OPENIMAGES.shard_classes and stats["k"] == OPENIMAGES.max_positive
+    assert all(i.startswith("1") for i in dsd["train"]["id"])
+    jpegs = {p.stat().st_ino for p in (root / "images").iterdir()}
+    assert len(list((root / "images").iterdir())) == sum(linked.values()) and len(jpegs) <= standins.DISTINCT_JPEGS
+
+
+def test_pubmedbert_replica_loads_through_the_encoder_path(tmp_path):
+    import torch
+
+    from argmaxable.multilabel.encoders import build_encoder
+    from argmaxable.multilabel.schema import EncoderConfig
+
+    hub = standins.PUBMEDBERT  # the hub's config.json of microsoft/BiomedNLP-BiomedBERT-base-uncased-abstract
+    assert (hub["vocab_size"], hub["hidden_size"], hub["num_hidden_layers"], hub["max_position_embeddings"]) == (
+        30522, 768, 12, 512)
+    words = standins.bert_words(BIOASQ)
+    replica = tmp_path / "pubmedbert"  # the same layout at a small width, so the test stays fast
+    standins.write_pubmedbert(replica, words, shape={**hub, "hidden_size": 32, "num_hidden_layers": 1,
+                                                     "num_attention_heads": 2, "intermediate_size": 64})
+    assert sorted(p.name for p in replica.iterdir()) == ["config.json", "model.safetensors", "vocab.txt"]
+    assert json.loads((replica / "config.json").read_text())["architectures"] == ["BertForMaskedLM"]
+    assert len((replica / "vocab.txt").read_text().splitlines()) == hub["vocab_size"]
+    enc = build_encoder(EncoderConfig(kind="hf", pretrained=str(replica), max_tokens=16)).eval()
+    batch = enc.collate([{"text": " ".join(words[:5])}, {"text": "J Méd\nAbc."}])
+    np.testing.assert_array_equal(batch["input_ids"][:, 0], [2, 2])  # [CLS]
+    assert not (batch["input_ids"] == 1).any()  # no [UNK]: the stand-ins' words and characters are all known
+    with torch.no_grad():
+        assert enc(batch).shape == (2, 32)
