@@ -54,7 +54,7 @@ def test_bioasq_standin_streams_in_the_real_framing(tmp_path):
     assert max(len(a["meshMajor"]) for a in articles) == BIOASQ.max_headings
     cfg = DatasetConfig(name="bioasq", max_records=BIOASQ.articles, num_labels=40, min_label_freq=5,
                         max_active_labels=8, train_size=200, dev_size=20, test_size=40, seed=0)
-    dsd, names, stats = built(tmp_path, cfg)
+    dsd, _, stats = built(tmp_path, cfg)
     assert stats["n_labels"] == 40 and stats["k"] <= 8  # the most frequent headings; the k filter held
     assert {i for y in dsd["test"]["labels"] for i in y} == set(range(40))  # label-covering test split
 
@@ -70,7 +70,7 @@ def test_openimages_standin_builds_with_its_shard_and_true_row_counts(tmp_path):
     assert len((root / "oidv6-class-descriptions.csv").read_text().splitlines()) == 1 + OPENIMAGES.classes
     cfg = DatasetConfig(name="openimages", train_id_prefix="1", dev_size=OPENIMAGES.dev_size,
                         test_size=OPENIMAGES.test_size)
-    dsd, names, stats = built(tmp_path, cfg)
+    dsd, _, stats = built(tmp_path, cfg)
     assert stats["split_sizes"]["train"] == OPENIMAGES.shard == linked["train"]
     assert stats["n_labels"] == OPENIMAGES.shard_classes and stats["k"] == OPENIMAGES.max_positive
     assert all(i.startswith("1") for i in dsd["train"]["id"])

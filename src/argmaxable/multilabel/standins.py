@@ -51,10 +51,12 @@ from pathlib import Path
 
 import numpy as np
 
-CAML_TOP50 = ("401.9 38.93 428.0 427.31 414.01 96.04 96.6 584.9 250.00 96.71 272.4 518.81 99.04 39.61 599.0 "
-              "530.81 96.72 272.0 285.9 88.56 244.9 486 38.91 285.1 36.15 276.2 496 99.15 995.92 V58.61 507.0 "
-              "038.9 88.72 585.9 403.90 311 305.1 37.22 412 33.24 39.95 287.5 410.71 276.1 V45.81 424.0 45.13 "
-              "V15.82 511.9 37.23").split()  # caml-mimic's notebook, cell "codes_50", most frequent first
+# caml-mimic's notebook, cell "codes_50": MIMIC-III's 50 most frequent codes, most frequent first
+CAML_TOP50 = ("401.9", "38.93", "428.0", "427.31", "414.01", "96.04", "96.6", "584.9", "250.00", "96.71",
+              "272.4", "518.81", "99.04", "39.61", "599.0", "530.81", "96.72", "272.0", "285.9", "88.56",
+              "244.9", "486", "38.91", "285.1", "36.15", "276.2", "496", "99.15", "995.92", "V58.61", "507.0",
+              "038.9", "88.72", "585.9", "403.90", "311", "305.1", "37.22", "412", "33.24", "39.95", "287.5",
+              "410.71", "276.1", "V45.81", "424.0", "45.13", "V15.82", "511.9", "37.23")
 MESH_TOP = ["Humans", "Animals", "Female", "Male", "Mice", "Adult", "Middle Aged", "Aged", "Rats",
             "Adolescent"]  # real MeSH headings (vocabulary, not records) at the head of the frequency ranking
 DISTINCT_JPEGS = 256  # distinct synthetic images behind the OpenImages hard links

@@ -64,12 +64,12 @@ def encoder_files(config: Any, name: str) -> list[tuple[str, str]]:
 
     ``config`` is the whole composed config (plain containers) or None (then nothing is required).
     """
-    if not isinstance(config, dict):
+    if not isinstance(config, dict) or not config.get("multilabel", {}).get("enabled"):
         return []
-    runs = ((config.get("multilabel") or {}).get("runs") or {}) if config.get("multilabel", {}).get("enabled") else {}
-    files = ((config.get("datasets") or {}).get(name) or {}).get("download", {}).get("files") or {}
-    paths = [run["encoder"]["checkpoint"] for ds, run in runs.items() if ds == name and run["encoder"].get("checkpoint")]
-    return [(p, str(files.get(Path(p).name, ""))) for p in paths]
+    run = config["multilabel"].get("runs", {}).get(name)
+    checkpoint = run["encoder"].get("checkpoint") if run else ""
+    files = config.get("datasets", {}).get(name, {}).get("download", {}).get("files") or {}
+    return [(checkpoint, str(files.get(Path(checkpoint).name, "")))] if checkpoint else []
 
 
 def _check_encoder_files(config: Any, name: str) -> None:
