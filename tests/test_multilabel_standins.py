@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from argmaxable.multilabel.datasets.schema import DatasetConfig
 MIMIC = standins.Mimic3(splits={"train": 60, "dev": 10, "test": 12}, codes=80, mean_tokens=40.0, mean_codes=4.0,
                         max_codes=12, types=300)
 BIOASQ = standins.BioASQ(articles=400, headings=60, mean_headings=5.0, max_headings=9, types=300, journals=20)
+ROOT = Path(__file__).resolve().parents[1]
 OPENIMAGES = standins.OpenImages(rows={"train": 3000, "validation": 400, "test": 500},
                                  images={"train": 160, "validation": 40, "test": 50}, classes=90, trainable=50,
                                  shard=30, shard_classes=40, max_positive=12, dev_size=10, test_size=20)
@@ -100,3 +102,51 @@ def test_pubmedbert_replica_loads_through_the_encoder_path(tmp_path):
     assert not (batch["input_ids"] == 1).any()  # no [UNK]: the stand-ins' words and characters are all known
     with torch.no_grad():
         assert enc(batch).shape == (2, 32)
+
+
+@pytest.mark.slow
+def test_the_three_standins_give_the_paper_mode_tables_and_report(tmp_path):
+    # Built, trained (tiny CNN, one step) and verified, the three stand-ins make the multi-label tables and the
+    # report of the paper experiment, and of the rehearsal, which declares every item substitute data. Before
+    # issue 31 the paper-mode report stopped at Fig. 4.3: its declaration read a debtags column.
+    from argmaxable.config import load_config, to_plain
+    from argmaxable.multilabel.aggregate import aggregate
+    from argmaxable.multilabel.schema import VerifyConfig
+    from argmaxable.multilabel.setup_tables import make_setup_tables
+    from argmaxable.multilabel.train import train_run
+    from argmaxable.multilabel.verify import verify_run
+    from argmaxable.report import make_report
+
+    data, results = tmp_path / "data", tmp_path / "results"
+    standins.write_mimic3(data / "mimic3", MIMIC)
+    standins.write_bioasq(data / "bioasq", BIOASQ)
+    standins.write_openimages(data / "openimages", OPENIMAGES)
+    cfgs = {"mimic3": DatasetConfig(name="mimic3"),
+            "bioasq": DatasetConfig(name="bioasq", max_records=BIOASQ.articles, num_labels=40, min_label_freq=5,
+                                    max_active_labels=8, train_size=200, dev_size=20, test_size=40),
+            "openimages": DatasetConfig(name="openimages", train_id_prefix="1", dev_size=10, test_size=20)}
+    run = {"encoder": {"kind": "cnn", "embed_dim": 4, "filters": 6, "width": 2, "vocab_min_count": 1},
+           "d": [2], "k_active": 3, "metric_k": 3, "batch_size": 8, "max_steps": 1, "device": "cpu"}
+    dirs = []
+    for name, cfg in cfgs.items():
+        build(cfg, results / "datasets" / name, data)
+    for name in cfgs:
+        # OpenImages' runs read BioASQ's texts: a tiny CNN stands in for TResNet-L (timm is not installed here)
+        source = results / "datasets" / ("bioasq" if name == "openimages" else name)
+        for head in ("bsl", "dft"):
+            out = results / "multilabel" / name / head / "d2" / "seed0"
+            train_run(source, out, head=head, d=2, seed=0, run=run)
+            verify_run(source, out, out / "verify.parquet", verify=VerifyConfig(splits=["test"], encoder_splits=[]))
+            dirs.append(out)
+    aggregate(dirs, results / "multilabel/tables", results / "multilabel/figures")
+    for experiment in ("paper", "rehearsal"):
+        config = to_plain(load_config([f"experiment={experiment}"]))
+        make_setup_tables({n: str(results / "datasets" / n) for n in cfgs}, config["multilabel"]["runs"],
+                          {"table_4_1": str(results / "multilabel/tables/table_4_1.csv"),
+                           "table_a_4": str(results / "multilabel/tables/table_A_4.csv")})
+        items = make_report(ROOT / "workflow/report", results, results / "report.md", results / "report.html",
+                            experiment=experiment, families=["datasets", "multilabel"], config=config)
+        ours = [a for a in items if a.family in ("datasets", "multilabel")]
+        assert len(ours) == 10 and not [a.item for a in ours if a.status in ("missing", "not run")]
+        assert all(a.status == "substitute data" for a in ours) == (experiment == "rehearsal")
+        assert "multilabel/tables/table_4_2.csv" in (results / "report.md").read_text()
