@@ -15,14 +15,14 @@
 #    stand-ins' generation.
 #
 # A rerun does only what is missing. Disk: about 13 GB under data/rehearsal and results/rehearsal.
+# EXTRA='key=value,...' adds Hydra overrides (plain values, no lists) to experiment=rehearsal, e.g.
+# EXTRA='multilabel.runs.mimic3.max_steps=300'.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 IMAGES=${IMAGES_VENV:-.venv-images}
-DATA=data/rehearsal
-RESULTS=results/rehearsal
-OVERRIDES='overrides=[experiment=rehearsal]'
-mkdir -p "$RESULTS"
+EXTRA=${EXTRA:-}
+OVERRIDES="overrides=[experiment=rehearsal${EXTRA:+,$EXTRA}]"
 timed() {  # timed NAME COMMAND...: run it, append its wall time and peak RSS to $RESULTS/generate.tsv
     local name=$1 out
     shift
@@ -41,6 +41,14 @@ if [ ! -f "$IMAGES/.installed" ]; then
     touch "$IMAGES/.installed"
 fi
 
+composed() {  # composed PYTHON-EXPRESSION: a value of the composed config (cfg), printed
+    "$VENV/bin/python" -c "from argmaxable.config import load_config; import sys
+cfg = load_config(['experiment=rehearsal', *[o for o in sys.argv[1].split(',') if o]]); print($1)" "$EXTRA"
+}
+DATA=$(composed cfg.data_dir)
+RESULTS=$(composed cfg.results_dir)
+mkdir -p "$RESULTS"
+
 # 2. Stand-ins (each dataset is skipped once its manifest.json is there).
 timed standins "$VENV/bin/python" -m argmaxable.multilabel.standins "$DATA"
 timed tresnet_replica "$IMAGES/bin/python" -m argmaxable.multilabel.standins "$DATA" --tresnet
@@ -50,7 +58,7 @@ prove() {  # prove DATASET FILE: build DATASET without FILE; the job must fail w
     local dataset=$1 file=$2 log
     log=$(mktemp)
     mv "$file" "$file.away"
-    if "$VENV/bin/snakemake" --cores 1 --config "overrides=[experiment=rehearsal,results_dir=$RESULTS/proofs]" \
+    if "$VENV/bin/snakemake" --cores 1 --config "${OVERRIDES%]},results_dir=$RESULTS/proofs]" \
         -- "$RESULTS/proofs/datasets/$dataset" >"$log" 2>&1; then
         mv "$file.away" "$file"
         echo "rehearsal: building $dataset without $file succeeded; expected one line naming it" >&2
@@ -79,14 +87,8 @@ fi
 
 # 4. The runs: MIMIC-III and BioASQ in .venv, OpenImages in .venv-images, then the tables and the report.
 runs() {  # the verify.parquet of every run of one dataset, from the composed config
-    "$VENV/bin/python" - "$1" <<'EOF'
-import sys
-from argmaxable.config import load_config
-cfg = load_config(["experiment=rehearsal"])
-run = cfg.multilabel.runs[sys.argv[1]]
-print(" ".join(f"{cfg.results_dir}/multilabel/{sys.argv[1]}/{h}/d{d}/seed{s}/verify.parquet"
-               for h in run.heads for d in run.d for s in run.seeds))
-EOF
+    composed "' '.join(f'{cfg.results_dir}/multilabel/$1/{h}/d{d}/seed{s}/verify.parquet'
+                   for r in [cfg.multilabel.runs['$1']] for h in r.heads for d in r.d for s in r.seeds)"
 }
 # shellcheck disable=SC2046
 "$VENV/bin/snakemake" --cores 2 --config "$OVERRIDES" -- "$RESULTS/datasets/mimic3" "$RESULTS/datasets/bioasq" \
