@@ -312,11 +312,21 @@ def _finish(model: Model, dsd, n, k, out_dir: Path, cfg: RunConfig, state, *, he
         # forward passes that score dev (while training) and dev + test (at the end), per example.
         "train_step_s": state["train_s"] / max(state["step"], 1),
         "score_example_s": (state["eval_s"] + score_s) / max(state["eval_examples"] + scored, 1),
+        "peak_rss_mib": _peak_rss_mib(),  # this process's, the dataset loaded and both splits scored
         "criterion": cfg.criterion, "best_criterion": state["best"], "metric_k": cfg.metric_k,
         "metrics": metrics, "config": config,
     }
     write_json(record, out_dir / "train.json")
     return record
+
+
+def _peak_rss_mib() -> float:
+    """The process's peak resident memory so far (Linux reports KiB, macOS bytes)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
 
 
 def train_run(dataset_dir: str | Path, out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
