@@ -4,7 +4,7 @@
 #   scripts/rehearse_multilabel.sh
 #
 # 1. environments: .venv (make .venv/.installed) and, for OpenImages' TResNet-L, .venv-images with the `images`
-#    extra (timm and the torch it pulls), so that neither the default install nor CI ever needs timm;
+#    extra and the torch/torchvision pair timm needs (6.3 GB), so that neither the default install nor CI needs it;
 # 2. stand-ins at their true sizes into data/rehearsal (argmaxable.multilabel.standins: no real record);
 # 3. proves each line data/README.md promises: every input removed in turn, build_dataset must stop with one
 #    line naming it (in a scratch results directory, so the real outputs are never touched);
@@ -38,6 +38,9 @@ if [ ! -f "$IMAGES/.installed" ]; then
     python3 -m venv "$IMAGES"
     "$IMAGES/bin/pip" install -q --upgrade pip
     "$IMAGES/bin/pip" install -q -e '.[images]'
+    # With the project's torch==2.13.0 pin pip picks torchvision 0.28.0, whose compiled operators do not load with
+    # the CPU torch ("operator torchvision::nms does not exist"); timm needs a matching pair (a CUDA build).
+    "$IMAGES/bin/pip" install -q torch==2.14.1 torchvision==0.29.1
     touch "$IMAGES/.installed"
 fi
 
