@@ -97,6 +97,20 @@ def _timed(fn, repeats: int, device: torch.device) -> float:
     return (time.perf_counter() - t0) / repeats
 
 
+def _measured(fn, repeats: int, device: torch.device) -> tuple[float | None, float | None]:
+    """(:func:`_timed` seconds, peak GPU MiB); (None, None) when the GPU runs out of memory (recorded, not fatal:
+    the training loop runs in float32, as the thesis's code may not have)."""
+    if device.type != "cuda":
+        return _timed(fn, repeats, device), None
+    torch.cuda.reset_peak_memory_stats()
+    try:
+        seconds = _timed(fn, repeats, device)
+    except torch.cuda.OutOfMemoryError:
+        torch.cuda.empty_cache()
+        return None, None
+    return seconds, torch.cuda.max_memory_allocated() / 2**20
+
+
 def _step_fn(model, inputs, y, run: dict):
     """One optimiser step of the training loop on a fixed batch."""
     optim = torch.optim.Adam([{"params": model.encoder.parameters(), "lr": run["lr_encoder"]},
@@ -104,8 +118,8 @@ def _step_fn(model, inputs, y, run: dict):
     loss_fn = torch.nn.BCEWithLogitsLoss()
 
     def step():
-        loss = loss_fn(model(inputs), y)
         optim.zero_grad()
+        loss = loss_fn(model(inputs), y)
         loss.backward()
         optim.step()
         return loss.item()
@@ -120,33 +134,39 @@ def _labels(b: int, n: int, device) -> torch.Tensor:
 
 
 def measure_steps(name: str, run: dict, device: torch.device, workdir: Path, *, full: bool, repeats: int,
-                  eval_batch: int) -> dict:
-    """Seconds per training step at every (head, d) and per scored example, for one dataset."""
+                  eval_batch: int, out: dict, save=lambda: None) -> dict:
+    """Seconds per training step at every (head, d) and per scored example, for one dataset, into ``out``
+    (``save()`` after each measurement: a run cut short keeps what it measured); on a GPU also its peak memory."""
     from argmaxable.multilabel.heads import make_head
     from argmaxable.multilabel.train import Model
 
     n, b = SIZES[name]["n"], run["batch_size"]
     encoder, batch = build(name, run, workdir, device)
     inputs, y = batch(b), _labels(b, n, device)
-    out: dict = {"batch_size": b, "steps": {}, "head_steps": {}}
+    out.update(batch_size=b, steps={}, head_steps={}, gpu_peak_mib={})
+    model = Model(encoder, make_head("bsl", encoder.dim, n, 50, run["k_active"]).to(device)).eval()
+    eval_inputs = batch(eval_batch)
+    with torch.no_grad():
+        seconds, _ = _measured(lambda: model(eval_inputs).float().cpu(), repeats, device)
+    out["score_example_s"] = seconds / eval_batch if seconds is not None else None
+    save()
     for head in HEADS:
         for d in D_VALUES:
             key = f"{head}_d{d}"
             torch.manual_seed(0)
             h = make_head(head, encoder.dim, n, d, run["k_active"]).to(device)
             if full or d == 50:
-                out["steps"][key] = _timed(_step_fn(Model(encoder, h), inputs, y, run), repeats, device)
+                out["steps"][key], out["gpu_peak_mib"][key] = _measured(
+                    _step_fn(Model(encoder, h), inputs, y, run), repeats, device)
+                encoder.zero_grad(set_to_none=True)
             feats = torch.randn(b, encoder.dim, device=device)
-            out["head_steps"][key] = _timed(_step_fn(Model(torch.nn.Identity(), h), feats, y, run), 3 * repeats,
-                                            device)
+            out["head_steps"][key], _ = _measured(_step_fn(Model(torch.nn.Identity(), h), feats, y, run),
+                                                  3 * repeats, device)
+            save()
     if not full:  # encoder + head: the full step at (bsl, 50) less its head, plus each head
         base = out["steps"]["bsl_d50"] - out["head_steps"]["bsl_d50"]
         out["steps"] = {k: out["steps"].get(k, base + v) for k, v in out["head_steps"].items()}
         out["encoder_step_s"] = base
-    model = Model(encoder, make_head("bsl", encoder.dim, n, 50, run["k_active"]).to(device)).eval()
-    eval_inputs = batch(eval_batch)
-    with torch.no_grad():
-        out["score_example_s"] = _timed(lambda: model(eval_inputs).float().cpu(), repeats, device) / eval_batch
     return out
 
 
@@ -189,15 +209,20 @@ def project(name: str, run: dict, steps: dict, score_s: float, verify: dict | No
     evals = run["patience"] + 1
     runs = {}
     for key, step_s in steps.items():
+        if step_s is None or score_s is None:  # out of GPU memory
+            runs[key] = {"train_h": None, "verify_h": None}
+            continue
         train_s = evals * interval * step_s + evals * s["dev"] * score_s + (s["dev"] + s["test"]) * score_s
         # paper.yaml verifies gold and predicted assignments of dev and test, in the head's and the encoder's space
         verify_s = (2 * (s["dev"] + s["test"]) * sum(v["s_per_assignment"] for v in verify[key].values())
                     if verify else None)
         runs[key] = {"train_h": train_s / 3600, "verify_h": None if verify_s is None else verify_s / 3600}
-    total_train = SEEDS * sum(r["train_h"] for r in runs.values())
-    total_verify = SEEDS * sum(r["verify_h"] for r in runs.values()) if verify else None
+    complete = all(r["train_h"] is not None for r in runs.values())
+    total_train = SEEDS * sum(r["train_h"] for r in runs.values()) if complete else None
+    total_verify = SEEDS * sum(r["verify_h"] for r in runs.values()) if verify and complete else None
+    at50 = steps.get("bsl_d50")
     return {"steps_per_epoch": per_epoch, "evaluation_every_steps": interval, "evaluations_at_least": evals,
-            "epoch_h_at_d50": per_epoch * steps["bsl_d50"] / 3600, "runs": runs,
+            "epoch_h_at_d50": per_epoch * at50 / 3600 if at50 is not None else None, "runs": runs,
             "sweep_train_h_at_least": total_train, "sweep_verify_h": total_verify}
 
 
@@ -219,21 +244,25 @@ def main(argv=None) -> int:
     runs = paper_runs()
     record = {"device": torch.cuda.get_device_name(0) if device.type == "cuda" else platform.processor() or "cpu",
               "threads": args.threads, "torch": torch.__version__, "d": list(D_VALUES), "datasets": {}}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+
+    def save():
+        args.out.write_text(json.dumps(record, indent=1) + "\n")
+
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.datasets:
             t0 = time.perf_counter()
-            steps = measure_steps(name, runs[name], device, Path(tmp), full=args.full, repeats=args.repeats,
-                                  eval_batch=args.eval_batch)
-            verify = (measure_verification(name, runs[name], args.verify_sample, args.datasets_dir / name)
-                      if args.verify_sample else None)
-            record["datasets"][name] = {**steps, "verify": verify,
-                                        "projection": project(name, runs[name], steps["steps"],
-                                                              steps["score_example_s"], verify),
-                                        "measured_s": time.perf_counter() - t0}
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(record, indent=1) + "\n")  # after each dataset: partial runs keep theirs
-            print(f"{name}: step at d=50 {steps['steps']['bsl_d50']:.3f} s, scoring {steps['score_example_s']:.4f} "
-                  f"s/example", flush=True)
+            entry = record["datasets"][name] = {}
+            measure_steps(name, runs[name], device, Path(tmp), full=args.full, repeats=args.repeats,
+                          eval_batch=args.eval_batch, out=entry, save=save)
+            entry["verify"] = (measure_verification(name, runs[name], args.verify_sample, args.datasets_dir / name)
+                               if args.verify_sample else None)
+            entry["projection"] = project(name, runs[name], entry["steps"], entry["score_example_s"],
+                                          entry["verify"])
+            entry["measured_s"] = time.perf_counter() - t0
+            save()
+            print(f"{name}: step at d=50 {entry['steps'].get('bsl_d50')} s, scoring {entry['score_example_s']} "
+                  "s/example", flush=True)
     return 0
 
 
