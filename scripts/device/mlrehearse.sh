@@ -2,7 +2,8 @@
 # GPU seconds per training step of the paper's multi-label sweep (issue 31): each dataset's encoder and head at
 # each d in {25, 50, 100, 200, 400}, BSL and DFT, at the paper's batch and input shapes (CAML CNN 16 x 2500 tokens,
 # PubMedBERT 32 x 512 subwords, TResNet-L 64 x 448 x 448), synthetic inputs, plus seconds per scored example.
-# About 2 minutes on one H100 or H200; writes $OUT/mlrehearse.json (benchmarks/RESULTS.md projects the sweep).
+# About 2-3 minutes on one H100 or H200 (stops itself at 200 s, keeping what it measured); writes
+# $OUT/mlrehearse.json (benchmarks/RESULTS.md projects the sweep from it). Give it timeout_s=300.
 #
 #   bash scripts/device/mlrehearse.sh prepare   # here, once: the three wheels the device lacks, into device_carry/
 #   bash scripts/device/mlrehearse.sh           # on the device, from the repository root (carry: device_carry)
@@ -30,5 +31,5 @@ if [ "$(ls "$CARRY"/*.whl 2>/dev/null | wc -l)" -lt ${#WHEELS[@]} ]; then
 fi
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader >"$OUT/mlrehearse_gpu.txt" || true
 export PYTHONPATH="src:.:$(printf '%s:' "$CARRY"/*.whl)"
-timeout 170 python3 -m benchmarks.multilabel_sweep --device cuda --full --repeats 5 --eval-batch 64 --threads 8 \
+timeout 200 python3 -m benchmarks.multilabel_sweep --device cuda --full --repeats 3 --eval-batch 64 --threads 8 \
     --out "$OUT/mlrehearse.json"
