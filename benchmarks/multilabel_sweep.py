@@ -253,8 +253,14 @@ def main(argv=None) -> int:
         for name in args.datasets:
             t0 = time.perf_counter()
             entry = record["datasets"][name] = {}
-            measure_steps(name, runs[name], device, Path(tmp), full=args.full, repeats=args.repeats,
-                          eval_batch=args.eval_batch, out=entry, save=save)
+            try:
+                measure_steps(name, runs[name], device, Path(tmp), full=args.full, repeats=args.repeats,
+                              eval_batch=args.eval_batch, out=entry, save=save)
+            except ImportError as err:  # OpenImages without timm (the optional `images` extra): the others go on
+                entry["skipped"] = str(err)
+                save()
+                print(f"{name}: skipped ({err})", flush=True)
+                continue
             entry["verify"] = (measure_verification(name, runs[name], args.verify_sample, args.datasets_dir / name)
                                if args.verify_sample else None)
             entry["projection"] = project(name, runs[name], entry["steps"], entry["score_example_s"],
