@@ -134,13 +134,14 @@ def _labels(b: int, n: int, device) -> torch.Tensor:
 
 
 def measure_steps(name: str, run: dict, device: torch.device, workdir: Path, *, full: bool, repeats: int,
-                  eval_batch: int, out: dict, save=lambda: None) -> dict:
+                  eval_batch: int, out: dict, save=lambda: None, batch_size: int | None = None) -> dict:
     """Seconds per training step at every (head, d) and per scored example, for one dataset, into ``out``
-    (``save()`` after each measurement: a run cut short keeps what it measured); on a GPU also its peak memory."""
+    (``save()`` after each measurement: a run cut short keeps what it measured); on a GPU also its peak memory.
+    ``batch_size`` (default: the paper's) measures smaller steps where the paper's would not fit in memory."""
     from argmaxable.multilabel.heads import make_head
     from argmaxable.multilabel.train import Model
 
-    n, b = SIZES[name]["n"], run["batch_size"]
+    n, b = SIZES[name]["n"], batch_size or run["batch_size"]
     encoder, batch = build(name, run, workdir, device)
     inputs, y = batch(b), _labels(b, n, device)
     out.update(batch_size=b, steps={}, head_steps={}, gpu_peak_mib={})
@@ -200,10 +201,13 @@ def measure_verification(name: str, run: dict, sample: int, dataset_dir: Path) -
     return out
 
 
-def project(name: str, run: dict, steps: dict, score_s: float, verify: dict | None) -> dict:
+def project(name: str, run: dict, steps: dict, score_s: float, verify: dict | None, batch_size: int) -> dict:
     """The sweep's cost for one dataset (5 d x 2 heads x 3 seeds), hours, at its shortest under early stopping:
-    ``patience`` + 1 evaluations (the best at the first, then ``patience`` without improvement)."""
+    ``patience`` + 1 evaluations (the best at the first, then ``patience`` without improvement). Steps measured
+    at ``batch_size`` below the paper's count ``run["batch_size"] / batch_size`` times (compute grows with the
+    batch; on a CPU the measured time does, nearly in proportion)."""
     s = SIZES[name]
+    steps = {k: None if v is None else v * run["batch_size"] / batch_size for k, v in steps.items()}
     per_epoch = math.ceil(s["train"] / run["batch_size"])
     interval = run["eval_every"] or per_epoch  # steps between evaluations
     evals = run["patience"] + 1
@@ -237,11 +241,14 @@ def main(argv=None) -> int:
                         help="test assignments verified per (head, d) from the built datasets (0: skip)")
     parser.add_argument("--datasets-dir", type=Path, default=ROOT / "results" / "rehearsal" / "datasets")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch-size", nargs="*", default=[], metavar="DATASET=B",
+                        help="measure DATASET's steps at batch B instead of the paper's (projected to the paper's)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     runs = paper_runs()
+    batches = {name: int(b) for name, b in (item.split("=") for item in args.batch_size)}
     record = {"device": torch.cuda.get_device_name(0) if device.type == "cuda" else platform.processor() or "cpu",
               "threads": args.threads, "torch": torch.__version__, "d": list(D_VALUES), "datasets": {}}
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -255,7 +262,7 @@ def main(argv=None) -> int:
             entry = record["datasets"][name] = {}
             try:
                 measure_steps(name, runs[name], device, Path(tmp), full=args.full, repeats=args.repeats,
-                              eval_batch=args.eval_batch, out=entry, save=save)
+                              eval_batch=args.eval_batch, out=entry, save=save, batch_size=batches.get(name))
             except ImportError as err:  # OpenImages without timm (the optional `images` extra): the others go on
                 entry["skipped"] = str(err)
                 save()
@@ -264,7 +271,7 @@ def main(argv=None) -> int:
             entry["verify"] = (measure_verification(name, runs[name], args.verify_sample, args.datasets_dir / name)
                                if args.verify_sample else None)
             entry["projection"] = project(name, runs[name], entry["steps"], entry["score_example_s"],
-                                          entry["verify"])
+                                          entry["verify"], entry["batch_size"])
             entry["measured_s"] = time.perf_counter() - t0
             save()
             print(f"{name}: step at d=50 {entry['steps'].get('bsl_d50')} s, scoring {entry['score_example_s']} "
