@@ -257,3 +257,20 @@ def test_openimages_missing_images_stop_the_build_naming_them(tmp_path):
 def test_openimages_missing_files(tmp_path):
     with pytest.raises(MissingDataError, match=r"oidv6-classes-trainable\.txt"):
         build(DatasetConfig(name="openimages"), tmp_path / "out", tmp_path)
+
+
+def test_a_missing_encoder_checkpoint_stops_the_build_naming_it_and_its_url(tmp_path):
+    # The checkpoint a multi-label run of this dataset reads is one of the dataset's files: its absence stops the
+    # build (hours before train_head would), in one line with where the download block fetches it from.
+    write_openimages(tmp_path)
+    ckpt = tmp_path / "openimages" / "Open_ImagesV6_TRresNet_L_448.pth"
+    config = {"multilabel": {"enabled": True, "runs": {"openimages": {"encoder": {"checkpoint": str(ckpt)}}}},
+              "datasets": {"openimages": {"download": {"files": {ckpt.name: "https://example.org/asl/x.pth"}}}}}
+    cfg = DatasetConfig(name="openimages", train_id_prefix="1", dev_size=2, test_size=10)
+    with pytest.raises(MissingDataError) as err:
+        build(cfg, tmp_path / "out", tmp_path, config=config)
+    message = str(err.value)
+    assert str(ckpt) in message and "https://example.org/asl/x.pth" in message and "\n" not in message
+    ckpt.write_bytes(b"weights")
+    build(cfg, tmp_path / "out", tmp_path, config=config)
+    assert (tmp_path / "out" / "labels.json").is_file()

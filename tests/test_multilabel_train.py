@@ -165,3 +165,67 @@ def test_a_crafted_checkpoint_cannot_run_code(tmp_path):
     with pytest.raises(ValueError, match="not a checkpoint of this training loop"):
         fit(tiny_dataset(), N_LABELS, tmp_path, head="bsl", d=2, seed=0, run=RUN)
     assert not marker.exists()
+
+
+def wide_dataset(n: int, m: int, seed=0) -> DatasetDict:
+    """A few training examples and dev/test splits of ``m`` examples over ``n`` labels."""
+    rng = np.random.default_rng(seed)
+
+    def split(size):
+        labels = [sorted(rng.choice(n, size=rng.integers(1, 4), replace=False).tolist()) for _ in range(size)]
+        texts = [" ".join(f"tag{i}" for i in y) for y in labels]
+        return Dataset.from_dict({"id": [str(i) for i in range(size)], "text": texts, "labels": labels})
+
+    return DatasetDict(train=split(32), dev=split(m), test=split(m))
+
+
+def test_no_dense_label_or_score_matrix_of_a_whole_split_is_built(tmp_path, monkeypatch):
+    # Dev and test hold m = 2000 examples over n = 8000 labels: a dense bool label matrix of either split is 16 MB,
+    # its float32 logits 64 MB. Scored 16 examples at a time, the run's numpy allocations stay under half the first,
+    # and a version that builds either (the code before issue 31 built both) fails. (The
+    # DFT head starts every label at probability k/n, so its predicted sets are small: an untrained BSL predicts
+    # about half the labels, and its predicted sets alone hold m n / 2 indices whatever the code does.)
+    import tracemalloc
+
+    n, m = 8000, 2000
+    dsd = wide_dataset(n, m)
+    run = {**RUN, "k_active": 3, "max_epochs": 1, "max_steps": 1}
+    monkeypatch.setattr(train_mod, "_EVAL_BATCH", 16)
+    fit(tiny_dataset(), N_LABELS, tmp_path / "warm", head="dft", d=2, seed=0, run=run)  # imports (torch's optimiser
+    tracemalloc.start()                                                       # loads ~60 MB of modules) come first
+    try:
+        rec = fit(dsd, n, tmp_path / "wide", head="dft", d=2, seed=0, run=run)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert rec["steps"] == 1 and rec["stopped_by"] == "max_steps"
+    assert peak < m * n // 2, f"peak {peak / 2**20:.1f} MiB: a whole split was made dense"
+
+
+def test_verification_streams_the_label_sets(monkeypatch):
+    # The core holds a call's assignments as an (m, n) sign matrix, and its working memory grows with m (about
+    # 0.8 GB for 1024 assignments over BioASQ's 20000 labels): verification hands it CHUNK distinct assignments at
+    # a time, never a whole split, and the verdicts are those of one call over all of them.
+    from argmaxable.multilabel import verify as verify_mod
+
+    n, m = 300, 60
+    rng = np.random.default_rng(0)
+    W = rng.standard_normal((n, 3))
+    gold = [sorted(rng.choice(n, size=int(rng.integers(1, 3)), replace=False).tolist()) for _ in range(m)]
+    npz = {"W": W, "WP": W, "Wb": np.zeros(n), "feature_bound": 1.0, "k": 2,
+           "pred_test": np.zeros(0, dtype=np.int64), "pred_test_offsets": np.zeros(m + 1, dtype=np.int64)}
+    cfg = VerifyConfig(splits=["test"], encoder_splits=[])
+    whole = verify_arrays(npz, {"test": gold}, cfg)
+    sizes = []
+    real = verify_mod.check_assignments
+
+    def counted(W, items, *args, **kwargs):
+        sizes.append(len(items))
+        return real(W, items, *args, **kwargs)
+
+    monkeypatch.setattr(verify_mod, "check_assignments", counted)
+    monkeypatch.setattr(verify_mod, "CHUNK", 8)
+    streamed = verify_arrays(npz, {"test": gold}, cfg)
+    distinct = len({tuple(y) for y in gold} | {()})  # the gold sets and the (empty) predicted one
+    assert max(sizes) == 8 and sum(sizes) == distinct
+    pd.testing.assert_frame_equal(streamed, whole)

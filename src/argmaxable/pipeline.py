@@ -77,6 +77,15 @@ def dataset_download(cfg: DictConfig, name: str) -> list[str]:
     return [f"{cfg.data_dir}/{name}/manifest.json"] if cfg.datasets[name].download else []
 
 
+def dataset_resources(cfg: DictConfig, name: str) -> dict[str, Any]:
+    """The SLURM requests of a dataset's train_head and verify_head jobs: ``multilabel.resources.<name>``, or the
+    schema's defaults when the config has no entry for it."""
+    from argmaxable.multilabel.schema import DatasetResources
+
+    given = cfg.multilabel.resources.get(name)
+    return settings(given) if given is not None else OmegaConf.to_container(OmegaConf.structured(DatasetResources))
+
+
 def snapshot_version(cfg: DictConfig, name: str) -> str:
     """The debtags snapshot's recorded sha256 (empty for other datasets): a param, not an input, which would make
     Snakemake schedule the snapshot's maintenance rule, so a rebuilt snapshot still rebuilds the dataset."""

@@ -39,6 +39,8 @@ rule build_dataset:
         directory(f"{DATASETS}/{{dataset}}"),
     log:
         f"{DATASETS}/logs/build_dataset_{{dataset}}.log",
+    benchmark:
+        f"{DATASETS}/benchmarks/build_dataset/{{dataset}}.tsv"  # wall time, peak RSS (max_rss)
     params:
         dataset=lambda wc: settings(CFG.datasets[wc.dataset]),
         snapshot=lambda wc: snapshot_version(CFG, wc.dataset),

@@ -15,6 +15,9 @@ ML_WILDCARDS = {"dataset": "|".join(ML_RUNS) or "none", "head": "bsl|dft", "d": 
 # Every run directory of the sweep: dataset x head x d x seed.
 ML_RUN_DIRS = [ML_RUN_DIR.format(dataset=ds, head=h, d=d, seed=s)
                for ds, run in ML_RUNS.items() for h in run["heads"] for d in run["d"] for s in run["seeds"]]
+# SLURM requests of each dataset's jobs (multilabel.resources: measured, see benchmarks/RESULTS.md); a dataset
+# without an entry gets the schema's defaults. Resources are not params: editing them reruns nothing.
+ML_RESOURCES = {name: pipeline.dataset_resources(CFG, name) for name in ML_RUNS}
 MULTILABEL_TARGETS = ([f"{ML}/tables/{t}.csv" for t in (*TABLES, *SETUP_TABLES)]
                       + [f"{ML}/figures/{f}.png" for f in FIGURES]) if ML_RUNS else []
 
@@ -32,9 +35,15 @@ rule train_head:
         head=f"{ML_RUN_DIR}/head.npz",
     log:
         f"{ML}/logs/train_head/{{dataset}}_{{head}}_d{{d}}_seed{{seed}}.log",
+    benchmark:
+        f"{ML}/benchmarks/train_head/{{dataset}}_{{head}}_d{{d}}_seed{{seed}}.tsv"  # wall time, peak RSS (max_rss)
     params:
         run=lambda wc: ML_RUNS[wc.dataset],
     threads: lambda wc: ML_RUNS[wc.dataset]["threads"]
+    resources:
+        mem_mb=lambda wc: ML_RESOURCES[wc.dataset]["train"]["mem_mb"],
+        runtime=lambda wc: ML_RESOURCES[wc.dataset]["train"]["runtime"],
+        gpu=lambda wc: ML_RESOURCES[wc.dataset]["train"]["gpu"],
     script:
         "../scripts/multilabel_train.py"
 
@@ -51,9 +60,14 @@ rule verify_head:
         f"{ML_RUN_DIR}/verify.parquet",
     log:
         f"{ML}/logs/verify_head/{{dataset}}_{{head}}_d{{d}}_seed{{seed}}.log",
+    benchmark:
+        f"{ML}/benchmarks/verify_head/{{dataset}}_{{head}}_d{{d}}_seed{{seed}}.tsv"
     params:
         verify=settings(CFG.multilabel.verify),
     threads: CFG.multilabel.verify.workers
+    resources:
+        mem_mb=lambda wc: ML_RESOURCES[wc.dataset]["verify"]["mem_mb"],
+        runtime=lambda wc: ML_RESOURCES[wc.dataset]["verify"]["runtime"],
     script:
         "../scripts/multilabel_verify.py"
 

@@ -60,10 +60,29 @@ class RunConfig:
     eval_every: int = 0  # evaluate every this many optimiser steps; 0 = once per epoch
     criterion: str = "loss"  # "p@k" (MIMIC-III, higher is better) or "loss" (dev BCE, lower is better)
     max_epochs: int = 100
+    max_steps: int | None = None  # stop after this many optimiser steps, evaluating there (the rehearsal); null = none
     max_train: int | None = None  # cap on training examples (CPU budget); null = all
     max_eval: int | None = None  # cap on dev examples used for early stopping; null = all
     threads: int = 1  # torch intra-op threads per training job
     device: str = "auto"  # torch device; auto = cuda when available, else cpu
+
+
+@dataclass
+class JobResources:
+    """What a SLURM allocation of one job asks for (Snakemake ``resources:``); never passed to the job itself, so
+    editing it reruns nothing."""
+
+    mem_mb: int = 4000  # MiB (sbatch --mem): a measured peak RSS with a margin, the measurement beside it
+    runtime: int = 60  # minutes (sbatch --time)
+    gpu: int = 0  # GPUs (the SLURM executor's --gpus)
+
+
+@dataclass
+class DatasetResources:
+    """Resources of one dataset's training and verification jobs."""
+
+    train: JobResources = field(default_factory=JobResources)
+    verify: JobResources = field(default_factory=JobResources)
 
 
 @dataclass
@@ -88,6 +107,10 @@ RULES = {
     "multilabel.runs.*.batch_size": AT_LEAST_ONE,
     "multilabel.runs.*.metric_k": AT_LEAST_ONE,
     "multilabel.runs.*.max_epochs": AT_LEAST_ONE,
+    "multilabel.runs.*.max_steps": AT_LEAST_ONE,
+    "multilabel.resources.*.*.mem_mb": AT_LEAST_ONE,
+    "multilabel.resources.*.*.runtime": AT_LEAST_ONE,
+    "multilabel.resources.*.*.gpu": NON_NEGATIVE,
     "multilabel.runs.*.threads": AT_LEAST_ONE,
     "multilabel.runs.*.lr_encoder": POSITIVE,
     "multilabel.runs.*.lr_classifier": POSITIVE,
@@ -104,4 +127,6 @@ class MultilabelConfig:
     enabled: bool = True
     runs: dict[str, RunConfig] = field(default_factory=dict)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
+    # Per dataset (a key of runs): the SLURM request of its train_head and verify_head jobs; absent = defaults.
+    resources: dict[str, DatasetResources] = field(default_factory=dict)
     loss_curve_d: int | None = None  # the d of thesis Fig. 5.7 (loss curves); null = the middle of the sweep

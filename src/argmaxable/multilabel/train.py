@@ -1,10 +1,15 @@
 """Train one (dataset, head, d, seed) run of the multi-label sweep (thesis §4.1.2, §5.1.3, A.6.3).
 
 Binary cross-entropy, Adam with separate encoder and classifier learning rates (Table A.4), evaluation every
-``eval_every`` steps (or epoch), early stopping with patience on the paper's criterion (P@k or dev loss).
-After every evaluation the whole state goes to ``checkpoint.pt``; a run that finds one resumes from it.
-Writes ``train.json`` (metrics, wall time, sizes), ``curve.csv`` (loss curve) and ``head.npz`` (the
-classifier W, the composite encoder-space map and the predicted assignments) for verification.
+``eval_every`` steps (or epoch), early stopping with patience on the paper's criterion (P@k or dev loss), or
+after ``max_steps`` optimiser steps (the rehearsal's cap). After every evaluation the whole state goes to
+``checkpoint.pt``; a run that finds one resumes from it. Writes ``train.json`` (metrics, wall time split into
+training steps and scoring, sizes), ``curve.csv`` (loss curve) and ``head.npz`` (the classifier W, the
+composite encoder-space map and the predicted assignments) for verification.
+
+Labels stay index lists: a batch's are made dense for its loss, and dev/test are scored a block of
+``_EVAL_BATCH`` examples at a time (:class:`~argmaxable.multilabel.metrics.MetricTotals`), so no (m, n) matrix
+of a whole split is ever built (BioASQ's test split would take 800 MB of logits and 200 MB of gold labels).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from argmaxable.config import typed
 from argmaxable.multilabel.datasets import load_built
 from argmaxable.multilabel.encoders import build_encoder
 from argmaxable.multilabel.heads import Head, composite, make_head, trainable_parameters
-from argmaxable.multilabel.metrics import labels_to_dense, multilabel_metrics
+from argmaxable.multilabel.metrics import MetricTotals, labels_to_dense
 from argmaxable.multilabel.schema import RunConfig
 from argmaxable.provenance import atomic_path, write_json, write_table
 
@@ -81,25 +86,30 @@ def active_bound(train_labels, k_active: int | None, n: int) -> int:
     return min(k, (n - 1) // 2)  # 2k+1 <= n, else the bottleneck would not be one (thesis eq. 5.10)
 
 
-def _scores(model: Model, rows: list[dict], labels, n: int) -> tuple[np.ndarray, float]:
-    """Logits (m, n) and mean BCE of ``rows`` in eval mode."""
+def _score(model: Model, rows: list[dict], n: int, k: int, *,
+           predictions: bool = False) -> tuple[dict[str, float], tuple[np.ndarray, np.ndarray] | None]:
+    """Metrics (with the mean BCE as ``loss``) of ``rows`` in eval mode, a block at a time; with ``predictions``
+    also each row's predicted labels (logit > 0) as ragged int32 (flat label indices, offsets)."""
     model.eval()
-    out, losses = [], []
+    totals, loss, flat, counts = MetricTotals(k), 0.0, [], []
     with torch.no_grad():
         for i in range(0, len(rows), _EVAL_BATCH):
-            z = model(model.batch(rows[i : i + _EVAL_BATCH])).cpu()
-            y = torch.from_numpy(labels_to_dense(labels[i : i + _EVAL_BATCH], n)).float()
-            losses.append(nn.functional.binary_cross_entropy_with_logits(z, y, reduction="sum").item())
-            out.append(z.numpy())
+            block = rows[i : i + _EVAL_BATCH]
+            z = model(model.batch(block)).float().cpu()  # (b, n)
+            y = labels_to_dense([r["labels"] for r in block], n)  # (b, n) bool: this block only
+            loss += nn.functional.binary_cross_entropy_with_logits(z, torch.from_numpy(y).float(),
+                                                                   reduction="sum").item()
+            totals.add(z.numpy(), y)
+            if predictions:
+                row, label = np.nonzero(z.numpy() > 0)  # row-major: each row's labels in order
+                flat.append(label.astype(np.int32))
+                counts.append(np.bincount(row, minlength=len(block)))
     model.train()
-    return np.concatenate(out), sum(losses) / (len(rows) * n)
-
-
-def _ragged(assignments: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Index lists to (flat indices, offsets) for npz storage."""
-    offsets = np.cumsum([0] + [len(a) for a in assignments])
-    flat = np.concatenate(assignments) if assignments else np.zeros(0, dtype=np.int64)
-    return flat.astype(np.int64), offsets.astype(np.int64)
+    ragged = None
+    if predictions:
+        offsets = np.concatenate([[0], np.cumsum(np.concatenate(counts))]) if counts else np.zeros(1)
+        ragged = (np.concatenate(flat) if flat else np.zeros(0, dtype=np.int32), offsets.astype(np.int64))
+    return {**totals.result(), "loss": loss / (len(rows) * n)}, ragged
 
 
 def fit(dsd, n: int, out_dir: str | Path, *, head: str, d: int, seed: int, run: dict | RunConfig,
@@ -177,25 +187,27 @@ def _start_state(ckpt_path: Path, model: Model, optim, device, *, higher_better:
     """A fresh run's state, or the state of ``ckpt_path`` with the model, optimiser and torch RNG restored."""
     if not ckpt_path.exists():
         return {"epoch": 0, "step": 0, "elapsed": 0.0, "best": -math.inf if higher_better else math.inf,
-                "best_step": 0, "best_elapsed": 0.0, "bad_evals": 0, "curve": [], "done": False}
+                "best_step": 0, "best_elapsed": 0.0, "bad_evals": 0, "curve": [], "done": False,
+                "train_s": 0.0, "eval_s": 0.0, "eval_examples": 0, "stopped_by": "max_epochs"}
     ckpt = _read_checkpoint(ckpt_path, device)
     model.load_state_dict(ckpt["model"])
     optim.load_state_dict(ckpt["optim"])
     torch.set_rng_state(ckpt["rng"].cpu())
-    state = ckpt["state"]
+    state = {"train_s": 0.0, "eval_s": 0.0, "eval_examples": 0, "stopped_by": "max_epochs", **ckpt["state"]}
     log.info("resumed from %s at epoch %d step %d", ckpt_path, state["epoch"], state["step"])
     return state
 
 
 def _train(model: Model, optim, train_rows: list[dict], stop_rows: list[dict], n: int, cfg: RunConfig,
            state: dict[str, Any], *, seed: int, ckpt_path: Path, best_path: Path) -> None:
-    """Epochs of minibatch BCE until ``max_epochs`` or ``patience`` evaluations without improvement.
+    """Epochs of minibatch BCE until ``max_epochs``, ``patience`` evaluations without improvement or
+    ``max_steps`` steps.
 
-    Updates ``state``; evaluates every ``eval_every`` steps and at each epoch's end, then checkpoints.
+    Updates ``state``; evaluates every ``eval_every`` steps, at each epoch's end and at the step cap, then
+    checkpoints.
     """
     loss_fn = nn.BCEWithLogitsLoss()
     device = next(model.parameters()).device
-    stop_labels = [r["labels"] for r in stop_rows]
     higher_better = cfg.criterion == "p@k"
     steps_per_epoch = math.ceil(len(train_rows) / cfg.batch_size)
     eval_every = cfg.eval_every or steps_per_epoch
@@ -216,14 +228,17 @@ def _train(model: Model, optim, train_rows: list[dict], stop_rows: list[dict], n
             optim.zero_grad()
             loss.backward()
             optim.step()
+            running.append(loss.item())  # .item() waits for the device: the step's time is all in
             state["step"] += 1
             state["elapsed"] += time.perf_counter() - t0
-            running.append(loss.item())
-            if state["step"] % eval_every == 0 or b == steps_per_epoch - 1:
-                _evaluate(model, stop_rows, stop_labels, n, cfg, state, running, higher_better, best_path)
+            state["train_s"] += time.perf_counter() - t0
+            capped = cfg.max_steps is not None and state["step"] >= cfg.max_steps
+            if state["step"] % eval_every == 0 or b == steps_per_epoch - 1 or capped:
+                _evaluate(model, stop_rows, n, cfg, state, running, higher_better, best_path)
                 running = []
-                if state["bad_evals"] >= cfg.patience:
+                if state["bad_evals"] >= cfg.patience or capped:
                     state["done"] = True
+                    state["stopped_by"] = "max_steps" if capped else "patience"
                     break
                 if b < steps_per_epoch - 1:
                     _checkpoint(ckpt_path, model, optim, state)
@@ -231,13 +246,15 @@ def _train(model: Model, optim, train_rows: list[dict], stop_rows: list[dict], n
         _checkpoint(ckpt_path, model, optim, state)
 
 
-def _evaluate(model, rows, labels, n, cfg, state, running, higher_better, best_path) -> None:
+def _evaluate(model, rows, n, cfg, state, running, higher_better, best_path) -> None:
     t0 = time.perf_counter()
-    scores, dev_loss = _scores(model, rows, labels, n)
-    pk = multilabel_metrics(scores, labels_to_dense(labels, n), cfg.metric_k)["p@k"]
+    metrics, _ = _score(model, rows, n, cfg.metric_k)
+    pk, dev_loss = metrics["p@k"], metrics["loss"]
     value = pk if cfg.criterion == "p@k" else dev_loss
     improved = value > state["best"] if higher_better else value < state["best"]
     state["elapsed"] += time.perf_counter() - t0
+    state["eval_s"] += time.perf_counter() - t0
+    state["eval_examples"] += len(rows)
     if improved:
         state.update(best=value, best_step=state["step"], best_elapsed=state["elapsed"], bad_evals=0)
         with atomic_path(best_path) as tmp:
@@ -270,12 +287,13 @@ def _finish(model: Model, dsd, n, k, out_dir: Path, cfg: RunConfig, state, *, he
             inputs) -> dict[str, Any]:
     arrays: dict[str, np.ndarray] = {}
     metrics: dict[str, dict[str, float]] = {}
+    t0, scored = time.perf_counter(), 0
     for split in SPLITS:
         rows = list(dsd[split])
-        labels = [r["labels"] for r in rows]
-        scores, loss = _scores(model, rows, labels, n)
-        metrics[split] = {**multilabel_metrics(scores, labels_to_dense(labels, n), cfg.metric_k), "loss": loss}
-        arrays[f"pred_{split}"], arrays[f"pred_{split}_offsets"] = _ragged([np.flatnonzero(z > 0) for z in scores])
+        metrics[split], (arrays[f"pred_{split}"], arrays[f"pred_{split}_offsets"]) = _score(
+            model, rows, n, cfg.metric_k, predictions=True)
+        scored += len(rows)
+    score_s = time.perf_counter() - t0
     W = model.head.weights()[0]
     WP, Wb = composite(model.head)
     with atomic_path(out_dir / "head.npz") as tmp, open(tmp, "wb") as fh:
@@ -288,12 +306,27 @@ def _finish(model: Model, dsd, n, k, out_dir: Path, cfg: RunConfig, state, *, he
         "trainable_total": sum(p.numel() for p in model.parameters() if p.requires_grad),
         "n_train": min(len(dsd["train"]), cfg.max_train or len(dsd["train"])),
         "steps": state["step"], "epochs": state["epoch"], "best_step": state["best_step"],
+        "stopped_by": state["stopped_by"], "max_steps": cfg.max_steps, "batch_size": cfg.batch_size,
         "wall_time_s": state["elapsed"], "time_to_best_s": state["best_elapsed"],
+        # Cost per unit (benchmarks/RESULTS.md projects the sweep from these): training steps alone, and the
+        # forward passes that score dev (while training) and dev + test (at the end), per example.
+        "train_step_s": state["train_s"] / max(state["step"], 1),
+        "score_example_s": (state["eval_s"] + score_s) / max(state["eval_examples"] + scored, 1),
+        "peak_rss_mib": _peak_rss_mib(),  # this process's, the dataset loaded and both splits scored
         "criterion": cfg.criterion, "best_criterion": state["best"], "metric_k": cfg.metric_k,
         "metrics": metrics, "config": config,
     }
     write_json(record, out_dir / "train.json")
     return record
+
+
+def _peak_rss_mib() -> float:
+    """The process's peak resident memory so far (Linux reports KiB, macOS bytes)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
 
 
 def train_run(dataset_dir: str | Path, out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:

@@ -6,7 +6,10 @@ Every dev and test gold assignment, and every assignment the model predicts, is 
 - ``encoder``: the composite map e -> W (P e + b), i.e. W P with offsets W b, e in the encoder's feature box
   (beyond the thesis: a head box can overstate what the encoder can reach).
 
-Identical assignments are solved once per space. The result has one row per (split, source, space, example).
+Identical assignments are solved once per space, :data:`CHUNK` distinct ones per call of the core: the core
+holds each call's assignments as an (m, n) sign matrix, so the label sets stream through it in chunks (BioASQ's
+dev and test sets, gold and predicted, would be 30k x 20k at once). The result has one row per (split, source,
+space, example).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from argmaxable.multilabel.datasets import load_built
 from argmaxable.multilabel.schema import VerifyConfig
 from argmaxable.provenance import write_table
 
+CHUNK = 1024  # distinct assignments per call of the core: at BioASQ's n = 20000 its peak is about 0.8 GB
 COLUMNS = ["split", "source", "space", "example", "n_active", "within_k", "status", "radius",
            "eps_argmaxable", "one_argmaxable", "one_undecided"]
 
@@ -37,10 +41,17 @@ def check_distinct(W: np.ndarray, b: np.ndarray | None, bound: float, assignment
     """
     index: dict[tuple[int, ...], int] = {}
     inverse = np.array([index.setdefault(a, len(index)) for a in assignments], dtype=np.int64)
-    res = check_assignments(W, [list(a) for a in index], b, bound=bound, eps=cfg.eps, solver=cfg.solver,
-                            workers=cfg.workers)
-    status, radius = np.asarray(res.status, dtype=object), np.asarray(res.radius, dtype=np.float64)
-    return status[inverse], radius[inverse], {k: np.asarray(v)[inverse] for k, v in res.answers.items()}
+    distinct = [list(a) for a in index]
+    status, radius, answers = [], [], {}
+    for start in range(0, len(distinct), CHUNK):
+        res = check_assignments(W, distinct[start : start + CHUNK], b, bound=bound, eps=cfg.eps, solver=cfg.solver,
+                                workers=cfg.workers)
+        status.append(np.asarray(res.status, dtype=object))
+        radius.append(np.asarray(res.radius, dtype=np.float64))
+        for key, value in res.answers.items():
+            answers.setdefault(key, []).append(np.asarray(value))
+    status_all, radius_all = np.concatenate(status), np.concatenate(radius)
+    return status_all[inverse], radius_all[inverse], {k: np.concatenate(v)[inverse] for k, v in answers.items()}
 
 
 def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: VerifyConfig) -> pd.DataFrame:

@@ -58,6 +58,32 @@ def _source(name: str):
     return importlib.import_module(f"argmaxable.multilabel.datasets.{name}")
 
 
+def encoder_files(config: Any, name: str) -> list[tuple[str, str]]:
+    """(path, URL) of each weights file that a multi-label run on dataset ``name`` reads (its encoder's
+    ``checkpoint``), the URL being where the dataset's download block fetches it from ("" when it does not).
+
+    ``config`` is the whole composed config (plain containers) or None (then nothing is required).
+    """
+    if not isinstance(config, dict) or not config.get("multilabel", {}).get("enabled"):
+        return []
+    run = config["multilabel"].get("runs", {}).get(name)
+    checkpoint = run["encoder"].get("checkpoint") if run else ""
+    files = config.get("datasets", {}).get(name, {}).get("download", {}).get("files") or {}
+    return [(checkpoint, str(files.get(Path(checkpoint).name, "")))] if checkpoint else []
+
+
+def _check_encoder_files(config: Any, name: str) -> None:
+    """A missing encoder checkpoint stops the build (hours before training would), in one line."""
+    for path, url in encoder_files(config, name):
+        if not Path(path).is_file():
+            where = f"Rule download_dataset fetches it with the dataset's files (from {url}), or download it and " \
+                    "place it there" if url else "Place it there"
+            raise MissingDataError(
+                f"encoder weights missing: {path} (multilabel.runs.{name}.encoder.checkpoint). {where}; or set "
+                f"multilabel.runs.{name}.encoder.checkpoint='' to start from the library's own pretrained weights"
+            )
+
+
 def _encode(loaded: Loaded) -> tuple[dict[str, pd.DataFrame], list[str], dict[str, int]]:
     """Label names to ids; with ``covering``, drop labels absent from train and examples left with none."""
     missing = [s for s in SPLITS if s not in loaded.splits]
@@ -129,6 +155,7 @@ def build(cfg: DatasetConfig, out_dir: Path, data_root: Path, *, config: Any = N
         An input file is absent; the message names it, where it goes and how to obtain it.
     """
     out_dir, data_root = Path(out_dir), Path(data_root)
+    _check_encoder_files(config, cfg.name)
     loaded = _source(cfg.name).load(cfg, data_root)
     splits, names, dropped = _encode(loaded)
     stats = _stats(splits, names, dropped)
