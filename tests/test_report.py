@@ -408,9 +408,10 @@ def test_transcribed_paper_tables_are_the_numbers_on_the_cited_seed_lines():
         lines = (SEEDS / catalogue[paper]["seed"]).read_text().splitlines()
         return [lines[n - 1] for n in (spec["cite"] if isinstance(spec["cite"], list) else [spec["cite"]])]
 
-    for item, grid in (("Table 2", REGIONS_NO_BIAS), ("Table 3", REGIONS_BIAS)):
-        rows = [_numbers(line)[-11:] for line in cited("acl2022", item)]  # n, then d = 1..10
-        assert {(int(r[0]), d): int(v) for r in rows for d, v in enumerate(r[1:], start=1)} == grid
+    for paper, item, grid in (("acl2022", "Table 2", REGIONS_NO_BIAS), ("acl2022", "Table 3", REGIONS_BIAS),
+                              ("thesis", "Table A.1", REGIONS_NO_BIAS), ("thesis", "Table A.2", REGIONS_BIAS)):
+        rows = [_numbers(line)[-11:] for line in cited(paper, item)]  # n, then d = 1..10, in that paper's seed
+        assert {(int(r[0]), d): int(v) for r in rows for d, v in enumerate(r[1:], start=1)} == grid, (paper, item)
     printed = [line.split("\t") for line in cited("basri_jacobs", "Table 1")]
     assert [(m, int(n), int(d), int(v)) for m, n, d, v in printed] == list(BASRI_JACOBS_TABLE1.itertuples(
         index=False, name=None))

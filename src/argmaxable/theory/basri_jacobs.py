@@ -172,22 +172,35 @@ def plot_fig2(df: pd.DataFrame, probability: float):
 
 
 def plot_appendix_b(df: pd.DataFrame, probability: float, N: int, d: int):
-    """Appendix B Fig. 5: bound vs simulation on one random N x d matrix."""
+    """Appendix B Fig. 5: bound vs simulation on one random N x d matrix, each curve's first m below
+    ``probability`` marked (solid), the m the simulation's Wilson interval cannot tell from the threshold shaded,
+    and the paper's crossings (dashed) where the matrix has the appendix's size."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3.4))
+    fig, ax = plt.subplots(figsize=(6, 3.8))
     trials = int(df["trials"].iloc[0])
+    cross = crossings(df, probability).set_index("curve")
+    sim = cross.loc["simulation"]
+    if not pd.isna(sim["m_interval_low"]):
+        ax.axvspan(sim["m_interval_low"] - 0.5, sim["m_interval_high"] + 0.5, color="tab:blue", alpha=0.12,
+                   label=f"simulation within its Wilson interval of {probability}: m = {sim['m_interval_low']}-"
+                         f"{sim['m_interval_high']}")
     ax.plot(df["m"], df["simulation"], color="tab:blue", label=f"simulation ({trials} sets/m)")
     ax.plot(df["m"], df["bound_gumbel"], "--", color="tab:purple", label="bound, Gumbel form")
     ax.plot(df["m"], df["bound_direct"], ":", color="tab:green", label="bound, direct Phi^(N-m)")
     ax.axhline(probability, color="k", lw=0.8, linestyle=":")
+    for curve, colour in (("bound_gumbel", "tab:purple"), ("simulation", "tab:blue")):
+        if not pd.isna(m := cross.loc[curve, "first_m_below"]):
+            ax.axvline(m, color=colour, lw=1.2, label=f"ours: {curve} first below {probability} at m = {m}")
     if (N, d) == (BASRI_JACOBS_APPENDIX_B["N"], BASRI_JACOBS_APPENDIX_B["d"]):  # the appendix's crossings
         for key, colour, what in (("m_bound", "tab:purple", "bound"), ("m_simulation", "tab:blue", "simulation")):
-            ax.axvline(BASRI_JACOBS_APPENDIX_B[key], color=colour, lw=0.8, alpha=0.6,
+            ax.axvline(BASRI_JACOBS_APPENDIX_B[key], color=colour, lw=1.0, ls="--", alpha=0.6,
                        label=f"paper's {what} crossing: m = {BASRI_JACOBS_APPENDIX_B[key]}")
     ax.set_xlabel("m")
     ax.set_ylabel("top-m probability")
-    ax.set_title(f"004 Fig. 5 (appendix B): bound vs simulation, random {N} x {d} matrix", fontsize=9)
+    ax.set_title(f"004 Fig. 5 (appendix B): top-m probability against m, bound and simulation,\nrandom {N} x {d} "
+                 f"matrix; first m below {probability}: bound {cross.loc['bound_gumbel', 'first_m_below']}, "
+                 f"simulation {sim['first_m_below']}", fontsize=9)
     ax.legend(fontsize=6)
     fig.tight_layout()
     return fig
