@@ -25,7 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FAMILY = "report glyphs"  # the CSS family of the embedded subsets, listed in the page's font stack
-FIRST = 0x0370  # code points below (Latin, IPA, combining marks) are in every sans-serif font
+# Code points below FIRST (Latin, Greek, Cyrillic) and in COMMON (punctuation, arrows, mathematical and technical
+# symbols, shapes) are in the default fonts of every desktop; the rest (Hebrew, Arabic, Indic, Thai, CJK, ...) may
+# not be.
+FIRST = 0x0530
+COMMON = range(0x2000, 0x2C00)
 RESTRICTED, NO_SUBSETTING, BITMAP_ONLY = 0x0002, 0x0100, 0x0200  # OS/2 fsType bits that rule a font out
 # A font mapping this many characters or more to each glyph draws placeholders (a last-resort font), not glyphs.
 PLACEHOLDERS = 10
@@ -43,8 +47,14 @@ class Font:
 
 
 def needed(text: str) -> set[str]:
-    """The characters of ``text`` at or above :data:`FIRST` that draw something (no spaces, marks or controls)."""
-    return {ch for ch in set(text) if ord(ch) >= FIRST and unicodedata.category(ch)[0] in "LNPS"}
+    """The characters of ``text`` a reader's fonts may lack (at or above :data:`FIRST`, outside :data:`COMMON`) that
+    draw something (no spaces, marks or controls).
+
+    >>> sorted(needed("tie — Ωж 中文 א"))
+    ['א', '中', '文']
+    """
+    return {ch for ch in set(text) if ord(ch) >= FIRST and ord(ch) not in COMMON
+            and unicodedata.category(ch)[0] in "LNPS"}
 
 
 def _name(font, ids: tuple[int, ...]) -> str:

@@ -59,7 +59,9 @@ ORIGIN = "origin"  # a table's column marking the paper's rows ("paper") beside 
 # A placeholder in prose: {name} (a declared value) or {cfg:dotted.key} (the composed config).
 PLACEHOLDER = re.compile(r"\{(cfg:[\w.]+|[A-Za-z_]\w*)\}")
 AGGREGATES = {"first": lambda v: v[0], "last": lambda v: v[-1], "min": np.min, "max": np.max, "mean": np.mean,
-              "median": np.median, "sum": np.sum, "count": len, "positive": lambda v: int((v > 0).sum())}
+              "median": np.median, "sum": np.sum, "count": len, "positive": lambda v: int((v > 0).sum()),
+              "nunique": lambda v: len(set(v.tolist())), "list": lambda v: ", ".join(map(str, v.tolist())),
+              "distinct": lambda v: ", ".join(map(str, dict.fromkeys(v.tolist())))}  # labels, in order
 FITS = ("slope", "intercept", "ratio_min", "ratio_max", "through_origin")  # of column against x
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
        "!=": operator.ne}
@@ -278,15 +280,19 @@ def read_value(spec: dict, results_dir: Path) -> Any:
     for JSON ``key`` (dotted path), optionally ``per`` (another key to divide by) and ``where`` (fields that
     select the records); for a table ``column``, optional ``where`` ({column: value, [values], "max", "min" or
     {op: value}}), ``agg`` (one of :data:`AGGREGATES` or :data:`FITS`, default first) and ``x`` (the column a fit
-    runs against); ``scale`` multiplies the result. A table's rows marked as the paper's are never read
+    runs against); ``scale`` multiplies the result; ``empty`` is the value when no row is selected (default: NaN,
+    which no claim check decides; a count is 0). A table's rows marked as the paper's are never read
     (:func:`ours_only`).
     """
     paths = value_files(spec, results_dir)
     agg = spec.get("agg", "first")
     if paths and paths[0].suffix == ".json":
         records, _ = _records(spec, paths)
-        data = np.array([_json_field(r, spec["key"]) / (_json_field(r, spec["per"]) if "per" in spec else 1)
-                         for r in records], dtype=float).ravel()
+        fields = [_json_field(r, spec["key"]) for r in records]
+        if "per" in spec:
+            fields = [f / _json_field(r, spec["per"]) for f, r in zip(fields, records, strict=True)]
+        data = np.array(fields).ravel()
+        data = data.astype(float) if data.dtype.kind in "biuf" else data  # numbers as floats, labels as they are
         value: Any = data[0] if len(data) else (0 if agg == "count" else float("nan"))
     elif spec.get("per_file"):  # the aggregate within each file, then the median over the files
         per = [read_value({k: v for k, v in spec.items() if k not in ("glob", "per_file", "scale")}
@@ -296,8 +302,8 @@ def read_value(spec: dict, results_dir: Path) -> Any:
         df, _ = _rows(spec, paths)
         if spec["column"] not in df:
             raise KeyError(spec["column"])
-        if len(df) == 0:  # nothing selected: a count of 0, else no number (a claim on it is inconclusive)
-            return 0 if agg in ("count", "positive", "sum") else float("nan")
+        if len(df) == 0:  # nothing selected: a count of 0, else ``empty`` or no number (a claim on it is
+            return 0 if agg in ("count", "positive", "sum") else spec.get("empty", float("nan"))  # inconclusive)
         value, data = df[spec["column"]].iloc[0], df[spec["column"]].to_numpy()
         if agg in FITS:
             x, y = df[spec["x"]].to_numpy(dtype=float), data.astype(float)
@@ -738,32 +744,88 @@ def coverage_line(items: list[Assessment]) -> str:
             f"{c['claims inconclusive']} inconclusive. {c['beyond the papers']} items beyond the papers.")
 
 
+def _study_split(results_dir: Path, model: str) -> dict[str, int | None]:
+    """A model's unargmaxable tokens in the paper's box split into ties, near-ties and rows strictly inside
+    (the LM study's record ``detect/study/<model>.json``; None where the study did not run on it)."""
+    path = results_dir / "detect" / "study" / f"{model}.json"
+    if not path.exists():
+        return {"ties": None, "near_ties": None, "strictly_inside": None}
+    box = next(b for b in json.loads(path.read_text())["boxes"] if b["box"] == "paper")
+    return {"ties": box["ties"], "near_ties": box["near_ties"],
+            "strictly_inside": box["strictly_inside"] - box["near_ties"]}
+
+
+def _summary_rows(path: Path, columns: dict[str, str]) -> list[dict[str, Any]]:
+    """The rows of a run's table (absent: none), the given columns renamed (``{column: key}``)."""
+    if not path.exists():
+        return []
+    df = _read_table(path)
+    return [{key: _json_cell(row[col]) if col in row else None for col, key in columns.items()}
+            for _, row in df.iterrows()]
+
+
 def run_summary(items: list[Assessment], results_dir: Path) -> dict[str, Any]:
-    """What the README states about a run: coverage counts and, per checked model, its unargmaxable tokens
-    (paper's box, activation box) and the check's seconds (from ``detect/<model>/summary.json``)."""
+    """What the README states about a run: coverage counts; per checked model its unargmaxable tokens (paper's
+    box split into ties, near-ties and strictly inside where the LM study ran, activation box) and the check's
+    seconds (``detect/<model>/summary.json``); the prevention runs (``lm/tables/lm_prevention.parquet``) and the
+    quantisation study (``detect/tables/quant.parquet``) where the run made them."""
     models = []
     for path in sorted(results_dir.glob("detect/*/summary.json")):
         s = json.loads(path.read_text())
         box = s.get("activation_box") or {}
         models.append({"model": path.parent.name, "n": s.get("n"), "d": s.get("d"),
-                       "unargmaxable": s.get("unargmaxable"), "unargmaxable_activation_box": box.get("unargmaxable"),
-                       "seconds": s.get("seconds")})
-    return {"coverage": coverage_counts(items), "coverage_line": coverage_line(items), "models": models}
+                       "unargmaxable": s.get("unargmaxable"), **_study_split(results_dir, path.parent.name),
+                       "unargmaxable_activation_box": box.get("unargmaxable"), "seconds": s.get("seconds")})
+    prevention = _summary_rows(results_dir / "lm" / "tables" / "lm_prevention.parquet", {
+        "head": "head", "d": "d", "held-out perplexity": "perplexity", "tokens unargmaxable": "lost",
+        "rankings argmaxable": "rankings_proven", "rankings sampled": "rankings_sampled",
+        "train cpu seconds": "train_cpu_s"})
+    quant = _summary_rows(results_dir / "detect" / "tables" / "quant.parquet", {
+        "model": "model", "type": "type", "bits per weight": "bits", "identical": "identical",
+        "source # unargmaxable": "source_unargmaxable", "# unargmaxable": "unargmaxable",
+        "became unargmaxable": "became_unargmaxable", "became argmaxable": "became_argmaxable",
+        "seconds": "seconds"})
+    return {"coverage": coverage_counts(items), "coverage_line": coverage_line(items), "models": models,
+            "prevention": prevention, "quant": quant}
 
 
-README_BLOCKS = ("coverage", "models")  # <!-- generated:NAME --> ... <!-- /generated:NAME --> in README.md
+# <!-- generated:NAME --> ... <!-- /generated:NAME --> in README.md
+README_BLOCKS = ("coverage", "models", "prevention", "quant")
+
+
+def _blank(value: Any, fmt: str = "") -> str:
+    return "" if value is None else format(value, fmt)
 
 
 def readme_blocks(summary: dict[str, Any]) -> dict[str, str]:
-    """The README's generated blocks from a run's ``report_summary.json`` (see :func:`update_readme`)."""
+    """The README's generated blocks from a run's ``report_summary.json`` (see :func:`update_readme`); a block
+    whose part the run did not make says so."""
     stamp = f"(generated from the run of {summary.get('created', '?')}, code {summary.get('code_version', '?')})"
     rows = [f"| `{m['model']}` | {m['n']} x {m['d']} | {m['unargmaxable']} | "
-            f"{'' if m['unargmaxable_activation_box'] is None else m['unargmaxable_activation_box']} | "
-            f"{m['seconds']:.1f} |" for m in summary["models"]]
-    table = ["| model | head | unargmaxable, \\|x_j\\| <= 100 | in the activation's box | check, s |",
-             "|---|---|---|---|---|", *rows]
+            + ("not studied |" if m.get("ties") is None else
+               f"{m['ties']} / {m['near_ties']} / {m['strictly_inside']} |")
+            + f" {_blank(m['unargmaxable_activation_box'])} | {m['seconds']:.1f} |" for m in summary["models"]]
+    table = ["| model | head | unargmaxable, \\|x_j\\| <= 100 | of which ties / near-ties / strictly inside | "
+             "in the activation's box | check, s |", "|---|---|---|---|---|---|", *rows]
+    prevention = ["| head | d | held-out perplexity | tokens lost | top-k rankings proven / sampled | training "
+                  "CPU s |", "|---|---|---|---|---|---|"]
+    prevention += [f"| {r['head']} | {r['d']} | {r['perplexity']} | {r['lost']} | "
+                   + (f"{_blank(r['rankings_proven'], '.0f')} / {r['rankings_sampled']:.0f}"
+                      if r.get("rankings_sampled") else "")
+                   + f" | {_blank(r['train_cpu_s'], '.0f')} |" for r in summary.get("prevention", [])]
+    quant = ["| model | type | bits per weight | identical to the source | unargmaxable, source -> requantised | "
+             "became unargmaxable | became argmaxable | s |", "|---|---|---|---|---|---|---|---|"]
+    quant += [f"| {q['model']} | {q['type']} | {q['bits']} | {q['identical']} | {q['source_unargmaxable']} -> "
+              f"{q['unargmaxable']} | {q['became_unargmaxable']} | {q['became_argmaxable']} | "
+              f"{_blank(q['seconds'], '.1f')} |" for q in summary.get("quant", [])]
+    none = f"Not made by this run {stamp}."
     return {"coverage": f"{summary['coverage_line']} {stamp}",
-            "models": "\n".join([*table, "", f"Check times are one job's wall time on a shared machine {stamp}."])}
+            "models": "\n".join([*table, "", f"Check times are one job's wall time on a shared machine {stamp}."]),
+            "prevention": "\n".join([*prevention, "", f"CPU seconds on a shared machine {stamp}."])
+            if summary.get("prevention") else none,
+            "quant": "\n".join([*quant, "", f"Seconds are one job's wall time on a shared machine, the requantising "
+                                 f"and the check together (an identical head is not checked) {stamp}."])
+            if summary.get("quant") else none}
 
 
 def update_readme(text: str, blocks: dict[str, str]) -> str:
@@ -1055,7 +1117,7 @@ def render_html(catalogue: dict, items: list[Assessment], header: dict, methods:
 
 def make_report(report_dir: str | Path, results_dir: str | Path, out_md: str | Path, out_html: str | Path, *,
                 experiment: str, families: list[str] | None = None, config: Any = None,
-                out_summary: str | Path | None = None) -> list[Assessment]:
+                out_summary: str | Path | None = None, fonts: list | None = None) -> list[Assessment]:
     """Rule ``make_report``: write ``report.md`` and ``report.html`` (each with a provenance sidecar).
 
     Parameters
@@ -1073,6 +1135,8 @@ def make_report(report_dir: str | Path, results_dir: str | Path, out_md: str | P
         The composed config, recorded in the sidecars and read by ``{cfg:...}`` placeholders.
     out_summary : path, optional
         JSON of :func:`run_summary` with its provenance (``argmaxable report readme`` fills the README from it).
+    fonts : list of paths, optional
+        Font files the page's glyphs beyond Latin are taken from (default: the machine's, :mod:`argmaxable.glyphs`).
     """
     report_dir, results_dir = Path(report_dir), Path(results_dir)
     catalogue = load_catalogue(report_dir / "papers.yaml")
@@ -1087,7 +1151,7 @@ def make_report(report_dir: str | Path, results_dir: str | Path, out_md: str | P
                              "project computes where the paper prints none) / same inputs / differs / substitute "
                              "data (with the paper's claim and whether ours agrees) / not run / missing"}
     for path, text in ((out_md, render_markdown(catalogue, items, header, results_dir, methods)),
-                       (out_html, render_html(catalogue, items, header, methods))):
+                       (out_html, render_html(catalogue, items, header, methods, fonts=fonts))):
         with atomic_path(path) as tmp:
             tmp.write_text(text, encoding="utf-8")
         write_json(metadata(config, [*report_dir.glob("*.yaml")]), sidecar(path))
