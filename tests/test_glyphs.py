@@ -36,6 +36,7 @@ def test_the_subset_holds_the_pages_characters_and_names_its_licence():
 
 def test_characters_no_font_covers_are_left_to_the_readers_fonts():
     css, note = font_faces(f"{HEBREW} 中文", [DEJAVU])
+    assert css.count("@font-face") == 1
     assert "6 characters outside Latin: 4 from DejaVu Sans" in note and "2 left to the reader's fonts" in note
     assert font_faces("plain Latin, — and Ω", [DEJAVU]) == ("", "")  # nothing to ship, no font read
 

@@ -99,27 +99,54 @@ def make_paper_tables(summary_paths: Iterable[str | os.PathLike], out_path: str 
     return text
 
 
+KIND_COLOURS = {"ties": "tab:green", "near_ties": "tab:orange", "strictly_inside": "tab:blue"}
+KIND_LABELS = {"ties": "ties (rows equal to another's)", "near_ties": "near-ties (a few float32 ulps apart)",
+               "strictly_inside": "strictly inside the others' hull"}
+
+
+def _kinds(study_paths: Iterable[str | os.PathLike]) -> dict[str, dict[str, int]]:
+    """Per model name, its unargmaxable tokens in the paper's box split into ties, near-ties and strictly inside
+    (near-ties apart), from the LM study's records (:func:`argmaxable.detect.study.study_model`)."""
+    out = {}
+    for record in _read(study_paths):
+        box = next(b for b in record["boxes"] if b["box"] == "paper")
+        out[record["model"]] = {"ties": box["ties"], "near_ties": box["near_ties"],
+                                "strictly_inside": box["strictly_inside"] - box["near_ties"]}
+    return out
+
+
 def plot_unargmaxable_per_model(summary_paths: Iterable[str | os.PathLike], out_path: str | os.PathLike, *,
-                                config: Any = None):
-    """ACL Fig. 6 / thesis Fig. 4.5: unargmaxable tokens per model, sorted in decreasing order; a second bar
-    for the activation-aware box, and the paper's count as a marker where the paper reports one."""
+                                study_paths: Iterable[str | os.PathLike] = (), config: Any = None):
+    """ACL Fig. 6 / thesis Fig. 4.5: unargmaxable tokens per model, sorted in decreasing order, in the paper's box
+    split into ties, near-ties and rows strictly inside where the LM study ran on the model (``study_paths``; grey
+    where it did not, e.g. the synthetic layers); a hatched bar for the activation-aware box, and the paper's count
+    as a marker where the paper reports one."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    summary_paths = list(summary_paths)
+    summary_paths, study_paths = list(summary_paths), list(study_paths)
     summaries = sorted(_read(summary_paths), key=lambda s: -s["unargmaxable"])
+    kinds = _kinds(study_paths)
     names = [s["model"] for s in summaries]
     pos = np.arange(len(summaries))
     act = [s["activation_box"]["unargmaxable"] if s.get("activation_box") else np.nan for s in summaries]
     paper = [(s.get("paper") or {}).get("unargmaxable") for s in summaries]
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(summaries) + 2), 4.5))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(summaries) + 2), 4.8))
     width = 0.4 if not np.all(np.isnan(act)) else 0.8
-    ax.bar(pos - (width / 2 if width < 0.8 else 0), [s["unargmaxable"] for s in summaries], width,
-           label="ours, -100 <= x_j <= 100 (paper's box)", color="tab:blue")
+    x = pos - (width / 2 if width < 0.8 else 0)
+    bottom = np.zeros(len(summaries))
+    for kind, colour in KIND_COLOURS.items():
+        part = np.array([kinds.get(s["model"], {}).get(kind, 0) for s in summaries], dtype=float)
+        ax.bar(x, part, width, bottom=bottom, color=colour, label=f"paper's box |x_j| <= 100: {KIND_LABELS[kind]}")
+        bottom += part
+    unsplit = np.array([0 if s["model"] in kinds else s["unargmaxable"] for s in summaries], dtype=float)
+    if unsplit.any():
+        ax.bar(x, unsplit, width, bottom=bottom, color="0.6", label="paper's box, not split (no LM study record)")
     if width < 0.8:
-        ax.bar(pos + width / 2, act, width, label="ours, activation-aware box", color="tab:orange")
+        ax.bar(pos + width / 2, act, width, label="activation-aware box (all kinds)", color="white",
+               edgecolor="tab:purple", hatch="///")
     shown = [(p, v) for p, v in zip(pos, paper, strict=True) if v is not None]
     if shown:
         ax.scatter([p for p, _ in shown], [v for _, v in shown], marker="_", s=200, color="black", zorder=3,
@@ -127,10 +154,10 @@ def plot_unargmaxable_per_model(summary_paths: Iterable[str | os.PathLike], out_
     ax.set_xticks(pos, names, rotation=60, ha="right", fontsize=8)
     ax.set_ylabel("unargmaxable tokens")
     ax.set_xlabel("model")
-    ax.set_title(f"ACL 2022 Fig. 6 / thesis Fig. 4.5: unargmaxable tokens per model "
-                 f"({sum(s['unargmaxable'] > 0 for s in summaries)}/{len(summaries)} models have some)")
-    ax.legend(fontsize=8)
-    save_figure(fig, out_path, config=config, inputs=summary_paths)
+    ax.set_title(f"ACL 2022 Fig. 6 / thesis Fig. 4.5: unargmaxable tokens per model, by kind "
+                 f"({sum(s['unargmaxable'] > 0 for s in summaries)}/{len(summaries)} models have some)", fontsize=10)
+    ax.legend(fontsize=7)
+    save_figure(fig, out_path, config=config, inputs=[*summary_paths, *study_paths])
     plt.close(fig)
 
 
