@@ -167,3 +167,18 @@ def test_items_sharing_a_check_say_so_and_count_once(tmp_path):
     assert all(len(a.claim["shared"]) == 3 for a in items)
     counts = coverage_counts(items)
     assert (counts["claim items"], counts["claims"]) == (4, 1)
+
+
+def test_section_5_1_reads_the_frequency_rank_of_every_width_not_one_chosen_width(tmp_path):
+    """002 l. 320: the unargmaxable tokens are the infrequent ones. Read at every width that has some (their median
+    frequency rank in the rarer half), not at the one width where the buckets differ most."""
+    models = pd.DataFrame({"model": [f"debtags_lm_d{d}" for d in (4, 8, 16, 32)], "d": [4, 8, 16, 32],
+                           "box": "paper", "n": 4000, "# unargmaxable": [3782, 2954, 348, 0],
+                           "median rank of unargmaxable": [2100.0, 2400.0, 3500.0, float("nan")]})
+    buckets = pd.DataFrame({"d": [4, 4], "box": "paper", "bucket": [1, 3751], "share_unargmaxable": [0.5, 1.0]})
+    files = {"lm/tables/lm_models.csv": models, "lm/tables/lm_rank_buckets.csv": buckets}
+    a = _run(tmp_path, ("acl2022", "§5.1"), files)
+    assert a.claim["verdict"] == "agrees" and "median_min 2100 > 0.5 x n 4000: holds" in a.claim["detail"]
+    assert "d = 4, 8, 16" in a.claim["evidence"]
+    models.loc[0, "median rank of unargmaxable"] = 1500.0
+    assert _run(tmp_path / "frequent", ("acl2022", "§5.1"), files).claim["verdict"] == "differs"

@@ -312,7 +312,8 @@ def read_value(spec: dict, results_dir: Path) -> Any:
                      "ratio_max": np.max(y / x), "through_origin": float(x @ y / (x @ x))}[agg]
             data = None
     if data is not None and agg in AGGREGATES and len(data):
-        value = AGGREGATES[agg](data if data.dtype.kind in "OUSb" else data.astype(float))
+        value = AGGREGATES[agg](data if data.dtype.kind in "OUSb" or agg in ("list", "distinct") else
+                                data.astype(float))
     if isinstance(value, np.generic):
         value = value.item()
     return value * spec["scale"] if "scale" in spec and isinstance(value, int | float) else value
