@@ -182,3 +182,16 @@ def test_section_5_1_reads_the_frequency_rank_of_every_width_not_one_chosen_widt
     assert "d = 4, 8, 16" in a.claim["evidence"]
     models.loc[0, "median rank of unargmaxable"] = 1500.0
     assert _run(tmp_path / "frequent", ("acl2022", "§5.1"), files).claim["verdict"] == "differs"
+
+
+def test_basri_jacobs_fig_1_compares_an_lms_head_and_names_what_limits_the_ocr_head(tmp_path):
+    """004 l. 35: the trained OPMs of LMs behave like random matrices. The small LM's head is an LM's; PP-OCRv4's
+    recogniser is not, and what limits it is in the run (its tied and near-tied rows), not a shared direction."""
+    summary = pd.DataFrame([{"matrix": m, "kind": k, "test": "top-m", "N": 1, "d": 1, "trials": 20, "m_measured": v}
+                            for m, k, v in (("ppocrv4_rec", "trained", 2), ("ppocrv4_rec", "gaussian", 12),
+                                            ("debtags_lm_d64", "trained", 6), ("debtags_lm_d64", "gaussian", 6))])
+    study = pd.DataFrame({"model": ["PP-OCRv4 rec"], "box": ["paper"], "# ties": [3], "of which near-ties": [114]})
+    a = _run(tmp_path, ("basri_jacobs", "Fig. 1"), {"topm/tables/fraction_summary.parquet": summary,
+                                                   "detect/tables/lm_study.parquet": study})
+    assert a.claim["verdict"] == "agrees" and "lm_trained 6 >= 0.5 x lm_gaussian 6: holds" in a.claim["detail"]
+    assert "3 of its rows are ties and 114 near-ties" in a.claim["evidence"] and "direction" not in a.claim["evidence"]
