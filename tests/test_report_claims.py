@@ -156,11 +156,42 @@ def test_an_inconclusive_condition_or_a_missing_number_never_yields_a_verdict():
     assert check_claim([{"left": "r", "op": ">=", "right": 0.2, "times": 0.75}], {"r": 0.15})[0] == "agrees"
 
 
+def _detect_run(unarg: dict[str, tuple[str, int]], tokens: pd.DataFrame) -> dict[str, object]:
+    """Summaries of checked models ({key: (group, unargmaxable)}) and the LM study's token table."""
+    files: dict[str, object] = {f"detect/{k}/summary.json": {"model": k, "group": g, "unargmaxable": u}
+                                for k, (g, u) in unarg.items()}
+    files["detect/tables/lm_study_tokens.parquet"] = tokens
+    return files
+
+
+def _tokens(rows: list[tuple[str, str, str, str, str]]) -> pd.DataFrame:
+    """The LM study's token table: (model, model group, kind, token_type, CJK frequency) per unargmaxable token."""
+    return pd.DataFrame([{"model": m, "model group": g, "box": "paper", "category": i, "kind": k, "token_type": t,
+                          "CJK frequency": f} for i, (m, g, k, t, f) in enumerate(rows)])
+
+
+def test_table_1_counts_released_heads_and_tests_the_claims_second_half(tmp_path):
+    """002 l. 252: "unargmaxable tokens only occur in 13 MT models, but these are mostly infrequent and noisy
+    vocabulary tokens". The synthetic layers and the LM trained here are not released models; the second half
+    reads the tokens' kind (ties, near-ties), type (special tokens) and, for CJK characters, frequency class."""
+    unarg = {"random_gaussian": ("", 70), "debtags_lm_d4": ("", 3782), "ocr_a": ("OCR", 5), "ocr_b": ("OCR", 0),
+             "llm": ("LLM", 2), **{f"ocr_{i}": ("OCR", 0) for i in range(20)}}
+    noisy = _tokens([("ocr_a", "OCR", "near-tie", "", "common"), ("ocr_a", "OCR", "strictly inside", "", "rare"),
+                     ("ocr_a", "OCR", "strictly inside", "", "rare"), ("ocr_a", "OCR", "strictly inside", "", "common"),
+                     ("ocr_a", "OCR", "strictly inside", "", ""), ("llm", "LLM", "tie", "control", ""),
+                     ("llm", "LLM", "tie", "normal", ""), ("debtags_lm_d4", "", "strictly inside", "", "")])
+    a = _run(tmp_path, ("acl2022", "Table 1"), _detect_run(unarg, noisy))
+    assert "with_unarg 2 <= 0.091 x models 23: holds" in a.claim["detail"]  # the 2 released heads of 23
+    assert "noisy 5 > 0.5 x tokens 7: holds" in a.claim["detail"] and a.claim["verdict"] == "agrees"
+    common = noisy.assign(**{"CJK frequency": "common"})
+    assert _run(tmp_path / "common", ("acl2022", "Table 1"), _detect_run(unarg, common)).claim["verdict"] == "differs"
+
+
 def test_items_sharing_a_check_say_so_and_count_once(tmp_path):
     """ACL Table 1, Fig. 6 and thesis Table 4.3, Fig. 4.5 state one claim with one check: one distinct check."""
-    summaries = {f"detect/m{i}/summary.json": {"model": f"m{i}", "unargmaxable": u, "group": "x"}
-                 for i, u in enumerate([0, 3, 0, 0])}
-    items = [_run(tmp_path / key[1], key, summaries) for key in DECLS
+    files = _detect_run({f"m{i}": ("OCR", u) for i, u in enumerate([0, 3, 0, 0])},
+                        _tokens([("m1", "OCR", "tie", "", "")]))
+    items = [_run(tmp_path / key[1], key, files) for key in DECLS
              if DECLS[key]["family"] == "detect" and key[1] in ("Table 1", "Fig. 6", "Table 4.3", "Fig. 4.5")]
     assert len(items) == 4 and all(a.claim for a in items)
     mark_shared(items)
@@ -195,3 +226,23 @@ def test_basri_jacobs_fig_1_compares_an_lms_head_and_names_what_limits_the_ocr_h
                                                    "detect/tables/lm_study.parquet": study})
     assert a.claim["verdict"] == "agrees" and "lm_trained 6 >= 0.5 x lm_gaussian 6: holds" in a.claim["detail"]
     assert "3 of its rows are ties and 114 near-ties" in a.claim["evidence"] and "direction" not in a.claim["evidence"]
+
+
+def test_table_4_reads_the_real_llm_heads_whatever_models_the_run_has(tmp_path):
+    """002 l. 587: no token of the paper's LMs is unargmaxable. The run's evidence is its real LLM heads (the LM
+    study's records of the GGUF LLM group), not the toy LM at d = 4-16; without one the check cannot decide."""
+    llm = "LLM heads (GGUF, wheels)"
+
+    def record(name, group, unarg, ties):
+        return {"model": name, "group": group, "n": 10, "boxes": [
+            {"box": "paper", "unargmaxable": unarg, "ties": ties, "near_ties": 0, "strictly_inside": unarg - ties}]}
+    study = {"detect/study/smol.json": record("SmolLM2", llm, 15, 15), "detect/study/gemma.json":
+             record("Gemma", llm, 0, 0), "detect/study/lm4.json": record("debtags_lm_d4", "", 3782, 0),
+             "detect/tables/lm_study.parquet": pd.DataFrame({"model": ["SmolLM2"], "model group": [llm]})}
+    for item in (("acl2022", "Table 4"), ("thesis", "Fig. A.2")):
+        a = _run(tmp_path / item[1], item, study)
+        assert a.claim["verdict"] == "differs" and "llm_unarg 15 == the paper's 0: fails" in a.claim["detail"]
+        assert "15 ties" in a.claim["cause"] and "0 strictly inside" in a.claim["cause"]
+        assert [title for title, _, _ in a.views] and a.views[0][1]["model"].tolist() == ["SmolLM2"]
+    study.pop("detect/study/smol.json"), study.pop("detect/study/gemma.json")
+    assert _run(tmp_path / "none", ("acl2022", "Table 4"), study).claim["verdict"] == "inconclusive"

@@ -219,9 +219,12 @@ def _read_table(path: Path) -> pd.DataFrame:
 def _select(df: pd.DataFrame, where: dict | None) -> pd.DataFrame:
     """Rows whose columns equal the given values (a list: any of them; "max"/"min": the column's largest or
     smallest value among the rows left; ``{op: value}`` with an operator of :data:`OPS`: the rows where
-    ``column op value`` holds); no expression is evaluated."""
+    ``column op value`` holds; the key ``any`` with a list of such mappings: the rows any one of them selects);
+    no expression is evaluated."""
     for col, want in (where or {}).items():
-        if want in ("max", "min"):
+        if col == "any":
+            df = df[df.index.isin(set().union(*(_select(df, w).index for w in want)))]
+        elif want in ("max", "min"):
             df = df[df[col] == getattr(df[col], want)()]
         elif isinstance(want, dict):
             for op, bound in want.items():
@@ -263,7 +266,13 @@ def _records(spec: dict, paths: list[Path]) -> tuple[list[Any], int]:
     """The JSON records a ``values`` entry reads (its ``where`` applied), and how many its files hold."""
     records = [json.loads(p.read_text()) for p in paths]
     where = spec.get("where") or {}
-    return [r for r in records if all(_wanted(_json_field(r, k), w) for k, w in where.items())], len(records)
+
+    def selected(record: Any) -> bool:  # a record without a selecting field is not selected
+        try:
+            return all(_wanted(_json_field(record, k), w) for k, w in where.items())
+        except (KeyError, IndexError, TypeError):
+            return False
+    return [r for r in records if selected(r)], len(records)
 
 
 def _rows(spec: dict, paths: list[Path]) -> tuple[pd.DataFrame, int]:
@@ -321,6 +330,8 @@ def read_value(spec: dict, results_dir: Path) -> Any:
 
 def _where_text(where: dict | None) -> str:
     def one(col: str, want: Any) -> str:
+        if col == "any":
+            return f"any of ({' | '.join(_where_text(w) for w in want)})"
         if isinstance(want, dict):
             return " and ".join(f"{col} {op} {v}" for op, v in want.items())
         if isinstance(want, list):

@@ -19,7 +19,9 @@ inside; per unargmaxable token its tie group, the id greedy decoding can emit, i
 percentile among all rows, and its token type where the categories table has a ``token_type`` column (GGUF:
 normal, control, user-defined, unused, byte). :func:`make_study` gathers the models into one table (Markdown
 and parquet), the token list, the share of each token type that is unargmaxable, and a figure of the
-unargmaxable share against n/d.
+unargmaxable share against n/d. The token list names each token's model group (its config's ``group``) and, for a
+single CJK character, whether the character-set standards count it among the most frequently used
+(:func:`argmaxable.detect.frequency.cjk_frequency`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from argmaxable.core import check_categories
+from argmaxable.detect.frequency import cjk_frequency
 from argmaxable.detect.loaders import Layer, load_model
 from argmaxable.provenance import atomic_path, save_figure, write_json, write_table
 
@@ -365,6 +368,7 @@ def make_study(record_paths: Iterable[str | os.PathLike], token_paths: Iterable[
                               "emitted", "nearest", "distance", "norm", "norm_percentile"])
     groups = {r["model"]: r.get("group", "") for r in records}  # the model's config group (e.g. the LLM heads)
     tokens.insert(1, "model group", tokens["model"].map(groups).fillna(""))
+    tokens["CJK frequency"] = tokens["token"].astype(str).map(cjk_frequency)  # common / rare single ideographs
     table, types = study_tables(records, tokens)
     write_table(table, out_parquet, config=config, inputs=record_paths)
     write_table(tokens, out_tokens, config=config, inputs=token_paths)
