@@ -144,6 +144,11 @@ def plot_unargmaxable_per_model(summary_paths: Iterable[str | os.PathLike], out_
     unsplit = np.array([0 if s["model"] in kinds else s["unargmaxable"] for s in summaries], dtype=float)
     if unsplit.any():
         ax.bar(x, unsplit, width, bottom=bottom, color="0.6", label="paper's box, not split (no LM study record)")
+    for xx, s in zip(x, summaries, strict=True):  # the counts, readable however small the bar
+        k = kinds.get(s["model"])
+        text = f"{s['unargmaxable']}" + (f"\n{k['ties']}/{k['near_ties']}/{k['strictly_inside']}" if k else "")
+        ax.annotate(text, (xx, s["unargmaxable"]), textcoords="offset points", xytext=(0, 2), ha="center",
+                    va="bottom", fontsize=6)
     if width < 0.8:
         ax.bar(pos + width / 2, act, width, label="activation-aware box (all kinds)", color="white",
                edgecolor="tab:purple", hatch="///")
@@ -153,10 +158,13 @@ def plot_unargmaxable_per_model(summary_paths: Iterable[str | os.PathLike], out_
                    label="paper")
     ax.set_xticks(pos, names, rotation=60, ha="right", fontsize=8)
     ax.set_ylabel("unargmaxable tokens")
+    ax.margins(y=0.12)
     ax.set_xlabel("model")
     ax.set_title(f"ACL 2022 Fig. 6 / thesis Fig. 4.5: unargmaxable tokens per model, by kind "
-                 f"({sum(s['unargmaxable'] > 0 for s in summaries)}/{len(summaries)} models have some)", fontsize=10)
+                 f"({sum(s['unargmaxable'] > 0 for s in summaries)}/{len(summaries)} models have some)\nabove each "
+                 "bar: all of the paper's box, then ties / near-ties / strictly inside", fontsize=9)
     ax.legend(fontsize=7)
+    fig.tight_layout()
     save_figure(fig, out_path, config=config, inputs=[*summary_paths, *study_paths])
     plt.close(fig)
 

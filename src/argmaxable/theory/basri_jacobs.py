@@ -177,7 +177,7 @@ def plot_appendix_b(df: pd.DataFrame, probability: float, N: int, d: int):
     and the paper's crossings (dashed) where the matrix has the appendix's size."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 3.8))
+    fig, ax = plt.subplots(figsize=(8.5, 4.0))
     trials = int(df["trials"].iloc[0])
     cross = crossings(df, probability).set_index("curve")
     sim = cross.loc["simulation"]
@@ -196,14 +196,34 @@ def plot_appendix_b(df: pd.DataFrame, probability: float, N: int, d: int):
         for key, colour, what in (("m_bound", "tab:purple", "bound"), ("m_simulation", "tab:blue", "simulation")):
             ax.axvline(BASRI_JACOBS_APPENDIX_B[key], color=colour, lw=1.0, ls="--", alpha=0.6,
                        label=f"paper's {what} crossing: m = {BASRI_JACOBS_APPENDIX_B[key]}")
+    _zoom(ax, df, probability)
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_xlabel("m")
     ax.set_ylabel("top-m probability")
     ax.set_title(f"004 Fig. 5 (appendix B): top-m probability against m, bound and simulation,\nrandom {N} x {d} "
                  f"matrix; first m below {probability}: bound {cross.loc['bound_gumbel', 'first_m_below']}, "
                  f"simulation {sim['first_m_below']}", fontsize=9)
-    ax.legend(fontsize=6)
     fig.tight_layout()
     return fig
+
+
+def _zoom(ax, df: pd.DataFrame, probability: float) -> None:
+    """An inset of :func:`plot_appendix_b` around the threshold, where the curves cross it."""
+    below = [m for curve in ("simulation", "bound_gumbel") if len(m := df["m"][df[curve] < probability])]
+    if not below:
+        return
+    inset = ax.inset_axes((0.08, 0.08, 0.5, 0.5))
+    for line in ax.get_lines():  # the same curves and markers, zoomed
+        inset.plot(line.get_xdata(), line.get_ydata(), ls=line.get_linestyle(), color=line.get_color(),
+                   lw=line.get_linewidth())
+    for span in ax.patches:  # the Wilson range
+        x0, x1 = span.get_x(), span.get_x() + span.get_width()
+        inset.axvspan(x0, x1, color=span.get_facecolor(), alpha=None)
+    inset.axhline(probability, color="k", lw=0.8, linestyle=":")
+    inset.set_xlim(min(b.min() for b in below) - 6, max(b.min() for b in below) + 4)
+    inset.set_ylim(2 * probability - 1, 1.0 + (1 - probability) / 4)
+    inset.tick_params(labelsize=6)
+    inset.set_title(f"zoom: probability >= {2 * probability - 1:g}", fontsize=6)
 
 
 def run_basri_jacobs(settings: BasriJacobsConfig | Mapping, out: dict, *, seed: int, config=None) -> None:
