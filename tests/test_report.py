@@ -449,6 +449,7 @@ def test_a_long_table_is_whole_paged_sorted_and_searched_and_its_glyphs_ship_in_
     fam = yaml.safe_load((report_dir / "fam.yaml").read_text())
     fam["items"][3]["outputs"] += ["fam/long.parquet", "fam/empty.parquet"]
     fam["items"][0]["outputs"] += ["fam/b.png"]  # Fig. 4 shows it again: drawn once, then linked
+    fam["items"][3]["links"] = [{"glob": "fam/*.png", "title": "cards"}, {"glob": "fam/*.card", "title": "none yet"}]
     (report_dir / "fam.yaml").write_text(yaml.safe_dump(fam))
     dejavu = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
     make_report(report_dir, results, results / "report.md", results / "report.html", experiment="offline",
@@ -457,6 +458,8 @@ def test_a_long_table_is_whole_paged_sorted_and_searched_and_its_glyphs_ship_in_
     assert page.count("class='report-figure'") == 2 and "fam/b.png: shown above under" not in page
     assert "<code>b.png</code>: shown above under <a href='#p-fig-1'>p Fig. 1</a>" in page
     assert all(t in page for t in tokens) and "<p class='none'>none</p>" in page
+    assert "<p>cards: <a href='fam/a.png'>a.png</a>, <a href='fam/b.png'>b.png</a></p>" in page
+    assert "<p>none yet: none</p>" in page
     assert "4 from DejaVu Sans" in page and "unicode-range:U+05D5,U+05DC,U+05DD,U+05E9" in page
     md = (results / "report.md").read_text()
     assert "(first 25 of 60 rows; report.html pages, sorts and searches them all)" in md and "`fam/empty.parquet`:" \

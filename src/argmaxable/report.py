@@ -102,6 +102,7 @@ class Assessment:
     provenance: list[dict] = field(default_factory=list)
     compare_key: str = ""  # the same comparison (tables, columns, cells) on another item has the same key
     views: list[tuple[str, pd.DataFrame, Path]] = field(default_factory=list)  # (title, rows, file): shown whole
+    links: list[tuple[str, list[Path]]] = field(default_factory=list)  # (title, files under the results): linked
 
     @property
     def name(self) -> str:
@@ -562,6 +563,8 @@ def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experi
     a.provenance = [rec for p in outputs if (rec := provenance(p))]
     a.views = [(v["title"], _select(_read_table(results_dir / v["table"]), v.get("where")).reset_index(drop=True),
                 results_dir / v["table"]) for v in views]
+    a.links = [(link["title"], [f.relative_to(results_dir) for f in value_files(link, results_dir)])
+               for link in rel.get("links", decl.get("links", []))]
     note = text(rel.get("note", decl.get("note", "")))
     if claim := rel.get("claim", decl.get("claim")):
         a.claim = _assess_claim(claim, values, formats, text, seed, seeds, value_specs, results_dir)
@@ -949,6 +952,8 @@ def _md_item(a: Assessment, results_dir: Path, shown: _Shown) -> list[str]:
         lines += ["", f"`{rel(tab)}`{cut}:", "", _md_table(df.head(TABLE_ROWS))]
     for txt in a.texts:
         lines += ["", f"`{rel(txt)}`:", "", txt.read_text().strip() or "none"]
+    for title, files in a.links:
+        lines += ["", f"{title}: " + (", ".join(f"[{f.name}]({f.as_posix()})" for f in files) or "none")]
     for rec in a.provenance:
         lines += [f"- provenance `{rec['file']}`: experiment {rec['experiment']}, {rec['code_version']}, "
                   f"{rec['created']}, config "
@@ -978,7 +983,7 @@ _CSS = f"body{{font-family:'{glyphs.FAMILY}',sans-serif," + """'Noto Sans CJK SC
 'PingFang SC','Hiragino Sans','Microsoft YaHei','Yu Gothic',sans-serif;max-width:1100px;margin:auto;padding:1em;
 line-height:1.4}
 table{border-collapse:collapse;font-size:12px;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px}
-.wide{overflow-x:auto}th{vertical-align:bottom}
+.wide{overflow-x:auto}th{vertical-align:bottom;max-width:9em;font-weight:600}
 img{max-width:100%;border:1px solid #eee}.s{font-weight:bold}.exact-match,.within-tolerance{color:#17692b}
 .self-check{color:#3d7a7a}.same-inputs{color:#1a4f8b}.differs{color:#b35c00}.substitute-data{color:#6b4ca8}
 .beyond-the-papers{color:#8b1a6b}.not-run{color:#777}.missing{color:#b00020}.agrees{color:#17692b}
@@ -1085,6 +1090,10 @@ def _html_item(a: Assessment, shown: _Shown) -> list[str]:
         parts += [f"<p><code>{esc(tab.name)}</code></p>", _html_table(_read_table(tab))]
     for txt in a.texts:
         parts += [f"<p><code>{esc(txt.name)}</code></p>", f"<pre>{esc(txt.read_text().strip() or 'none')}</pre>"]
+    for title, files in a.links:  # relative to the report, which sits in the results directory
+        parts.append(f"<p>{esc(title)}: " + (", ".join(
+            f"<a href='{esc(f.as_posix())}'>{esc(f.name)}</a>" for f in files) or "none")
+            + "</p>")
     if a.provenance:
         parts.append("<details><summary>provenance</summary><ul>")
         parts += [f"<li><code>{esc(r['file'])}</code>: experiment {esc(str(r['experiment']))}, "
