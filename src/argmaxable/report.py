@@ -1043,7 +1043,7 @@ def _html_table(df: pd.DataFrame) -> str:
     if len(df) <= TABLE_ROWS:
         return f"<div class='wide'>{head}</div>"
     data = json.dumps({"rows": [[_json_cell(v) for v in row] for row in df.itertuples(index=False)]},
-                      ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+                      ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")  # no tag in a script
     return (f"<div class='paged wide' data-rows='{TABLE_ROWS}'><div class='pager'>rows 1-{TABLE_ROWS} of {len(df)} "
             f"(scripts page, sort and search them all)</div>{head}"
             f"<script type='application/json'>{data}</script></div>")
