@@ -163,7 +163,7 @@ def font_faces(text: str, paths=None) -> tuple[str, str]:
                      f"unicode-range:{ranges}}}")
         used.append(f"{len(covered)} from {font.name} ({len(data) // 1024} KiB; {font.licence or 'no licence named'})")
     left = len(chars) - sum(len(c) for _, c in chosen)
-    note = (f"Glyphs shipped in this page for {len(chars)} characters outside Latin: "
+    note = (f"shipped in this page for {len(chars)} characters outside Latin: "
             f"{'; '.join(used) or 'none (no font of the machine that built it covers them)'}"
             + (f"; {left} left to the reader's fonts." if left else "."))
     return "\n".join(rules), note

@@ -303,7 +303,7 @@ def read_value(spec: dict, results_dir: Path) -> Any:
             fields = [f / _json_field(r, spec["per"]) for f, r in zip(fields, records, strict=True)]
         data = np.array(fields).ravel()
         data = data.astype(float) if data.dtype.kind in "biuf" else data  # numbers as floats, labels as they are
-        value: Any = data[0] if len(data) else (0 if agg == "count" else float("nan"))
+        value: Any = data[0] if len(data) else (0 if agg in ("count", "positive", "sum") else float("nan"))
     elif spec.get("per_file"):  # the aggregate within each file, then the median over the files
         per = [read_value({k: v for k, v in spec.items() if k not in ("glob", "per_file", "scale")}
                           | {"file": str(p.relative_to(results_dir))}, results_dir) for p in paths]
@@ -1170,7 +1170,9 @@ def make_report(report_dir: str | Path, results_dir: str | Path, out_md: str | P
                              "each states how ours relates to the paper's: exact match / within tolerance (of "
                              "numbers printed in the paper, cited by seed line) / self-check (against values the "
                              "project computes where the paper prints none) / same inputs / differs / substitute "
-                             "data (with the paper's claim and whether ours agrees) / not run / missing"}
+                             "data / not run / missing; a paper's claim is tested on this run's files (each value's "
+                             "file and rows named) and ours agrees, differs or is inconclusive (the run cannot "
+                             "decide); a check several items share is counted once"}
     for path, text in ((out_md, render_markdown(catalogue, items, header, results_dir, methods)),
                        (out_html, render_html(catalogue, items, header, methods, fonts=fonts))):
         with atomic_path(path) as tmp:

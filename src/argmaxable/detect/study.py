@@ -367,8 +367,9 @@ def make_study(record_paths: Iterable[str | os.PathLike], token_paths: Iterable[
         pd.DataFrame(columns=["model", "box", "category", "token", "token_type", "kind", "group", "group_size",
                               "emitted", "nearest", "distance", "norm", "norm_percentile"])
     groups = {r["model"]: r.get("group", "") for r in records}  # the model's config group (e.g. the LLM heads)
-    tokens.insert(1, "model group", tokens["model"].map(groups).fillna(""))
+    tokens["model group"] = tokens["model"].map(groups).fillna("")
     tokens["CJK frequency"] = tokens["token"].astype(str).map(cjk_frequency)  # common / rare single ideographs
+    tokens = tokens[["model", "model group", *(c for c in tokens if c not in ("model", "model group"))]]
     table, types = study_tables(records, tokens)
     write_table(table, out_parquet, config=config, inputs=record_paths)
     write_table(tokens, out_tokens, config=config, inputs=token_paths)
