@@ -246,3 +246,12 @@ def test_table_4_reads_the_real_llm_heads_whatever_models_the_run_has(tmp_path):
         assert [title for title, _, _ in a.views] and a.views[0][1]["model"].tolist() == ["SmolLM2"]
     study.pop("detect/study/smol.json"), study.pop("detect/study/gemma.json")
     assert _run(tmp_path / "none", ("acl2022", "Table 4"), study).claim["verdict"] == "inconclusive"
+
+
+def test_an_inconclusive_condition_can_need_more_than_one_thing_to_hold():
+    cond = [{"left": "n", "op": "<", "right": 2048, "and": [{"left": "ok", "op": "==", "right": "samples"}],
+             "why": "stops short"}]
+    checks = [{"left": "ok", "op": "<", "right": "samples"}]
+    assert check_claim(checks, {"n": 1024, "ok": 200, "samples": 200}, inconclusive=cond)[0] == "inconclusive"
+    assert check_claim(checks, {"n": 1024, "ok": 190, "samples": 200}, inconclusive=cond)[0] == "agrees"
+    assert check_claim(checks, {"n": 2048, "ok": 200, "samples": 200}, inconclusive=cond)[0] == "differs"

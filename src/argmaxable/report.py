@@ -416,15 +416,17 @@ def check_claim(checks: list[dict], values: dict[str, Any], formats: dict[str, s
 
     ``left``/``right`` name values (``right`` may be a number: the paper's, as its claim states it);
     ``times`` multiplies the right side (a claim such as "a lot more": the factor is the declaration's).
-    ``inconclusive`` lists conditions of the same form, each with ``why``: when one holds the check cannot
-    decide (both sides zero, too few samples), and neither does a check whose value is not a number.
+    ``inconclusive`` lists conditions of the same form, each with ``why`` (and optionally ``and``: more
+    conditions that must hold with it): when one holds the check cannot decide (both sides zero, too few samples,
+    a run that stops short of where the claim applies), and neither does a check whose value is not a number.
     Returns the verdict (one of :data:`VERDICTS`), the checks as text (each with the values it compared) and,
     for "inconclusive", why.
     """
     fmt = formats or {}
     done = [_one_check(chk, values, fmt) for chk in checks]
     detail = "; ".join(text for _, text in done)
-    blocked = [(chk, text) for chk in inconclusive or [] for ok, text in [_one_check(chk, values, fmt)] if ok]
+    blocked = [(chk, text) for chk in inconclusive or [] for ok, text in [_one_check(chk, values, fmt)]
+               if ok and all(_one_check(also, values, fmt)[0] for also in chk.get("and", []))]
     if blocked:
         return "inconclusive", detail, "; ".join(f"{chk['why']} ({text.rsplit(':', 1)[0]})" for chk, text in blocked)
     if any(ok is None for ok, _ in done):
@@ -619,7 +621,8 @@ def _key(obj: Any) -> str:
 
 def _claim_names(claim: dict) -> list[str]:
     """The values a claim's checks and inconclusive conditions compare, in order."""
-    sides = [c[k] for c in [*claim.get("check", []), *claim.get("inconclusive", [])] for k in ("left", "right")]
+    conditions = [*claim.get("check", []), *(c for i in claim.get("inconclusive", []) for c in [i, *i.get("and", [])])]
+    sides = [c[k] for c in conditions for k in ("left", "right")]
     return list(dict.fromkeys(v for v in sides if isinstance(v, str)))
 
 
