@@ -53,7 +53,7 @@ def test_table_9_reads_our_rows_not_the_papers(tmp_path):
         assert a.claim["verdict"] == "agrees"
         assert "act_min -0.17 >= " in a.claim["detail"] and "act_max 18.6 <= " in a.claim["detail"]
         assert "95.4" not in a.claim["detail"] and "2 of 2 rows" not in " ".join(a.claim["read"])
-        assert any("all 2 rows" in r for r in a.claim["read"])  # the paper's two rows are not counted as read
+        assert any("all 2 rows of ours (the paper's 2 not read)" in r for r in a.claim["read"])
 
 
 def _train_json(head: str, d: int, seed: int, seconds: float) -> tuple[str, dict]:

@@ -276,10 +276,12 @@ def _records(spec: dict, paths: list[Path]) -> tuple[list[Any], int]:
     return [r for r in records if selected(r)], len(records)
 
 
-def _rows(spec: dict, paths: list[Path]) -> tuple[pd.DataFrame, int]:
-    """The table rows a ``values`` entry reads (ours only, its ``where`` applied), and how many are ours."""
-    df = ours_only(pd.concat([_read_table(p) for p in paths], ignore_index=True))
-    return _select(df, spec.get("where")), len(df)
+def _rows(spec: dict, paths: list[Path]) -> tuple[pd.DataFrame, int, int]:
+    """The table rows a ``values`` entry reads (ours only, its ``where`` applied), how many are ours, and how many
+    are the paper's (not read)."""
+    whole = pd.concat([_read_table(p) for p in paths], ignore_index=True)
+    df = ours_only(whole)
+    return _select(df, spec.get("where")), len(df), len(whole) - len(df)
 
 
 def read_value(spec: dict, results_dir: Path) -> Any:
@@ -309,7 +311,7 @@ def read_value(spec: dict, results_dir: Path) -> Any:
                           | {"file": str(p.relative_to(results_dir))}, results_dir) for p in paths]
         value, data = float(np.median(per)), None
     else:
-        df, _ = _rows(spec, paths)
+        df, _, _ = _rows(spec, paths)
         if spec["column"] not in df:
             raise KeyError(spec["column"])
         if len(df) == 0:  # nothing selected: a count of 0, else ``empty`` or no number (a claim on it is
@@ -355,8 +357,9 @@ def describe_value(name: str, spec: dict, results_dir: Path) -> str:
         chosen = f", {len(records)} of {total} records where {where}" if where else ""
         per = f" / {spec['per']}" if "per" in spec else ""
         return f"{name}: {files}{chosen}, {spec['key']}{per}, {agg}"
-    rows, total = _rows(spec, paths) if all(p.exists() for p in paths) else (pd.DataFrame(), 0)
+    rows, total, paper = _rows(spec, paths) if all(p.exists() for p in paths) else (pd.DataFrame(), 0, 0)
     chosen = f"{len(rows)} of {total} rows where {where}" if where else f"all {total} rows"
+    chosen += f" of ours (the paper's {paper} not read)" if paper else ""
     against = f" against {spec['x']}" if "x" in spec else ""
     return f"{name}: {files}, {chosen}, {spec['column']}{against}, {agg}"
 
