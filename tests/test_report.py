@@ -389,7 +389,7 @@ def test_readme_blocks_are_generated_from_the_run_summary(small_run):
     assert "old 59" not in out and summary["coverage_line"] in out
     assert "| `tiny` | 5 x 2 | 1 | not studied | 2 | 0.2 |" in out  # no LM study record: no split
     assert "| `big` | 9 x 2 | 6 | 2 / 3 / 1 |  | 1.0 |" in out  # ties / near-ties / strictly inside, not near
-    assert "| linear | 4 | 249.0 | 3782 |  | 40 |" in out and "| dft | 4 | 1081.0 | 0 | 50 / 50 | 60 |" in out
+    assert "| linear | 4 | 249.0 | 3782 |  | 40 |  |" in out and "| dft | 4 | 1081.0 | 0 | 50 / 50 | 60 |  |" in out
     assert blocks["quant"].startswith("Not made by this run")  # no quantisation table in this run
     assert update_readme(out, blocks) == out  # idempotent
     readme = (REPO / "README.md").read_text()

@@ -800,7 +800,7 @@ def run_summary(items: list[Assessment], results_dir: Path) -> dict[str, Any]:
     prevention = _summary_rows(results_dir / "lm" / "tables" / "lm_prevention.parquet", {
         "head": "head", "d": "d", "held-out perplexity": "perplexity", "tokens unargmaxable": "lost",
         "rankings argmaxable": "rankings_proven", "rankings sampled": "rankings_sampled",
-        "train cpu seconds": "train_cpu_s"})
+        "train cpu seconds": "train_cpu_s", "check seconds": "check_s"})
     quant = _summary_rows(results_dir / "detect" / "tables" / "quant.parquet", {
         "model": "model", "type": "type", "bits per weight": "bits", "identical": "identical",
         "source # unargmaxable": "source_unargmaxable", "# unargmaxable": "unargmaxable",
@@ -829,11 +829,12 @@ def readme_blocks(summary: dict[str, Any]) -> dict[str, str]:
     table = ["| model | head | unargmaxable, \\|x_j\\| <= 100 | of which ties / near-ties / strictly inside | "
              "in the activation's box | check, s |", "|---|---|---|---|---|---|", *rows]
     prevention = ["| head | d | held-out perplexity | tokens lost | top-k rankings proven / sampled | training "
-                  "CPU s |", "|---|---|---|---|---|---|"]
+                  "CPU s | check, s |", "|---|---|---|---|---|---|---|"]
     prevention += [f"| {r['head']} | {r['d']} | {r['perplexity']} | {r['lost']} | "
                    + (f"{_blank(r['rankings_proven'], '.0f')} / {r['rankings_sampled']:.0f}"
                       if r.get("rankings_sampled") else "")
-                   + f" | {_blank(r['train_cpu_s'], '.0f')} |" for r in summary.get("prevention", [])]
+                   + f" | {_blank(r['train_cpu_s'], '.0f')} | {_blank(r.get('check_s'), '.1f')} |"
+                   for r in summary.get("prevention", [])]
     quant = ["| model | type | bits per weight | identical to the source | unargmaxable, source -> requantised | "
              "became unargmaxable | became argmaxable | s |", "|---|---|---|---|---|---|---|---|"]
     quant += [f"| {q['model']} | {q['type']} | {q['bits']} | {q['identical']} | {q['source_unargmaxable']} -> "
@@ -842,7 +843,8 @@ def readme_blocks(summary: dict[str, Any]) -> dict[str, str]:
     none = f"Not made by this run {stamp}."
     return {"coverage": f"{summary['coverage_line']} {stamp}",
             "models": "\n".join([*table, "", f"Check times are one job's wall time on a shared machine {stamp}."]),
-            "prevention": "\n".join([*prevention, "", f"CPU seconds on a shared machine {stamp}."])
+            "prevention": "\n".join([*prevention, "", f"Seconds on a shared machine; a plain head's check is in the "
+                                      f"models table {stamp}."])
             if summary.get("prevention") else none,
             "quant": "\n".join([*quant, "", f"Seconds are one job's wall time on a shared machine, the requantising "
                                  f"and the check together (an identical head is not checked) {stamp}."])
