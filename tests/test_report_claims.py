@@ -108,17 +108,22 @@ def _crossings(bound: int, below: int, not_above: int, low: int, high: int) -> p
 
 def test_basri_jacobs_fig_5_reads_both_curves_the_same_way(tmp_path):
     """004 l. 299: 27 (bound) and 28 (simulation) are each curve's first m below 0.99. Pairing the bound's
-    first_m_below (27) with the simulation's first_m_not_above (25) made "undershoots" fail; read alike (30), the
-    bound does cross first, and the run says whether its Monte Carlo can tell."""
-    sim = pd.DataFrame({"m": [1, 2], "trials": [200, 200], "simulation": [1.0, 1.0]})
-    files = {"theory/tables/basri_jacobs_crossings.parquet": _crossings(27, 30, 25, 28, 33),
+    first_m_below (27) with the simulation's first_m_not_above (25) made "undershoots" fail. The claim reads the
+    curves where the Monte Carlo can tell them apart (a run's numbers: the bound under the simulation's Wilson
+    interval at m = 29-40, nowhere over it)."""
+    sides = ["within"] * 28 + ["below"] * 12
+    sim = pd.DataFrame({"m": range(1, 41), "trials": 200, "simulation": 1.0, "bound_vs_simulation": sides})
+    files = {"theory/tables/basri_jacobs_crossings.parquet": _crossings(27, 30, 25, 1, 30),
              "theory/tables/basri_jacobs_appendix_b.parquet": sim}
     a = _run(tmp_path, ("basri_jacobs", "Fig. 5"), files)
     assert a.comparison["ours"].astype(int).tolist() == [27, 30]  # first_m_below of both curves
-    assert a.claim["verdict"] == "agrees" and "bound_m 27 <= sim_m 30: holds" in a.claim["detail"]
-    files["theory/tables/basri_jacobs_crossings.parquet"] = _crossings(27, 30, 25, 24, 33)
+    assert a.claim["verdict"] == "agrees" and "n_below 12 >= the paper's 1: holds" in a.claim["detail"]
+    assert "from m = 29" in a.claim["evidence"]
+    files["theory/tables/basri_jacobs_appendix_b.parquet"] = sim.assign(bound_vs_simulation="within")
     unsure = _run(tmp_path / "unsure", ("basri_jacobs", "Fig. 5"), files)
-    assert unsure.claim["verdict"] == "inconclusive" and "Wilson" in unsure.claim["why"]
+    assert unsure.claim["verdict"] == "inconclusive" and "cannot be told" in unsure.claim["why"]
+    files["theory/tables/basri_jacobs_appendix_b.parquet"] = sim.assign(bound_vs_simulation=["above", *sides[1:]])
+    assert _run(tmp_path / "over", ("basri_jacobs", "Fig. 5"), files).claim["verdict"] == "differs"
 
 
 def test_basri_jacobs_fig_3_reads_m_over_d_in_the_papers_range_as_a_substitute(tmp_path):
