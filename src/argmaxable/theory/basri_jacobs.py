@@ -216,9 +216,22 @@ def plot_appendix_b(df: pd.DataFrame, probability: float, N: int, d: int):
     ax.set_ylabel("top-m probability")
     ax.set_title(f"004 Fig. 5 (appendix B): top-m probability against m, bound and simulation,\nrandom {N} x {d} "
                  f"matrix; first m below {probability}: bound {cross.loc['bound_gumbel', 'first_m_below']}, "
-                 f"simulation {sim['first_m_below']}", fontsize=9)
+                 f"simulation {sim['first_m_below']}\nthe bound under the simulation's Wilson interval at "
+                 f"{_m_list(df, 'below')}, over it at {_m_list(df, 'above')}", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def _m_list(df: pd.DataFrame, side: str) -> str:
+    """The m (as ranges) where :func:`bound_side` puts the bound on ``side`` of the simulation; "no m" if none."""
+    ms = df["m"][df["bound_vs_simulation"] == side].tolist() if "bound_vs_simulation" in df else []
+    runs, start = [], None
+    for i, m in enumerate(ms):
+        start = m if start is None else start
+        if i + 1 == len(ms) or ms[i + 1] != m + 1:
+            runs.append(f"{start}" if start == m else f"{start}-{m}")
+            start = None
+    return "m = " + ", ".join(runs) if runs else "no m"
 
 
 def _zoom(ax, df: pd.DataFrame, probability: float) -> None:
