@@ -117,6 +117,11 @@ def test_basri_jacobs_fig_5_reads_both_curves_the_same_way(tmp_path):
              "theory/tables/basri_jacobs_appendix_b.parquet": sim}
     a = _run(tmp_path, ("basri_jacobs", "Fig. 5"), files)
     assert a.comparison["ours"].astype(int).tolist() == [27, 30]  # first_m_below of both curves
+    # the paper's 28 lies in the m the Monte Carlo cannot tell from the threshold (1-30): not a difference
+    assert a.status == "within tolerance" and "1/1 cells within m_interval_low-m_interval_high" in a.line
+    files["theory/tables/basri_jacobs_crossings.parquet"] = _crossings(27, 30, 25, 29, 30)
+    assert _run(tmp_path / "resolved", ("basri_jacobs", "Fig. 5"), files).status == "differs"
+    files["theory/tables/basri_jacobs_crossings.parquet"] = _crossings(27, 30, 25, 1, 30)
     assert a.claim["verdict"] == "agrees" and "n_below 12 >= the paper's 1: holds" in a.claim["detail"]
     assert "from m = 29" in a.claim["evidence"]
     files["theory/tables/basri_jacobs_appendix_b.parquet"] = sim.assign(bound_vs_simulation="within")

@@ -150,9 +150,12 @@ def _check_compare(spec: dict, where: str) -> None:
     if not (spec.get("cite") or spec.get("self_check")):
         raise DeclarationError(f"{where}: compare on {spec.get('ours')!r} needs `cite` (the seed lines that print "
                                "the paper's values) or `self_check` (what the project computed in their place)")
-    if spec.get("tolerance") and not spec.get("tolerance_reason"):
+    if (spec.get("tolerance") or spec.get("interval")) and not spec.get("tolerance_reason"):
         raise DeclarationError(f"{where}: compare on {spec.get('ours')!r} has a tolerance without "
                                "`tolerance_reason` (why that much difference is allowed)")
+    if spec.get("interval") is not None and len(spec["interval"]) != 2:
+        raise DeclarationError(f"{where}: compare on {spec.get('ours')!r}: `interval` names two columns (low, "
+                               "high)")
 
 
 def _check_declaration(decl: dict, where: str) -> None:
@@ -458,7 +461,9 @@ def compare(spec: dict, results_dir: Path) -> tuple[str, str, pd.DataFrame]:
     ``paper`` (a column of the same table, or the paper's numbers as records ``[{<key>: ..., paper: ...}]``),
     ``cite`` (seed lines printing the paper's values) or ``self_check`` (what the project computed in their
     place: the outcome is then "self-check", never a match), optional ``tolerance`` (absolute, with its
-    ``tolerance_reason``; a cell is within it when |diff| < tolerance, strictly) and ``where`` ({column: value}).
+    ``tolerance_reason``; a cell is within it when |diff| < tolerance, strictly), optional ``interval`` (two
+    columns of the table, low and high, bounding our value's uncertainty: a cell is within tolerance when the
+    paper's value lies between them, with its ``tolerance_reason``) and ``where`` ({column: value}).
 
     Returns
     -------
@@ -468,7 +473,8 @@ def compare(spec: dict, results_dir: Path) -> tuple[str, str, pd.DataFrame]:
         key columns, ours, paper, diff (rows where the paper has no value are dropped).
     """
     df = _read_table(results_dir / spec["table"])
-    named = [*spec["key"], spec["ours"], *([] if isinstance(spec["paper"], list) else [spec["paper"]])]
+    interval = list(spec.get("interval", []))
+    named = [*spec["key"], spec["ours"], *([] if isinstance(spec["paper"], list) else [spec["paper"]]), *interval]
     if absent := [c for c in named if c not in df.columns]:
         raise KeyError(", ".join(map(repr, absent)))
     where = spec.get("where")
@@ -477,12 +483,12 @@ def compare(spec: dict, results_dir: Path) -> tuple[str, str, pd.DataFrame]:
                                "expression")
     df = _select(df, where)
     if isinstance(spec["paper"], list):  # the paper's numbers, given in the declaration
-        ours = df[[*spec["key"], spec["ours"]]].rename(columns={spec["ours"]: "ours"})
+        ours = df[[*spec["key"], spec["ours"], *interval]].rename(columns={spec["ours"]: "ours"})
         paper = pd.DataFrame(spec["paper"])
         as_text = {k: str for k in spec["key"]}  # keys compare as text (a CSV column may mix numbers and labels)
         cells = ours.astype(as_text).merge(paper.astype(as_text), on=spec["key"], how="inner")
     else:
-        cells = df[[*spec["key"], spec["ours"], spec["paper"]]].rename(
+        cells = df[[*spec["key"], spec["ours"], spec["paper"], *interval]].rename(
             columns={spec["ours"]: "ours", spec["paper"]: "paper"})
     cells = cells.dropna(subset=["paper"]).reset_index(drop=True)
     ours = pd.to_numeric(cells["ours"], errors="coerce")
@@ -492,6 +498,9 @@ def compare(spec: dict, results_dir: Path) -> tuple[str, str, pd.DataFrame]:
     if numeric:
         cells["diff"] = ours - paper
         equal, within = cells["diff"] == 0, cells["diff"].abs() < tol
+        if interval:  # the paper's value inside our value's uncertainty range
+            low, high = (pd.to_numeric(cells[c], errors="coerce") for c in interval)
+            within |= (low <= paper) & (paper <= high)
     else:  # verdicts and other labels: equal or not
         equal = within = cells["ours"].astype(str) == cells["paper"].astype(str)
     n = len(cells)
@@ -501,11 +510,11 @@ def compare(spec: dict, results_dir: Path) -> tuple[str, str, pd.DataFrame]:
     if equal.all():
         return ("self-check", f"{n}/{n} cells equal the project's own values ({self_check})", cells) \
             if self_check else ("exact match", f"{n}/{n} cells equal", cells)
+    bound = f"±{tol:g}" if tol else f"{interval[0]}-{interval[1]}" if interval else "equality"
     if (equal | within).all() and not self_check:
-        return "within tolerance", (f"{n}/{n} cells within ±{tol:g} ({int(equal.sum())} equal; "
+        return "within tolerance", (f"{n}/{n} cells within {bound} ({int(equal.sum())} equal; "
                                     f"{spec['tolerance_reason']})"), cells
     worst = f", largest |diff| {cells['diff'].abs().max():g}" if numeric else ""
-    bound = f"±{tol:g}" if tol else "equality"
     return "differs", f"{int((~(equal | within)).sum())}/{n} cells outside {bound}{worst}", cells
 
 
