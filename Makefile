@@ -23,9 +23,11 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed lint
 	$(BIN)/pytest
 
-# Debian's chromium for tests/test_report.py (renders results/report.html headless); needs root and apt.
+# Debian's chromium for tests/test_report.py (renders results/report.html headless) and a CJK font
+# (fonts-noto-cjk: the report embeds the subset its OCR tokens need, argmaxable.glyphs); needs root and apt.
 browser:
-	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	command -v chromium >/dev/null && [ -d /usr/share/fonts/opentype/noto ] || (apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk)
 
 # A real single-node SLURM cluster on this machine (Debian, root): the SLURM profile's run equals a local run.
 test-slurm: $(VENV)/.installed

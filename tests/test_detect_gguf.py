@@ -300,7 +300,7 @@ def test_quantisation_study_table(tmp_path):
     """Requantised heads: Q8_0 of a Q8_0 head comes back bit for bit (no check needed); Q4_0 is checked, and the
     tokens whose status changes are exactly those a check of the test's own Q4_0 head (by the gguf package)
     differs on from the source's check."""
-    from argmaxable.detect.quant import make_quant_table, requantize, run_quant_study
+    from argmaxable.detect.quant import COLUMNS, make_quant_table, requantize, run_quant_study
 
     rng = np.random.default_rng(5)
     W = rng.standard_normal((80, 32)).astype(np.float32)
@@ -329,6 +329,7 @@ def test_quantisation_study_table(tmp_path):
     table = make_quant_table([tmp_path / "quant.json"], [tmp_path / "changes.parquet"],
                              [tmp_path / "quant.md", tmp_path / "quant.parquet"], [tmp_path / "changes.md"])
     assert table["type"].tolist() == ["Q8_0", "Q4_0"] and (tmp_path / "quant.md").is_file()
+    assert tuple(table.columns) == COLUMNS  # reading order, not the JSON's sorted keys
     changes = pd.read_parquet(tmp_path / "changes.parquet")
     assert changes["category"].tolist() == changed.tolist() and set(changes["type"]) == {"Q4_0"}
     assert changes["token"].tolist() == [vocabulary(80)[1][i] for i in changed]

@@ -140,6 +140,7 @@ def test_report_names_unargmaxable_tokens_and_activation_ranges(tiny_run):
     assert row["most frequent unargmaxable tokens (rank)"].startswith(f"{listed['token'][0]} ({listed['rank'][0]})")
     t9 = tables["lm_table9"]
     assert t9["source"].str.startswith("002 Table 9").sum() == 2 and t9["source"].iloc[2].startswith("substitute")
+    assert t9["origin"].tolist() == ["paper", "paper", "ours"]  # the report reads the ours rows only
     assert t9["min"].iloc[2] >= -0.1701  # GELU's minimum: the head's inputs respect the activation's bound
     act = tables["lm_activations"].set_index("quantity")
     assert act.loc["all coordinates", "values"] == 2 * act.loc["x_0", "values"]

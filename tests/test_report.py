@@ -365,15 +365,32 @@ def test_readme_blocks_are_generated_from_the_run_summary(small_run):
     detect.mkdir(parents=True)
     (detect / "summary.json").write_text(json.dumps({"n": 5, "d": 2, "unargmaxable": 1, "seconds": 0.25,
                                                      "activation_box": {"unargmaxable": 2}}))
+    studied = results / "detect" / "big"
+    studied.mkdir(parents=True)
+    (studied / "summary.json").write_text(json.dumps({"n": 9, "d": 2, "unargmaxable": 6, "seconds": 1.0}))
+    (results / "detect" / "study").mkdir()
+    (results / "detect" / "study" / "big.json").write_text(json.dumps({"boxes": [
+        {"box": "paper", "unargmaxable": 6, "ties": 2, "strictly_inside": 4, "near_ties": 3}]}))
+    pd.DataFrame({"head": ["linear", "dft"], "d": [4, 4], "held-out perplexity": [249.0, 1081.0],
+                  "tokens unargmaxable": [3782, 0], "rankings argmaxable": [None, 50.0],
+                  "rankings sampled": [None, 50.0], "train cpu seconds": [40.0, 60.0]}).to_parquet(
+        results / "lm_prevention.parquet")
+    (results / "lm" / "tables").mkdir(parents=True)
+    (results / "lm_prevention.parquet").rename(results / "lm" / "tables" / "lm_prevention.parquet")
     make_report(report_dir, results, results / "report.md", results / "report.html", experiment="offline",
                 out_summary=results / "report_summary.json")
     summary = json.loads((results / "report_summary.json").read_text())
-    assert summary["coverage"]["items"] == 7 and summary["models"][0]["unargmaxable"] == 1
+    assert summary["coverage"]["items"] == 7 and summary["models"][1]["unargmaxable"] == 1
     blocks = readme_blocks(summary)
     text = "a\n<!-- generated:coverage -->\nold 59 items\n<!-- /generated:coverage -->\nb <!-- generated:models -->" \
-           "<!-- /generated:models -->"
+           "<!-- /generated:models -->" + "".join(f"<!-- generated:{b} --><!-- /generated:{b} -->"
+                                                  for b in ("prevention", "quant"))
     out = update_readme(text, blocks)
-    assert "old 59" not in out and summary["coverage_line"] in out and "| `tiny` | 5 x 2 | 1 | 2 | 0.2 |" in out
+    assert "old 59" not in out and summary["coverage_line"] in out
+    assert "| `tiny` | 5 x 2 | 1 | not studied | 2 | 0.2 |" in out  # no LM study record: no split
+    assert "| `big` | 9 x 2 | 6 | 2 / 3 / 1 |  | 1.0 |" in out  # ties / near-ties / strictly inside, not near
+    assert "| linear | 4 | 249.0 | 3782 |  | 40 |  |" in out and "| dft | 4 | 1081.0 | 0 | 50 / 50 | 60 |  |" in out
+    assert blocks["quant"].startswith("Not made by this run")  # no quantisation table in this run
     assert update_readme(out, blocks) == out  # idempotent
     readme = (REPO / "README.md").read_text()
     assert all(f"<!-- generated:{b} -->" in readme and f"<!-- /generated:{b} -->" in readme for b in README_BLOCKS)
@@ -408,11 +425,69 @@ def test_transcribed_paper_tables_are_the_numbers_on_the_cited_seed_lines():
         lines = (SEEDS / catalogue[paper]["seed"]).read_text().splitlines()
         return [lines[n - 1] for n in (spec["cite"] if isinstance(spec["cite"], list) else [spec["cite"]])]
 
-    for item, grid in (("Table 2", REGIONS_NO_BIAS), ("Table 3", REGIONS_BIAS)):
-        rows = [_numbers(line)[-11:] for line in cited("acl2022", item)]  # n, then d = 1..10
-        assert {(int(r[0]), d): int(v) for r in rows for d, v in enumerate(r[1:], start=1)} == grid
+    for paper, item, grid in (("acl2022", "Table 2", REGIONS_NO_BIAS), ("acl2022", "Table 3", REGIONS_BIAS),
+                              ("thesis", "Table A.1", REGIONS_NO_BIAS), ("thesis", "Table A.2", REGIONS_BIAS)):
+        rows = [_numbers(line)[-11:] for line in cited(paper, item)]  # n, then d = 1..10, in that paper's seed
+        assert {(int(r[0]), d): int(v) for r in rows for d, v in enumerate(r[1:], start=1)} == grid, (paper, item)
     printed = [line.split("\t") for line in cited("basri_jacobs", "Table 1")]
     assert [(m, int(n), int(d), int(v)) for m, n, d, v in printed] == list(BASRI_JACOBS_TABLE1.itertuples(
         index=False, name=None))
     line = cited("basri_jacobs", "Fig. 5")[0]
     assert all(f"m = {BASRI_JACOBS_APPENDIX_B[k]}" in line for k in ("m_bound", "m_simulation"))
+
+
+def test_a_long_table_is_whole_paged_sorted_and_searched_and_its_glyphs_ship_in_the_page(small_run, tmp_path):
+    """Every row of a long table is in the page (its first page drawn without scripts); in a headless browser the
+    pager pages, sorts and searches all of them, an empty table says "none", and the characters beyond Latin load
+    from the font subset shipped in the page (DejaVu Sans, from matplotlib: Hebrew)."""
+    import matplotlib
+
+    report_dir, results = small_run
+    tokens = [f"{'שלום'[i % 4]}{i}" for i in range(60)]
+    tokens[40] = "<!--</script>"  # a token that would end the page's script if written raw
+    pd.DataFrame({"token": tokens, "rank": list(range(60, 0, -1))}).to_parquet(results / "fam" / "long.parquet")
+    pd.DataFrame({"token": pd.Series([], dtype=str)}).to_parquet(results / "fam" / "empty.parquet")
+    fam = yaml.safe_load((report_dir / "fam.yaml").read_text())
+    fam["items"][3]["outputs"] += ["fam/long.parquet", "fam/empty.parquet"]
+    fam["items"][0]["outputs"] += ["fam/b.png"]  # Fig. 4 shows it again: drawn once, then linked
+    fam["items"][3]["links"] = [{"glob": "fam/*.png", "title": "cards"}, {"glob": "fam/*.card", "title": "none yet"}]
+    (report_dir / "fam.yaml").write_text(yaml.safe_dump(fam))
+    dejavu = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
+    make_report(report_dir, results, results / "report.md", results / "report.html", experiment="offline",
+                fonts=[dejavu])
+    page = (results / "report.html").read_text()
+    assert page.count("class='report-figure'") == 2 and "fam/b.png: shown above under" not in page
+    assert "<code>b.png</code>: shown above under <a href='#p-fig-1'>p Fig. 1</a>" in page
+    assert all(t in page for t in tokens[:40]) and "<p class='none'>none</p>" in page
+    assert "\\u003c!--\\u003c/script>" in page  # the raw token is in the rows, no tag in the script
+    assert "<p>cards: <a href='fam/a.png'>a.png</a>, <a href='fam/b.png'>b.png</a></p>" in page
+    assert "<p>none yet: none</p>" in page
+    assert "4 from DejaVu Sans" in page and "unicode-range:U+05D5,U+05DC,U+05DD,U+05E9" in page
+    md = (results / "report.md").read_text()
+    assert "(first 25 of 60 rows; report.html pages, sorts and searches them all)" in md and "`fam/empty.parquet`:" \
+        "\n\nnone" in md
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no chromium: `make browser` installs Debian's (CI does)")
+    probe = """<script>window.addEventListener('load', () => document.fonts.ready.then(() => {
+      const box = document.querySelector('div.paged'), out = document.body.dataset;
+      const info = () => box.querySelector('.pager span').textContent;
+      out.first = info(); box.querySelectorAll('.pager button')[1].click(); out.second = info();
+      box.querySelector('th').click(); box.querySelector('th').click();
+      out.top = box.querySelector('tbody td').textContent;
+      const find = box.querySelector('input'); find.value = '\u05e9'; find.dispatchEvent(new Event('input'));
+      out.found = info();
+      find.value = '/script'; find.dispatchEvent(new Event('input'));
+      out.raw = box.querySelector('tbody td').textContent;
+      out.faces = [...document.fonts].map(f => f.status).join(' ');
+      out.done = 'yes'; }));</script></body>"""
+    (tmp_path / "probe.html").write_text(page.replace("</body>", probe))
+    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+                          f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", (tmp_path / "probe.html").as_uri()],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    got = dict(re.findall(r'data-(\w+)="([^"]*)"', dom.split("<body", 1)[1].split(">", 1)[0]))
+    assert got.get("done") == "yes", dom[:500]
+    assert (got["first"], got["second"]) == ("rows 1-25 of 60", "rows 26-50 of 60")
+    assert got["top"] == "ש8"  # sorted twice by token: descending, the last letter and the largest text first
+    assert got["found"] == "rows 1-14 of 14 matching (of 60)" and got["faces"] == "loaded"
+    assert got["raw"] == "&lt;!--&lt;/script&gt;"  # the token as it is (escaped only in the dumped DOM)

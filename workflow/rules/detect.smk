@@ -187,7 +187,8 @@ rule plot_unargmaxable_per_model:
     conda:
         ENVIRONMENT
     input:
-        expand(f"{DETECT}/{{model}}/summary.json", model=DETECT_MODELS),
+        summaries=expand(f"{DETECT}/{{model}}/summary.json", model=DETECT_MODELS),
+        studies=expand(f"{STUDY}/{{model}}.json", model=STUDY_MODELS),  # ties / near-ties / strictly inside
     output:
         f"{DETECT_FIGURES}/fig6_unargmaxable_per_model.png",
     log:

@@ -100,46 +100,80 @@ def make_paper_tables(summary_paths: Iterable[str | os.PathLike], out_path: str 
     return text
 
 
+KIND_COLOURS = {"ties": "tab:green", "near_ties": "tab:orange", "strictly_inside": "tab:blue"}
+KIND_LABELS = {"ties": "ties (rows equal to another's)", "near_ties": "near-ties (a few float32 ulps apart)",
+               "strictly_inside": "strictly inside the others' hull"}
+
+
+def _kinds(study_paths: Iterable[str | os.PathLike]) -> dict[str, dict[str, int]]:
+    """Per model name, its unargmaxable tokens in the paper's box split into ties, near-ties and strictly inside
+    (near-ties apart), from the LM study's records (:func:`argmaxable.detect.study.study_model`)."""
+    out = {}
+    for record in _read(study_paths):
+        box = next(b for b in record["boxes"] if b["box"] == "paper")
+        out[record["model"]] = {"ties": box["ties"], "near_ties": box["near_ties"],
+                                "strictly_inside": box["strictly_inside"] - box["near_ties"]}
+    return out
+
+
 def plot_unargmaxable_per_model(summary_paths: Iterable[str | os.PathLike], out_path: str | os.PathLike, *,
-                                config: Any = None):
-    """ACL Fig. 6 / thesis Fig. 4.5: unargmaxable tokens per model, sorted in decreasing order; a second bar
-    for the activation-aware box, and the paper's count as a marker where the paper reports one."""
+                                study_paths: Iterable[str | os.PathLike] = (), config: Any = None):
+    """ACL Fig. 6 / thesis Fig. 4.5: unargmaxable tokens per model, sorted in decreasing order, in the paper's box
+    split into ties, near-ties and rows strictly inside where the LM study ran on the model (``study_paths``; grey
+    where it did not, e.g. the synthetic layers); a hatched bar for the activation-aware box, and the paper's count
+    as a marker where the paper reports one."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    summary_paths = list(summary_paths)
+    summary_paths, study_paths = list(summary_paths), list(study_paths)
     summaries = sorted(_read(summary_paths), key=lambda s: -s["unargmaxable"])
+    kinds = _kinds(study_paths)
     names = [s["model"] for s in summaries]
     pos = np.arange(len(summaries))
     act = [s["activation_box"]["unargmaxable"] if s.get("activation_box") else np.nan for s in summaries]
     paper = [(s.get("paper") or {}).get("unargmaxable") for s in summaries]
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(summaries) + 2), 4.5))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(summaries) + 2), 4.8))
     width = 0.4 if not np.all(np.isnan(act)) else 0.8
-    ax.bar(pos - (width / 2 if width < 0.8 else 0), [s["unargmaxable"] for s in summaries], width,
-           label="ours, -100 <= x_j <= 100 (paper's box)", color="tab:blue")
+    x = pos - (width / 2 if width < 0.8 else 0)
+    bottom = np.zeros(len(summaries))
+    for kind, colour in KIND_COLOURS.items():
+        part = np.array([kinds.get(s["model"], {}).get(kind, 0) for s in summaries], dtype=float)
+        ax.bar(x, part, width, bottom=bottom, color=colour, label=f"paper's box |x_j| <= 100: {KIND_LABELS[kind]}")
+        bottom += part
+    unsplit = np.array([0 if s["model"] in kinds else s["unargmaxable"] for s in summaries], dtype=float)
+    if unsplit.any():
+        ax.bar(x, unsplit, width, bottom=bottom, color="0.6", label="paper's box, not split (no LM study record)")
+    for xx, s in zip(x, summaries, strict=True):  # the counts, readable however small the bar
+        k = kinds.get(s["model"])
+        text = f"{s['unargmaxable']}" + (f"\n{k['ties']}/{k['near_ties']}/{k['strictly_inside']}" if k else "")
+        ax.annotate(text, (xx, s["unargmaxable"]), textcoords="offset points", xytext=(0, 2), ha="center",
+                    va="bottom", fontsize=6)
     if width < 0.8:
-        ax.bar(pos + width / 2, act, width, label="ours, activation-aware box", color="tab:orange")
+        ax.bar(pos + width / 2, act, width, label="activation-aware box (all kinds)", color="white",
+               edgecolor="tab:purple", hatch="///")
     shown = [(p, v) for p, v in zip(pos, paper, strict=True) if v is not None]
     if shown:
         ax.scatter([p for p, _ in shown], [v for _, v in shown], marker="_", s=200, color="black", zorder=3,
                    label="paper")
     ax.set_xticks(pos, names, rotation=60, ha="right", fontsize=8)
     ax.set_ylabel("unargmaxable tokens")
+    ax.margins(y=0.12)
     ax.set_xlabel("model")
-    ax.set_title(f"ACL 2022 Fig. 6 / thesis Fig. 4.5: unargmaxable tokens per model "
-                 f"({sum(s['unargmaxable'] > 0 for s in summaries)}/{len(summaries)} models have some)")
-    ax.legend(fontsize=8)
-    save_figure(fig, out_path, config=config, inputs=summary_paths)
+    ax.set_title(f"ACL 2022 Fig. 6 / thesis Fig. 4.5: unargmaxable tokens per model, by kind "
+                 f"({sum(s['unargmaxable'] > 0 for s in summaries)}/{len(summaries)} models have some)\nabove each "
+                 "bar: all of the paper's box, then ties / near-ties / strictly inside", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    save_figure(fig, out_path, config=config, inputs=[*summary_paths, *study_paths])
     plt.close(fig)
 
 
-STEPS_CLAIMS = {  # the claim each steps figure tests, by the paper's figure (ACL 2022 line 681; thesis 2732)
-    "fig11": "ACL 2022 Fig. 11 / thesis Fig. 4.6: members of one ensemble differ a lot in how many argmaxable "
-             "tokens the approximate stage cannot prove (paper: 366 vs 8 and 3)",
-    "fig12": "ACL 2022 Fig. 12 / thesis Fig. 4.7: the narrower (student) heads need fewer approximate-stage steps "
-             "than the wider (teacher) ones",
+STEPS_TITLES = {  # what each steps figure draws (the claims they bear on are the report's: ACL l. 671, 681)
+    "fig11": "ACL 2022 Fig. 11 / thesis Fig. 4.6: approximate-stage steps per token, one panel per model",
+    "fig12": "ACL 2022 Fig. 12 / thesis Fig. 4.7: approximate-stage steps per token, one panel per model, "
+             "narrowest d first",
 }
 
 
@@ -176,10 +210,12 @@ def plot_steps(table_paths: Sequence[str | os.PathLike], names: Sequence[str], o
     """ACL Figs. 11/12 / thesis Figs. 4.6/4.7: approximate-stage steps per token, tokens in vocabulary order
     (for the papers' BPE vocabularies: most to least frequent), one panel per model, the paper's box.
 
-    A blue dot is the number of braid-reflect steps that proved a token argmaxable; a purple dot at the
-    top marks a token the approximate stage could not prove that the exact LP found argmaxable, a red one
-    a token the LP proved unargmaxable. Fig. 11 orders the panels as given, Fig. 12 by width d (its claim
-    compares narrow and wide heads); each title states the claim the figure tests and ours. The per-model
+    A blue dot is the number of braid-reflect steps that proved a token argmaxable; above the highest of them, a
+    purple band marks the tokens the approximate stage could not prove that the exact LP found argmaxable and,
+    higher still, a red band (crosses) those the LP proved unargmaxable, so neither hides the other. Fig. 11
+    orders the panels as given, Fig. 12 by width d (its claim compares narrow and wide heads); the title says
+    what is drawn and the numbers each panel shows. The x axis is the vocabulary's own order (the papers sort it
+    by frequency; the LMs trained here are ordered by frequency, OCR character lists are not). The per-model
     numbers (:func:`steps_summary`) go to ``summary_path`` (CSV) when given; they are returned.
     """
     import matplotlib
@@ -203,7 +239,8 @@ def plot_steps(table_paths: Sequence[str | os.PathLike], names: Sequence[str], o
     for ax in list(axes.flat)[len(table_paths):]:
         ax.set_visible(False)
     _steps_legend(fig)
-    fig.suptitle(f"{STEPS_CLAIMS[figure]}\n{_steps_ours(figure, summary)}", fontsize=9)
+    fig.suptitle(f"{STEPS_TITLES[figure]}\n{_steps_ours(figure, summary)}\nx: the vocabulary's own order (the "
+                 "papers': by frequency; the LMs trained here: by frequency; OCR character lists: none)", fontsize=9)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     save_figure(fig, out_path, config=config, inputs=list(table_paths))
     plt.close(fig)
@@ -222,11 +259,11 @@ def _plot_steps_panel(ax, frame: pd.DataFrame, title: str) -> None:
     ax.scatter(cat[proven], steps[proven], s=2, color="tab:blue")
     exact = (~proven) & (frame["status"].to_numpy() == "argmaxable")
     unarg = frame["status"].to_numpy() == "unargmaxable"
-    ax.scatter(cat[exact], np.full(exact.sum(), top), s=4, color="tab:purple")
-    ax.scatter(cat[unarg], np.full(unarg.sum(), top), s=4, color="tab:red", marker="x")
-    ax.set_ylim(0, top * 1.08)
+    ax.scatter(cat[exact], np.full(exact.sum(), top), s=14, color="tab:purple", marker="o")
+    ax.scatter(cat[unarg], np.full(unarg.sum(), top * 1.1), s=18, color="tab:red", marker="x", linewidths=1)
+    ax.set_ylim(0, top * 1.2)
     ax.set_title(title, fontsize=8)
-    ax.set_xlabel("vocabulary token (index)")
+    ax.set_xlabel("vocabulary token (index in the vocabulary's own order)")
     ax.set_ylabel("approximate-stage steps")
 
 
@@ -236,17 +273,20 @@ def _steps_legend(fig) -> None:
 
     handles = [Line2D([], [], ls="", marker=".", color="tab:blue",
                       label="argmaxable: steps the approximate stage took"),
-               Line2D([], [], ls="", marker=".", color="tab:purple",
-                      label="argmaxable, approximate stage failed (drawn at the top; the exact LP decided)"),
-               Line2D([], [], ls="", marker="x", color="tab:red", label="unargmaxable (exact LP; drawn at the top)")]
+               Line2D([], [], ls="", marker="o", color="tab:purple",
+                      label="argmaxable, approximate stage failed (band above the steps; the exact LP decided)"),
+               Line2D([], [], ls="", marker="x", color="tab:red",
+                      label="unargmaxable (exact LP; the highest band)")]
     fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=7, frameon=False)
 
 
 def _steps_ours(figure: str, summary: pd.DataFrame) -> str:
-    """What our run shows for the claim of ``figure`` (:data:`STEPS_CLAIMS`), from :func:`steps_summary`."""
+    """The numbers of :func:`steps_summary` the figure's claim reads (ACL l. 671 for Fig. 12: narrow against wide
+    heads; l. 681 for Fig. 11: tokens the approximate stage could not prove, per panel)."""
     if figure == "fig12":
         narrow, wide = summary.loc[summary["d"].idxmin()], summary.loc[summary["d"].idxmax()]
-        return (f"ours: mean steps {narrow.mean_steps:.3g} at d = {narrow.d} vs {wide.mean_steps:.3g} at "
-                f"d = {wide.d}")
-    return ("ours: argmaxable tokens the approximate stage failed on "
-            + ", ".join(map(str, summary["argmaxable_approximate_failed"])))
+        return (f"mean steps of the proven tokens: {narrow.mean_steps:.3g} at d = {narrow.d} (narrowest), "
+                f"{wide.mean_steps:.3g} at d = {wide.d} (widest)")
+    return ("argmaxable tokens the approximate stage could not prove: "
+            + ", ".join(f"{m} {n}" for m, n in zip(summary["model"], summary["argmaxable_approximate_failed"],
+                                                   strict=True)))

@@ -99,6 +99,12 @@ def quant_study(model: Mapping, detect: Mapping, source_table: str | os.PathLike
     return pd.concat(frames, ignore_index=True), records
 
 
+# The quantisation table's columns in reading order (the records come back from JSON with their keys sorted).
+COLUMNS = ("model", "type", "bits per weight", "identical", "max |dW|", "relative error", "tied rows",
+           "source # unargmaxable", "# unargmaxable", "became unargmaxable", "became argmaxable", "# undecided",
+           "seconds", "source type")
+
+
 def _study_type(name: str, layer: Layer, norm: float, before: np.ndarray, qtype: str, detect: Mapping
                 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """One type of :func:`quant_study`: the head (Frobenius norm ``norm``) requantised to ``qtype`` and checked
@@ -152,6 +158,7 @@ def make_quant_table(summary_paths: Iterable[str | os.PathLike], changes_paths: 
     another, each written to every path given (.parquet/.md)."""
     summary_paths, changes_paths = list(summary_paths), list(changes_paths)
     table = pd.DataFrame([r for p in summary_paths for r in json.loads(Path(p).read_text())])
+    table = table[[c for c in COLUMNS if c in table] + [c for c in table if c not in COLUMNS]]  # JSON sorts keys
     changes = pd.concat([pd.read_parquet(p) for p in changes_paths], ignore_index=True)
     for path in out_paths:
         write_table(table, path, config=config, inputs=summary_paths)

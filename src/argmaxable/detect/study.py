@@ -19,7 +19,9 @@ inside; per unargmaxable token its tie group, the id greedy decoding can emit, i
 percentile among all rows, and its token type where the categories table has a ``token_type`` column (GGUF:
 normal, control, user-defined, unused, byte). :func:`make_study` gathers the models into one table (Markdown
 and parquet), the token list, the share of each token type that is unargmaxable, and a figure of the
-unargmaxable share against n/d.
+unargmaxable share against n/d. The token list names each token's model group (its config's ``group``) and, for a
+single CJK character, whether the character-set standards count it among the most frequently used
+(:func:`argmaxable.detect.frequency.cjk_frequency`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from argmaxable.core import check_categories
+from argmaxable.detect.frequency import cjk_frequency
 from argmaxable.detect.loaders import Layer, load_model
 from argmaxable.provenance import atomic_path, save_figure, write_json, write_table
 from argmaxable.text import markdown_table
@@ -250,7 +253,8 @@ def study_tables(records: list[Mapping], tokens: pd.DataFrame) -> tuple[pd.DataF
     for r in records:
         for box in r["boxes"]:
             share = box["unargmaxable"] / r["n"]
-            rows.append({"model": r["model"], "box": box["box"], "n": r["n"], "d": r["d"],
+            rows.append({"model": r["model"], "model group": r.get("group", ""), "box": box["box"], "n": r["n"],
+                         "d": r["d"],
                          "n/d": round(r["n_over_d"], 1), "tied": _yes_no(r["tied"]), "precision": r["precision"],
                          "bias": _yes_no(r["bias"]), "# unargmaxable": box["unargmaxable"], "# ties": box["ties"],
                          "# strictly inside": box["strictly_inside"], "of which near-ties": box["near_ties"],
@@ -264,16 +268,20 @@ def study_tables(records: list[Mapping], tokens: pd.DataFrame) -> tuple[pd.DataF
                                                             "% unargmaxable"])
 
 
+KINDS = {"tie": "tab:green", "near-tie": "tab:orange", "strictly inside": "tab:red"}  # kinds and their colours
+
+
 def plot_share(table: pd.DataFrame, path: str | os.PathLike, *, config: Any = None, inputs: Iterable = ()) -> None:
-    """Unargmaxable share (%) against n/d (log x), one numbered point per model (the key beside the axes):
-    filled in the paper's box, hollow in the activation's box, a line joining a model's two. A symlog y axis
-    keeps the models with none on the axis."""
+    """Left: unargmaxable share (%) against n/d (log x), one numbered point per model: filled in the paper's box,
+    hollow in the activation's box, a line joining a model's two; a symlog y axis keeps the models with none on
+    the axis. Right: per model (the same numbers), its unargmaxable tokens in the paper's box split into ties,
+    near-ties and rows strictly inside (shares of its count, the count written beside)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(11, 6))
+    fig, (ax, kx) = plt.subplots(1, 2, figsize=(15, 6.5), gridspec_kw={"width_ratios": [3, 2]})
     paper = table[table["box"] == "paper"].sort_values(["n/d", "% unargmaxable"], kind="stable")
     other = table[table["box"] != "paper"]
     for _, row in other.iterrows():
@@ -284,23 +292,43 @@ def plot_share(table: pd.DataFrame, path: str | os.PathLike, *, config: Any = No
                zorder=3)
     ax.scatter(other["n/d"], other["% unargmaxable"], s=70, facecolors="none", edgecolors="tab:red",
                label="activation's box", zorder=2)
-    key = []
     for k, (_, row) in enumerate(paper.iterrows(), start=1):
         ax.annotate(str(k), (row["n/d"], row["% unargmaxable"]), textcoords="offset points",
                     xytext=(4, 4 if k % 2 else -10), fontsize=8)
-        key.append(f"{k:>2}  {row['model']}")
-    ax.text(1.02, 1.0, "\n".join(key), transform=ax.transAxes, va="top", ha="left", fontsize=8, family="monospace")
     ax.set_xscale("log")
     ax.set_yscale("symlog", linthresh=0.01)
     ax.set_ylim(-0.004, 300)
     ax.set_xlim(table["n/d"].min() / 1.5, table["n/d"].max() * 1.5)
     ax.set_xlabel("n / d (categories per feature, log scale)")
     ax.set_ylabel("% of categories unargmaxable (symlog)")
-    ax.set_title("Unargmaxable share of real and trained heads")
+    ax.set_title("Unargmaxable share of real and trained heads against n/d", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
+    _plot_kinds(kx, paper)
+    fig.tight_layout()
     save_figure(fig, path, config=config, inputs=inputs)
     plt.close(fig)
+
+
+def _plot_kinds(ax, paper: pd.DataFrame) -> None:
+    """The right panel of :func:`plot_share`: one bar per model (numbered as on the left), its unargmaxable tokens
+    in the paper's box as shares of ties, near-ties and strictly inside."""
+    total = paper["# unargmaxable"].to_numpy()
+    parts = {"tie": paper["# ties"].to_numpy(), "near-tie": paper["of which near-ties"].to_numpy(),
+             "strictly inside": (paper["# strictly inside"] - paper["of which near-ties"]).to_numpy()}
+    y = np.arange(len(paper))[::-1]
+    left = np.zeros(len(paper))
+    for kind, count in parts.items():
+        share = np.divide(100.0 * count, total, out=np.zeros(len(total)), where=total > 0)
+        ax.barh(y, share, left=left, color=KINDS[kind], label=kind)
+        left += share
+    for yy, n in zip(y, total, strict=True):
+        ax.text(101, yy, f"{n}" if n else "none", va="center", fontsize=7)
+    ax.set_yticks(y, [f"{k} {m}" for k, m in enumerate(paper["model"], start=1)], fontsize=7)
+    ax.set_xlim(0, 112)
+    ax.set_xlabel("% of the model's unargmaxable tokens (count at the right), paper's box")
+    ax.set_title("Unargmaxable tokens by kind: ties, near-ties, strictly inside", fontsize=10)
+    ax.legend(loc="lower right", fontsize=7)
 
 
 def _markdown(table: pd.DataFrame, tokens: pd.DataFrame, types: pd.DataFrame) -> str:
@@ -339,6 +367,10 @@ def make_study(record_paths: Iterable[str | os.PathLike], token_paths: Iterable[
     tokens = pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) else \
         pd.DataFrame(columns=["model", "box", "category", "token", "token_type", "kind", "group", "group_size",
                               "emitted", "nearest", "distance", "norm", "norm_percentile"])
+    groups = {r["model"]: r.get("group", "") for r in records}  # the model's config group (e.g. the LLM heads)
+    tokens["model group"] = tokens["model"].map(groups).fillna("")
+    tokens["CJK frequency"] = tokens["token"].astype(str).map(cjk_frequency)  # common / rare single ideographs
+    tokens = tokens[["model", "model group", *(c for c in tokens if c not in ("model", "model group"))]]
     table, types = study_tables(records, tokens)
     write_table(table, out_parquet, config=config, inputs=record_paths)
     write_table(tokens, out_tokens, config=config, inputs=token_paths)

@@ -102,20 +102,28 @@ def _plain_row(run_dir: Path, categories_path: Path) -> dict[str, Any]:
             **{f"tokens {s}": int(status.get(s, 0)) for s in ("argmaxable", "unargmaxable", "undecided")}}
 
 
+def _point_label(row: pd.Series) -> str:
+    """A point's note in the figure: tokens lost and, for a head whose rankings were sampled, those proven."""
+    label = f"{int(row['tokens unargmaxable'])} lost"
+    if pd.notna(row.get("rankings sampled")):
+        label += f", rankings {int(row.get('rankings argmaxable', 0) or 0)}/{int(row['rankings sampled'])}"
+    return label
+
+
 def _figure(table: pd.DataFrame):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    fig, ax = plt.subplots(figsize=(7.4, 4.6))
     for i, (head, rows) in enumerate(table.groupby("head", sort=False)):
         rows = rows.sort_values("d")
         ax.plot(rows["d"], rows["held-out perplexity"], marker="o", color=f"C{i}", label=LABELS.get(head, head))
-        for d, ppl, lost in zip(rows["d"], rows["held-out perplexity"], rows["tokens unargmaxable"], strict=True):
+        for _, row in rows.iterrows():
             below = -12 if head == "linear" else 5  # the plain head is the lowest line
-            ax.annotate(f"{int(lost)} lost", (d, ppl), textcoords="offset points", xytext=(5, below), fontsize=7,
-                        color=f"C{i}")
+            ax.annotate(_point_label(row), (row["d"], row["held-out perplexity"]), textcoords="offset points",
+                        xytext=(5, below), fontsize=7, color=f"C{i}")
     ax.set_xscale("log", base=2)
     ax.margins(x=0.15)
     if table["held-out perplexity"].max() > 4 * table["held-out perplexity"].min():
@@ -125,8 +133,9 @@ def _figure(table: pd.DataFrame):
     ax.set_xlabel("d (width of the softmax head's input)")
     ax.set_ylabel("held-out perplexity")
     n = int(table["n"].iloc[0])
-    ax.set_title(f"Small debtags LM, {n} tokens: held-out perplexity per head\n(lost: tokens that can never be "
-                 "the argmax, inputs |x_j| <= 100)", fontsize=9)
+    ax.set_title(f"Small debtags LM, {n} tokens: held-out perplexity per head and d\n(lost: tokens that can never "
+                 "be the argmax, inputs |x_j| <= 100; a DFT head's sampled top-k rankings: proven argmaxable /\n"
+                 "sampled, the rest too thin for the LP's eps, argmaxable by Prop. 5.3)", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -7,7 +7,8 @@ family's per-category table of the same model (``results/detect/<model>/categori
 - ``lm_unargmaxable_tokens``: every unargmaxable token of every d and box, its frequency rank and training count;
 - ``lm_activations``: percentiles of the head's inputs over held-out text, per coordinate and overall;
 - ``lm_table9``: ACL 2022 Table 9 / thesis Table A.3 (ranges of the per-position min and max input), the
-  paper's two OPUS rows beside ours (a substitute: our small LM, not the paper's models);
+  paper's two OPUS rows beside ours (a substitute: our small LM, not the paper's models), column ``origin``
+  saying which rows are the paper's (the report's values and claims read ours only);
 - figure ``lm_unargmaxable_by_rank``: share of unargmaxable tokens per frequency-rank bucket, one line per d
   (the small-d effect: frequent tokens crowd out rare ones); its points are the table ``lm_rank_buckets``.
 
@@ -75,7 +76,8 @@ def table9(activations: pd.DataFrame, train: dict[str, Any]) -> dict[str, Any]:
     q = activations.set_index("quantity")
     lo, hi = q.loc["min over coordinates"], q.loc["max over coordinates"]
     overall = q.loc["all coordinates"]
-    return {"model": train["model"], "source": OUR_SOURCE.format(split=train["heldout_split"], n=int(lo["values"])),
+    return {"model": train["model"], "origin": "ours",
+            "source": OUR_SOURCE.format(split=train["heldout_split"], n=int(lo["values"])),
             "min range": f"[{lo['p1']:.2f}, {lo['p99']:.2f}]", "max range": f"[{hi['p1']:.2f}, {hi['p99']:.2f}]",
             "min": float(overall["min"]), "max": float(overall["max"])}
 
@@ -146,7 +148,8 @@ def make_report(models: Sequence[str], vocab_path: str | os.PathLike, model_dirs
         The tables by stem.
     """
     vocab = pd.read_parquet(vocab_path)
-    rows, listed, stats, t9, shares = [], [], [], [dict(r, source=PAPER_SOURCE) for r in PAPER_TABLE9], {}
+    rows, listed, stats, shares = [], [], [], {}
+    t9 = [dict(r, origin="paper", source=PAPER_SOURCE) for r in PAPER_TABLE9]
     for model, run_dir, act_path, cat_path in zip(models, model_dirs, activation_paths, category_paths, strict=True):
         train = json.loads((Path(run_dir) / "train.json").read_text())
         for box, cats in by_box(pd.read_parquet(cat_path)).items():
@@ -162,7 +165,7 @@ def make_report(models: Sequence[str], vocab_path: str | os.PathLike, model_dirs
         "lm_models": pd.DataFrame(rows),
         "lm_unargmaxable_tokens": pd.concat(listed)[columns] if listed else pd.DataFrame(columns=columns),
         "lm_activations": pd.concat(stats, ignore_index=True),
-        "lm_table9": pd.DataFrame(t9, columns=["model", "source", "min range", "max range", "min", "max"]),
+        "lm_table9": pd.DataFrame(t9, columns=["model", "origin", "source", "min range", "max range", "min", "max"]),
         "lm_rank_buckets": pd.DataFrame([{"d": d, "box": box, "bucket": int(first), "share_unargmaxable": float(v)}
                                          for (d, box), share in sorted(shares.items())
                                          for first, v in share.items()]),  # the figure's points

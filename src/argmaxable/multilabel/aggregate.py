@@ -197,19 +197,40 @@ def _fig_5_7(curves: pd.DataFrame, datasets: list[str], loss_curve_d: int | None
     return fig
 
 
+SPEEDUP_CLAIM = 0.75  # thesis Fig. 5.8 (001 l. 3055): "the DFT converges about 25% faster", drawn as a marker
+
+
 def _fig_5_8(runs: pd.DataFrame, datasets: list[str]):
-    """Minutes to the best dev criterion per dataset, BSL beside DFT."""
+    """Time to the best dev criterion per d (mean and std over seeds), BSL beside DFT, one panel per dataset; a
+    black tick at three quarters of the BSL's mean marks the thesis's claim (the DFT about 25% faster); the
+    title gives the DFT's mean time over all runs as a share of the BSL's."""
+    ratio = runs.loc[runs["head"] == "dft", "time_to_best_s"].mean() / \
+        runs.loc[runs["head"] == "bsl", "time_to_best_s"].mean()
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(4.5, 3.2))
-    width = 0.8 / len(COLOURS)
-    for j, (head, c) in enumerate(COLOURS.items()):
-        g = runs[runs["head"] == head].groupby("dataset")["time_to_best_s"].agg(["mean", "std"]).reindex(datasets)
-        ax.bar(np.arange(len(datasets)) + j * width, g["mean"] / 60, width, yerr=g["std"] / 60,
-               color=c, label=head.upper())
-    ax.set_xticks(np.arange(len(datasets)) + width / 2, datasets)
-    ax.set(ylabel="minutes to best dev criterion", title="thesis Fig. 5.8: time to convergence")
-    ax.legend()
+    fig, axes = plt.subplots(1, len(datasets), figsize=(6.4 * len(datasets), 4.0), squeeze=False)
+    axes = axes[0]
+    fig.suptitle(f"thesis Fig. 5.8: time to the best dev criterion per d (mean, std over seeds)\nmean DFT time / "
+                 f"mean BSL time over all runs: {ratio:.2f} (thesis: DFT about 25% faster, 0.75)", fontsize=9)
+    minutes = runs["time_to_best_s"].max() > 600
+    for ax, ds in zip(axes, datasets, strict=True):
+        r = runs[runs["dataset"] == ds]
+        ds_d = sorted(r["d"].unique())
+        pos = np.arange(len(ds_d))
+        width = 0.8 / len(COLOURS)
+        for j, (head, c) in enumerate(COLOURS.items()):
+            g = r[r["head"] == head].groupby("d")["time_to_best_s"].agg(["mean", "std"]).reindex(ds_d)
+            g = g / 60 if minutes else g
+            ax.bar(pos + (j - 0.5) * width, g["mean"], width, yerr=g["std"].fillna(0), color=c, label=head.upper())
+            if head == "bsl":
+                ax.hlines(SPEEDUP_CLAIM * g["mean"], pos + 0.5 * width - width / 2, pos + 1.5 * width - width / 2,
+                          color="black", lw=1.5, label="thesis: DFT about 25% faster than BSL")
+        ax.set_xticks(pos, [str(d) for d in ds_d])
+        ax.set(xlabel="d (BSL width; DFT slack columns)", ylabel=f"{'minutes' if minutes else 'seconds'} to best "
+               "dev criterion", title=ds)
+        ax.margins(y=0.25)
+        ax.legend(fontsize=7, ncol=3, loc="upper center")
+    fig.tight_layout()
     return fig
 
 

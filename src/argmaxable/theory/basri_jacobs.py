@@ -105,14 +105,28 @@ def simulate(N: int, d: int, m_values, trials: int, matrices: int, seed: int) ->
 
 
 def appendix_b(settings: BasriJacobsConfig, *, seed: int) -> pd.DataFrame:
-    """Bound (both forms) and simulation for m = 1..mc_m_max on a random matrix of size mc_N x mc_d."""
+    """Bound (both forms) and simulation for m = 1..mc_m_max on a random matrix of size mc_N x mc_d, and per m
+    where the bound (Gumbel form) lies against the simulation's 95% Wilson interval (:func:`bound_side`)."""
     N, d = settings.mc_N, settings.mc_d
     m = np.arange(1, settings.mc_m_max + 1)
     df = pd.DataFrame({"m": m, "bound_gumbel": bound(N, d, m, "gumbel"),
                        "bound_direct": bound(N, d, m, "direct")})
     df["simulation"] = simulate(N, d, m, settings.mc_trials, settings.mc_matrices, seed)
     df.insert(0, "trials", settings.mc_trials)
+    df["bound_vs_simulation"] = bound_side(df["bound_gumbel"].to_numpy(), df["simulation"].to_numpy(),
+                                           settings.mc_trials)
     return df
+
+
+def bound_side(bound_values: np.ndarray, simulated: np.ndarray, trials: int) -> np.ndarray:
+    """Per m, "below" where the bound lies under the simulation's 95% Wilson interval, "above" where it lies over
+    it, "within" where the Monte Carlo cannot tell them apart (the appendix's claim: the bound undershoots).
+
+    >>> bound_side(np.array([0.90, 0.99, 0.999]), np.array([0.99, 0.99, 0.95]), 200).tolist()
+    ['below', 'within', 'above']
+    """
+    lo, hi = wilson(simulated, trials)
+    return np.where(bound_values < lo, "below", np.where(bound_values > hi, "above", "within"))
 
 
 def wilson(hits: np.ndarray, trials: int, z: float = 1.96) -> tuple[np.ndarray, np.ndarray]:
@@ -172,25 +186,71 @@ def plot_fig2(df: pd.DataFrame, probability: float):
 
 
 def plot_appendix_b(df: pd.DataFrame, probability: float, N: int, d: int):
-    """Appendix B Fig. 5: bound vs simulation on one random N x d matrix."""
+    """Appendix B Fig. 5: bound vs simulation on one random N x d matrix, each curve's first m below
+    ``probability`` marked (solid), the m the simulation's Wilson interval cannot tell from the threshold shaded,
+    and the paper's crossings (dashed) where the matrix has the appendix's size."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3.4))
+    fig, ax = plt.subplots(figsize=(8.5, 4.0))
     trials = int(df["trials"].iloc[0])
+    cross = crossings(df, probability).set_index("curve")
+    sim = cross.loc["simulation"]
+    if not pd.isna(sim["m_interval_low"]):
+        ax.axvspan(sim["m_interval_low"] - 0.5, sim["m_interval_high"] + 0.5, color="tab:blue", alpha=0.12,
+                   label=f"simulation within its Wilson interval of {probability}: m = {sim['m_interval_low']}-"
+                         f"{sim['m_interval_high']}")
     ax.plot(df["m"], df["simulation"], color="tab:blue", label=f"simulation ({trials} sets/m)")
     ax.plot(df["m"], df["bound_gumbel"], "--", color="tab:purple", label="bound, Gumbel form")
     ax.plot(df["m"], df["bound_direct"], ":", color="tab:green", label="bound, direct Phi^(N-m)")
     ax.axhline(probability, color="k", lw=0.8, linestyle=":")
+    for curve, colour in (("bound_gumbel", "tab:purple"), ("simulation", "tab:blue")):
+        if not pd.isna(m := cross.loc[curve, "first_m_below"]):
+            ax.axvline(m, color=colour, lw=1.2, label=f"ours: {curve} first below {probability} at m = {m}")
     if (N, d) == (BASRI_JACOBS_APPENDIX_B["N"], BASRI_JACOBS_APPENDIX_B["d"]):  # the appendix's crossings
         for key, colour, what in (("m_bound", "tab:purple", "bound"), ("m_simulation", "tab:blue", "simulation")):
-            ax.axvline(BASRI_JACOBS_APPENDIX_B[key], color=colour, lw=0.8, alpha=0.6,
+            ax.axvline(BASRI_JACOBS_APPENDIX_B[key], color=colour, lw=1.0, ls="--", alpha=0.6,
                        label=f"paper's {what} crossing: m = {BASRI_JACOBS_APPENDIX_B[key]}")
+    _zoom(ax, df, probability)
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_xlabel("m")
     ax.set_ylabel("top-m probability")
-    ax.set_title(f"004 Fig. 5 (appendix B): bound vs simulation, random {N} x {d} matrix", fontsize=9)
-    ax.legend(fontsize=6)
+    ax.set_title(f"004 Fig. 5 (appendix B): top-m probability against m, bound and simulation,\nrandom {N} x {d} "
+                 f"matrix; first m below {probability}: bound {cross.loc['bound_gumbel', 'first_m_below']}, "
+                 f"simulation {sim['first_m_below']}\nthe bound under the simulation's Wilson interval at "
+                 f"{_m_list(df, 'below')}, over it at {_m_list(df, 'above')}", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def _m_list(df: pd.DataFrame, side: str) -> str:
+    """The m (as ranges) where :func:`bound_side` puts the bound on ``side`` of the simulation; "no m" if none."""
+    ms = df["m"][df["bound_vs_simulation"] == side].tolist() if "bound_vs_simulation" in df else []
+    runs, start = [], None
+    for i, m in enumerate(ms):
+        start = m if start is None else start
+        if i + 1 == len(ms) or ms[i + 1] != m + 1:
+            runs.append(f"{start}" if start == m else f"{start}-{m}")
+            start = None
+    return "m = " + ", ".join(runs) if runs else "no m"
+
+
+def _zoom(ax, df: pd.DataFrame, probability: float) -> None:
+    """An inset of :func:`plot_appendix_b` around the threshold, where the curves cross it."""
+    below = [m for curve in ("simulation", "bound_gumbel") if len(m := df["m"][df[curve] < probability])]
+    if not below:
+        return
+    inset = ax.inset_axes((0.08, 0.08, 0.5, 0.5))
+    for line in ax.get_lines():  # the same curves and markers, zoomed
+        inset.plot(line.get_xdata(), line.get_ydata(), ls=line.get_linestyle(), color=line.get_color(),
+                   lw=line.get_linewidth())
+    for span in ax.patches:  # the Wilson range
+        x0, x1 = span.get_x(), span.get_x() + span.get_width()
+        inset.axvspan(x0, x1, color=span.get_facecolor(), alpha=None)
+    inset.axhline(probability, color="k", lw=0.8, linestyle=":")
+    inset.set_xlim(min(b.min() for b in below) - 6, max(b.min() for b in below) + 4)
+    inset.set_ylim(2 * probability - 1, 1.0 + (1 - probability) / 4)
+    inset.tick_params(labelsize=6)
+    inset.set_title(f"zoom: probability >= {2 * probability - 1:g}", fontsize=6)
 
 
 def run_basri_jacobs(settings: BasriJacobsConfig | Mapping, out: dict, *, seed: int, config=None) -> None:
