@@ -20,6 +20,8 @@ Evidence checked, per kind of result (``result.kind``):
 - "undecided" claims nothing and passes; any other status fails.
 - answers (``result.answers``): at "eps" the status's own; at a threshold r ("1": radius > 1), "yes" needs the
   witness's margin above r, "no" a certificate bounding the radius by r.
+- items the exact stage settled (``result.exact``): the same questions, and their region (radius > 0), on their
+  rational evidence in rational arithmetic (:mod:`argmaxable.verify_exact`).
 
 Categories (softmax): ``a_i = w_i - w_t``, ``c_i = b_i - b_t``. Label assignments (sigmoid, signs s_i = +1 for an
 active label): ``a_i = -s_i w_i``, ``c_i = -s_i b_i``. Top-m sets: the assignments of the layer ``[W, -1]`` over
@@ -39,6 +41,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from argmaxable.verify_exact import with_exact
 
 STATUSES = ("argmaxable", "unargmaxable", "undecided")
 KINDS = ("categories", "assignments", "top-m sets")
@@ -192,6 +196,7 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
         witnesses, certificates = _category_checks(result, W, b, witness, lo, hi, eps)
     else:
         witnesses, certificates = _assignment_checks(result, W, b, witness, items, kind, lo, hi)
+    witnesses, certificates, regions = with_exact(result, kind, W, b, items, lo, hi, witnesses, certificates)
     status = np.asarray(result.status).astype(str)
     # An argmaxable item's witness is checked at eps, or at the radius it claims (to 6 digits) where larger
     radius = np.asarray(result.radius, dtype=np.float64)
@@ -206,7 +211,7 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
         valid[pos[claim]] = witnesses(pos[claim], radius[pos[claim]] * (1 - 1e-6))
     pos = np.flatnonzero(status == "unargmaxable")
     valid[pos] = certificates(pos, eps)
-    return valid & _answers_hold(result, status, witnesses, certificates, eps)
+    return valid & _answers_hold(result, status, witnesses, certificates, eps) & regions
 
 
 def _inputs(result, W, b, bound, lower, upper, eps):

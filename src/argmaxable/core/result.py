@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 ARGMAXABLE, UNARGMAXABLE, UNDECIDED = "argmaxable", "unargmaxable", "undecided"
 STATUSES = (ARGMAXABLE, UNARGMAXABLE, UNDECIDED)
+
+
+class ExactRecord(NamedTuple):
+    """The rational evidence of one item the exact stage settled (:mod:`argmaxable.core.exact`); every rational is
+    a string "p/q" (or "p") of decimal integers, as :class:`fractions.Fraction` reads it.
+
+    region : "yes" or "no"
+        Whether ``{x in box : A x + c < 0}`` is non-empty (radius > 0, the norm-free question).
+    witness : tuple of str, or None
+        The rational point (one per column of the item's system) where it holds, where the stage kept one.
+    weights : tuple of str
+        Dual weights over the rows of the item's certificate (``certificates[pos][0]``, in that order).
+    """
+
+    region: str
+    witness: tuple | None
+    weights: tuple
 
 
 @dataclass
@@ -48,6 +66,10 @@ class CheckResult:
     answers : dict of str -> ndarray of str
         For each threshold asked ("eps"; and "1" for label sets): "yes", "no" or "undecided" for radius >
         threshold, from the certified bounds.
+    exact : dict of int -> ExactRecord
+        Position -> rational evidence, for the items the exact stage settled (:mod:`argmaxable.core.exact`): their
+        status, answers and ``region`` are checked on it in rational arithmetic (:mod:`argmaxable.verify_exact`);
+        their float ``witness`` and ``certificates`` weights are the rationals rounded, for display.
     """
 
     kind: str
@@ -63,6 +85,7 @@ class CheckResult:
     settings: dict = field(default_factory=dict)
     radius_upper: np.ndarray | None = None
     answers: dict = field(default_factory=dict)
+    exact: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         if self.radius_upper is None:
@@ -89,7 +112,9 @@ class CheckResult:
 
     def to_frame(self):
         """One row per item: item, status, radius, radius_upper, radius_exact, steps, lp_rounds, witness_norm,
-        message, and one column per threshold answered (eps_argmaxable, one_argmaxable: yes/no/undecided)."""
+        message, and one column per threshold answered (eps_argmaxable, one_argmaxable: yes/no/undecided); where
+        the exact stage settled items, ``exact`` (whether it did) and ``region`` ("yes" / "no": whether the region
+        is non-empty, "" where it did not decide that)."""
         import pandas as pd
 
         with np.errstate(invalid="ignore"):
@@ -105,13 +130,27 @@ class CheckResult:
             "witness_norm": wnorm,
             "message": self.message,
             **{("eps_argmaxable" if k == "eps" else "one_argmaxable"): v for k, v in self.answers.items()},
+            **self._exact_columns(),
         })
+
+    def _exact_columns(self) -> dict:
+        """``exact`` and ``region`` for :meth:`to_frame`, only where the exact stage settled items."""
+        if not self.exact:
+            return {}
+        exact, region = np.zeros(len(self), dtype=bool), np.full(len(self), "", dtype=object)
+        for pos, rec in self.exact.items():
+            exact[pos], region[pos] = True, rec.region
+        return {"exact": exact, "region": region.astype(str)}
 
     def save(self, path) -> None:
         """Write the whole result, evidence included, to one ``.npz`` (atomically; read back by :meth:`load`).
 
         Arrays as they are; ``settings`` as JSON; certificates as ``cert_rows`` and ``cert_weights``
-        concatenated, with ``cert_offsets`` (k + 1) marking each item's slice.
+        concatenated, with ``cert_offsets`` (k + 1) marking each item's slice. Where the exact stage settled
+        items (:attr:`exact`), their rational evidence as strings "p/q": ``exact_items`` (e,) positions,
+        ``exact_region`` (e,), ``exact_witness`` (e, dim; "" in every column of an item kept without one),
+        ``exact_weights`` concatenated with ``exact_offsets`` (e + 1), each item's weights aligned with its
+        certificate's rows; without such items these members are absent.
         """
         from argmaxable.provenance import atomic_path
 
@@ -132,7 +171,21 @@ class CheckResult:
                      witness=self.witness, message=self.message.astype(str), settings=json.dumps(self.settings),
                      cert_rows=np.asarray(rows, dtype=np.int64), cert_weights=np.asarray(weights, dtype=np.float64),
                      cert_offsets=offsets, radius_upper=self.radius_upper,
-                     **{f"answer_{k}": np.asarray(v).astype(str) for k, v in self.answers.items()})
+                     **{f"answer_{k}": np.asarray(v).astype(str) for k, v in self.answers.items()},
+                     **self._exact_arrays())
+
+    def _exact_arrays(self) -> dict:
+        """The npz members of :attr:`exact` (none without it)."""
+        if not self.exact:
+            return {}
+        pos = sorted(self.exact)
+        recs = [self.exact[p] for p in pos]
+        dim = self.witness.shape[1]
+        witness = np.array([rec.witness or ("",) * dim for rec in recs], dtype=str).reshape(len(recs), dim)
+        sizes = [len(rec.weights) for rec in recs]
+        return {"exact_items": np.asarray(pos, dtype=np.int64), "exact_region": np.array([r.region for r in recs]),
+                "exact_witness": witness, "exact_weights": np.array([w for r in recs for w in r.weights], dtype=str),
+                "exact_offsets": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)}
 
     @classmethod
     def load(cls, path) -> CheckResult:
@@ -157,7 +210,7 @@ class CheckResult:
         answers = {k[len("answer_"):]: f[k] for k in f if k.startswith("answer_")}
         return cls(str(f["kind"]), f["items"], f["status"], f["radius"], f["radius_exact"], f["steps"],
                    f["lp_rounds"], f["witness"], f["message"], certs, settings,
-                   radius_upper=f.get("radius_upper"), answers=answers)
+                   radius_upper=f.get("radius_upper"), answers=answers, exact=_read_exact(f, path))
 
     def summary(self) -> str:
         """A short human-readable account."""
@@ -169,3 +222,22 @@ class CheckResult:
             more = " ..." if c[UNARGMAXABLE] > 20 else ""
             text += f"\nunargmaxable: {shown}{more}"
         return text
+
+
+def _read_exact(f: dict, path) -> dict:
+    """:attr:`CheckResult.exact` from the npz members written by :meth:`CheckResult.save` (empty without them);
+    members that do not fit together are one ValueError."""
+    if "exact_items" not in f:
+        return {}
+    try:
+        pos, region, witness = f["exact_items"], f["exact_region"], f["exact_witness"]
+        weights, o = f["exact_weights"], f["exact_offsets"]
+        e = len(pos)
+        fits = (pos.dtype.kind in "iu" and region.shape == (e,) and witness.ndim == 2 and len(witness) == e
+                and o.shape == (e + 1,) and o[0] == 0 and o[-1] == len(weights) and (np.diff(o) >= 0).all())
+    except KeyError as err:
+        raise ValueError(f"{path}: its exact evidence lacks {err}") from None
+    if not fits:
+        raise ValueError(f"{path}: its exact evidence's members do not fit together")
+    return {int(p): ExactRecord(str(region[j]), None if (witness[j] == "").all() else tuple(map(str, witness[j])),
+                                tuple(map(str, weights[o[j] : o[j + 1]]))) for j, p in enumerate(pos)}

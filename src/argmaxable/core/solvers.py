@@ -90,6 +90,12 @@ class HighsLP:
         col = np.asarray(sol.col_value, dtype=np.float64)
         return LPSolution(True, col[: self._d], float(col[self._d]), np.abs(np.asarray(sol.row_dual)), "optimal")
 
+    def basis(self) -> tuple[list, list]:
+        """The last solve's basis: HiGHS's status (``highspy.HighsBasisStatus``) of each column (x, then t) and of
+        each row (where the exact stage starts, :mod:`argmaxable.core.exact`)."""
+        basis = self._h.getBasis()
+        return list(basis.col_status), list(basis.row_status)
+
 
 class GurobiLP:
     """Chebyshev LP in Gurobi (optional backend; its pip licence caps models at 2000 rows or columns)."""
