@@ -31,9 +31,9 @@ ROWS = 2048
 
 
 def with_exact(result, kind, W, b, items, lo, hi, witnesses, certificates):
-    """The verifier's ``witnesses(pos, e)`` and ``certificates(pos, e)`` with the items of ``result.exact`` checked
-    on their rational evidence (the others as before), and whether each item's ``region`` holds (True where the
-    result records none)."""
+    """The verifier's ``witnesses(pos, e)`` and ``certificates(pos, e)`` with the items whose status the exact stage
+    decided (``decided == "radius"``) checked on their rational evidence (the others as before), and whether each
+    item's region holds (True where the result records none; a record for no item of the result fails all)."""
     exact = getattr(result, "exact", None) or {}
     k = len(result.status)
     region = np.ones(k, dtype=bool)
@@ -47,6 +47,7 @@ def with_exact(result, kind, W, b, items, lo, hi, witnesses, certificates):
         signs = _signs(items, W.shape[0])[np.asarray(result.items, dtype=np.int64)]
     known = {int(p): rec for p, rec in exact.items() if isinstance(p, (int, np.integer)) and 0 <= p < k}
     region[:] = len(known) == len(exact)
+    decided = {p for p, rec in known.items() if rec.decided == "radius"}
 
     def rows_of(p):
         return layer.category(int(result.items[p])) if signs is None else layer.labels(signs[p])
@@ -55,7 +56,7 @@ def with_exact(result, kind, W, b, items, lo, hi, witnesses, certificates):
         out = witnesses(pos, e)
         margins = np.broadcast_to(np.asarray(e, dtype=np.float64), (len(pos),))
         for j, p in enumerate(pos):
-            if int(p) in known:
+            if int(p) in decided:
                 out[j] = _witness_holds(rows_of(p), layer, known[int(p)].witness, margins[j])
         return out
 
@@ -63,15 +64,17 @@ def with_exact(result, kind, W, b, items, lo, hi, witnesses, certificates):
         out = certificates(pos, e)
         margins = np.broadcast_to(np.asarray(e, dtype=np.float64), (len(pos),))
         for j, p in enumerate(pos):
-            if int(p) in known:
-                out[j] = _weights_hold(rows_of(p), layer, result.certificates[p], known[int(p)].weights, margins[j])
+            if int(p) in decided:
+                out[j] = _weights_hold(rows_of(p), layer, known[int(p)], margins[j])
         return out
 
     for p, rec in known.items():
-        if rec.region == "yes":
+        if rec.decided not in ("radius", "region"):
+            region[p] = False
+        elif rec.region == "yes":
             region[p] = _witness_holds(rows_of(p), layer, rec.witness, 0.0)
         elif rec.region == "no":
-            region[p] = _weights_hold(rows_of(p), layer, result.certificates[p], rec.weights, 0.0)
+            region[p] = _weights_hold(rows_of(p), layer, rec, 0.0)
         else:
             region[p] = False
     return exact_witnesses, exact_certificates, region
@@ -148,15 +151,15 @@ def _witness_holds(rows, layer: _Layer, witness, r: float) -> bool:
     return True
 
 
-def _weights_hold(rows, layer: _Layer, certificate, weights, r: float) -> bool:
-    """Whether the rational weights over the certificate's rows bound the radius by r (N <= 0 for r = 0)."""
+def _weights_hold(rows, layer: _Layer, record, r: float) -> bool:
+    """Whether the record's rational weights over its rows bound the radius by r (N <= 0 for r = 0)."""
     try:
-        names = np.asarray(certificate[0])
-    except (TypeError, IndexError):
+        names = np.asarray(record.rows)
+    except (TypeError, AttributeError):
         return False
     if rows is None:
         return False
-    y = _parse(weights)
+    y = _parse(record.weights)
     block, allowed = rows
     if (y is None or names.ndim != 1 or names.dtype.kind not in "iu" or len(y) != len(names) or not len(y)
             or len(np.unique(names)) != len(names) or not np.isin(names, allowed).all()

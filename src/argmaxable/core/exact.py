@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from math import isqrt
+from math import gcd, isqrt, lcm
 
 import numpy as np
 
@@ -76,17 +76,29 @@ class Settled:
     weights: list
     message: str
 
-    def record(self) -> ExactRecord | None:
-        """The rational evidence as the result keeps it ("p/q" strings), or None where nothing was decided."""
+    @property
+    def inside(self) -> str:
+        """The region's answer in words."""
+        if self.region == "yes":
+            return "the region {x in box : A x + c < 0} is non-empty (a rational point inside it)"
+        return "the region {x in box : A x + c < 0} is empty (rational Farkas weights)" if self.region else ""
+
+    def record(self, rows: np.ndarray, decided: str) -> ExactRecord | None:
+        """The rational evidence as the result keeps it, its weights over ``rows`` (the result's names for
+        :attr:`rows`) scaled to coprime integers; None where not even the region was decided."""
         if not self.region:
             return None
+        scale = lcm(*(w.denominator for w in self.weights))
+        ints = [int(w * scale) for w in self.weights]
+        common = gcd(*ints) or 1
         x = None if self.x is None else tuple(str(v) for v in self.x)
-        return ExactRecord(self.region, x, tuple(str(w) for w in self.weights))
+        return ExactRecord(decided, self.region, x, tuple(int(i) for i in rows), tuple(str(i // common) for i in ints))
 
 
 class Exact:
-    """The stage: every item still undecided after the float stages, settled by :func:`settle` one at a time.
-    ``map_rows(item, rows)`` names a certificate's rows as the result does (default: the system's dense rows)."""
+    """The stage: every item still undecided after the float stages, settled by :func:`settle` one at a time;
+    with ``regions``, also the region of every item proven unargmaxable (its status stands). ``map_rows(item,
+    rows)`` names a certificate's rows as the result does (default: the system's dense rows)."""
 
     name = "exact"
 
@@ -94,7 +106,10 @@ class Exact:
         self.box, self.settings, self.map_rows = box, settings, map_rows
 
     def run(self, system, ledger, open_: np.ndarray) -> np.ndarray:
-        for pos in open_:
+        todo = open_
+        if self.settings.regions:
+            todo = np.union1d(open_, np.flatnonzero(ledger.status == UNARGMAXABLE))
+        for pos in todo:
             item = int(ledger.items[pos])
             start = ledger.starts.get(int(pos))
             out = settle(system.dense_terms(item), self.box, self.settings.eps,
@@ -381,18 +396,18 @@ def _decide(lp: _LP, K, lam, x, t, eps: float, bits: int) -> Settled:
     lower = _down(tq * shrink) if tq > 0 else _down(tq)
     region = "yes" if tq > 0 else "no"
     xs = [Fraction(int(v.p), int(v.q)) for v in x] if tq > 0 else None
-    what = (f"exact stage (rational LP optimum t* = {float(tq):.3g}, norms to {bits} bits): ")
-    inside = ("the region {x in box : A x + c < 0} is non-empty (rational witness)" if region == "yes" else
-              f"the region is empty (rational Farkas weights over {len(rows)} rows)")
+    what = f"exact stage (rational LP optimum t* = {float(tq):.3g}, norms to {bits} bits): "
     if tq * shrink > eps_q:
         return Settled(ARGMAXABLE, region, lower, upper, xs, rows, mu,
                        what + f"a rational witness with margin > eps={eps:g}")
+    out = Settled(UNDECIDED, region, lower, upper, xs, rows, mu, "")
     if num <= eps_q:
-        return Settled(UNARGMAXABLE, region, lower, upper, xs, rows, mu,
-                       what + f"radius <= eps={eps:g} by rational dual weights over {len(rows)} rows; " + inside)
-    return Settled(UNDECIDED, region, lower, upper, xs, rows, mu,
-                   what + f"the radius lies within 2^-{bits} of eps={eps:g} relative (norms are irrational): "
-                   f"undecided; " + inside)
+        out.status = UNARGMAXABLE
+        out.message = what + f"radius <= eps={eps:g} by rational dual weights over {len(rows)} rows; {out.inside}"
+    else:
+        out.message = (what + f"the radius lies within 2^-{bits} of eps={eps:g} relative (norms are irrational): "
+                       f"undecided; {out.inside}")
+    return out
 
 
 def _down(q: Fraction) -> float:

@@ -87,19 +87,27 @@ class Ledger:
         return True
 
     def settle(self, pos: int, stage: str, out, rows: np.ndarray) -> None:
-        """Item ``pos`` as the exact stage (:mod:`~argmaxable.core.exact`) left it (a :class:`Settled`, its
-        certificate's rows named ``rows``): it runs only on undecided items, so no proof stands against it; its
-        rational evidence is kept, and rounded into the float witness and certificate."""
+        """Item ``pos`` as the exact stage (:mod:`~argmaxable.core.exact`) settled it (a ``Settled``, its rows named
+        ``rows``). An undecided item takes its verdict, bounds and evidence (the rationals rounded into the float
+        witness and certificate); a decided one keeps its own and gains the region, unless the exact verdict
+        contradicts it (then it is undecided: numerical trouble)."""
         self.bound(pos, out.lower, out.upper)
-        self.message[pos] = out.message
-        record = out.record()
-        if record is None:
+        if self.status[pos] != UNDECIDED:
+            if out.status not in (UNDECIDED, self.status[pos]):
+                self._disagree(pos, f"the {self.stage[pos]} stage's proof and the exact stage's ({out.message})")
+                return
+            if out.region:
+                self.exact[pos] = out.record(rows, "region")
+                self.message[pos] = "; ".join(filter(None, [self.message[pos], f"exact stage: {out.inside}"]))
             return
-        self.exact[pos] = record
-        self.certificates[pos] = (rows, np.array([float(w) for w in out.weights]))
+        self.message[pos] = out.message
+        if not out.region:
+            return
+        self.exact[pos] = out.record(rows, "radius" if out.status != UNDECIDED else "region")
         if out.status == UNDECIDED:
             return
         self.status[pos], self.stage[pos], self.radius_exact[pos] = out.status, stage, True
+        self.certificates[pos] = (rows, np.array([float(w) for w in out.weights]))
         if out.status == ARGMAXABLE:
             if self.witness.dtype != np.float64:
                 self.witness = self.witness.astype(np.float64)
@@ -139,7 +147,8 @@ class Ledger:
         at = np.flatnonzero(live)
         for p, (rows, weights) in zip(at, self.certificates, strict=True):
             out.certificates[p] = (keep[np.asarray(rows, dtype=np.int64)], weights)
-        out.exact = {int(at[pos]): record for pos, record in self.exact.items()}
+        out.exact = {int(at[pos]): rec._replace(rows=tuple(int(i) for i in keep[np.asarray(rec.rows, dtype=np.int64)]))
+                     for pos, rec in self.exact.items()}
         return out
 
     def result(self) -> CheckResult:
