@@ -196,7 +196,10 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
         witnesses, certificates = _category_checks(result, W, b, witness, lo, hi, eps)
     else:
         witnesses, certificates = _assignment_checks(result, W, b, witness, items, kind, lo, hi)
-    witnesses, certificates, regions = with_exact(result, kind, W, b, items, lo, hi, witnesses, certificates)
+    regions = True
+    if getattr(result, "exact", None):  # what the exact stage settled: its rational evidence, checked exactly
+        signs = None if kind == "categories" else _signs(items, W.shape[0])[np.asarray(result.items, dtype=np.int64)]
+        witnesses, certificates, regions = with_exact(result, W, b, signs, lo, hi, witnesses, certificates)
     status = np.asarray(result.status).astype(str)
     # An argmaxable item's witness is checked at eps, or at the radius it claims (to 6 digits) where larger
     radius = np.asarray(result.radius, dtype=np.float64)

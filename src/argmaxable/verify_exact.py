@@ -30,23 +30,16 @@ SQRT_BITS = 600
 ROWS = 2048
 
 
-def with_exact(result, kind, W, b, items, lo, hi, witnesses, certificates):
+def with_exact(result, W, b, signs, lo, hi, witnesses, certificates):
     """The verifier's ``witnesses(pos, e)`` and ``certificates(pos, e)`` with the items whose status the exact stage
     decided (``decided == "radius"``) checked on their rational evidence (the others as before), and whether each
-    item's region holds (True where the result records none; a record for no item of the result fails all)."""
-    exact = getattr(result, "exact", None) or {}
+    item's region holds (True where the result records none; a record for no item of the result fails all).
+    ``signs``: the label sets of the result's items (bool, one row per item), None for categories."""
+    exact = result.exact
     k = len(result.status)
     region = np.ones(k, dtype=bool)
-    if not exact:
-        return witnesses, certificates, region
     layer = _Layer(W, b, lo, hi)
-    signs = None
-    if kind != "categories":
-        from argmaxable.verify import _signs
-
-        signs = _signs(items, W.shape[0])[np.asarray(result.items, dtype=np.int64)]
     known = {int(p): rec for p, rec in exact.items() if isinstance(p, (int, np.integer)) and 0 <= p < k}
-    region[:] = len(known) == len(exact)
     decided = {p for p, rec in known.items() if rec.decided == "radius"}
 
     def rows_of(p):
@@ -77,6 +70,8 @@ def with_exact(result, kind, W, b, items, lo, hi, witnesses, certificates):
             region[p] = _weights_hold(rows_of(p), layer, rec, 0.0)
         else:
             region[p] = False
+    if len(known) != len(exact):  # evidence for no item of the result: the whole result is suspect
+        region[:] = False
     return exact_witnesses, exact_certificates, region
 
 

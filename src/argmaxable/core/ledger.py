@@ -89,9 +89,8 @@ class Ledger:
     def settle(self, pos: int, stage: str, out, rows: np.ndarray) -> None:
         """Item ``pos`` as the exact stage (:mod:`~argmaxable.core.exact`) settled it (a ``Settled``, its rows named
         ``rows``). An undecided item takes its verdict, bounds and evidence (the rationals rounded into the float
-        witness and certificate); a decided one keeps its own and gains the region, unless the exact verdict
-        contradicts it (then it is undecided: numerical trouble)."""
-        self.bound(pos, out.lower, out.upper)
+        witness and certificate); a decided one keeps its own (bounds included) and gains the region, unless the
+        exact verdict contradicts it (then it is undecided: numerical trouble)."""
         if self.status[pos] != UNDECIDED:
             if out.status not in (UNDECIDED, self.status[pos]):
                 self._disagree(pos, f"the {self.stage[pos]} stage's proof and the exact stage's ({out.message})")
@@ -100,6 +99,7 @@ class Ledger:
                 self.exact[pos] = out.record(rows, "region")
                 self.message[pos] = "; ".join(filter(None, [self.message[pos], f"exact stage: {out.inside}"]))
             return
+        self.bound(pos, out.lower, out.upper)
         self.message[pos] = out.message
         if not out.region:
             return

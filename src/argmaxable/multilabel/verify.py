@@ -7,6 +7,10 @@ Every dev and test gold assignment, and every assignment the model predicts, is 
   (beyond the thesis: a head box can overstate what the encoder can reach).
 
 Identical assignments are solved once per space. The result has one row per (split, source, space, example).
+For the heads named in ``verify.regions`` (the DFT: thesis §5.1.3's regions thinner than eps), the head-space
+assignments not shown eps-argmaxable also get their region settled exactly (``region``: yes / no, rational
+evidence from the core's exact stage); ``exact`` says what the exact stage decided for each row ("radius",
+"region" or "").
 """
 
 from __future__ import annotations
@@ -22,28 +26,39 @@ from argmaxable.core import check_assignments
 from argmaxable.multilabel.datasets import load_built
 from argmaxable.multilabel.schema import VerifyConfig
 from argmaxable.provenance import write_table
+from argmaxable.verify import verify_certificate
 
 COLUMNS = ["split", "source", "space", "example", "n_active", "within_k", "status", "radius",
-           "eps_argmaxable", "one_argmaxable", "one_undecided"]
+           "eps_argmaxable", "one_argmaxable", "one_undecided", "exact", "region"]
 
 
 def check_distinct(W: np.ndarray, b: np.ndarray | None, bound: float, assignments: list[tuple[int, ...]],
-                   cfg: VerifyConfig) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """Status, radius (certified lower bound or NaN) and the per-threshold answers ("eps", "1": yes / no /
-    undecided) of each assignment, solving each distinct assignment once.
+                   cfg: VerifyConfig, regions: bool = False):
+    """Status, radius (certified lower bound or NaN), the per-threshold answers ("eps", "1": yes / no /
+    undecided) and what the exact stage settled (``{"exact": ..., "region": ...}``, "" where it did not run) of
+    each assignment, solving each distinct assignment once; ``regions``: settle the region of every assignment
+    not shown eps-argmaxable. The exact stage's evidence is re-checked by the independent verifier (a failure
+    stops the run).
 
-    Numerical trouble in the LP comes back as ``undecided`` from the core (GUIDE §1); a :class:`SolverError`
-    (e.g. Gurobi's licence limit) is a failure of the run and propagates.
+    Numerical trouble the exact stage cannot settle comes back as ``undecided`` from the core (GUIDE §1); a
+    :class:`SolverError` (e.g. Gurobi's licence limit) is a failure of the run and propagates.
     """
     index: dict[tuple[int, ...], int] = {}
     inverse = np.array([index.setdefault(a, len(index)) for a in assignments], dtype=np.int64)
     res = check_assignments(W, [list(a) for a in index], b, bound=bound, eps=cfg.eps, solver=cfg.solver,
-                            workers=cfg.workers)
+                            workers=cfg.workers, regions=regions)
     status, radius = np.asarray(res.status, dtype=object), np.asarray(res.radius, dtype=np.float64)
-    return status[inverse], radius[inverse], {k: np.asarray(v)[inverse] for k, v in res.answers.items()}
+    if res.exact and not verify_certificate(res, W, b, items=[list(a) for a in index])[list(res.exact)].all():
+        raise RuntimeError("the exact stage's rational evidence fails the independent verifier")
+    exact = {"exact": np.full(len(res), "", dtype=object), "region": np.full(len(res), "", dtype=object)}
+    for pos, rec in res.exact.items():
+        exact["exact"][pos], exact["region"][pos] = rec.decided, rec.region
+    return (status[inverse], radius[inverse], {k: np.asarray(v)[inverse] for k, v in res.answers.items()},
+            {k: v[inverse].astype(str) for k, v in exact.items()})
 
 
-def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: VerifyConfig) -> pd.DataFrame:
+def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: VerifyConfig,
+                  regions: bool = False) -> pd.DataFrame:
     """Verify gold and predicted assignments of each split against a run's stored head.
 
     Parameters
@@ -53,13 +68,15 @@ def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: Verify
     gold : dict
         Split name -> list of gold label index lists (the splits in ``cfg.splits``).
     cfg : VerifyConfig
+    regions : bool
+        Settle, exactly, the region of the head-space assignments not shown eps-argmaxable.
 
     Returns
     -------
     pandas.DataFrame
         Columns ``split, source, space, example, n_active, within_k, status, radius, eps_argmaxable,
-        one_argmaxable, one_undecided``; ``within_k`` marks assignments with at most k active labels (the DFT
-        guarantee); an item whose eps answer is undecided has status "undecided".
+        one_argmaxable, one_undecided, exact, region``; ``within_k`` marks assignments with at most k active
+        labels (the DFT guarantee); an item whose eps answer is undecided has status "undecided".
     """
     items = []  # (split, source, example, assignment)
     for split in cfg.splits:
@@ -74,7 +91,8 @@ def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: Verify
         chosen = [it for it in items if it[0] in splits]
         if not chosen:
             continue
-        status, radius, answers = check_distinct(W, b, bound, [it[3] for it in chosen], cfg)
+        status, radius, answers, exact = check_distinct(W, b, bound, [it[3] for it in chosen], cfg,
+                                                        regions=regions and space == "head")
         frames.append(pd.DataFrame({
             "split": [it[0] for it in chosen], "source": [it[1] for it in chosen], "space": space,
             "example": [it[2] for it in chosen], "n_active": [len(it[3]) for it in chosen],
@@ -82,7 +100,7 @@ def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: Verify
             # eps-argmaxable: proved radius > eps; 1-argmaxable: proved radius > 1 (thesis §4.1.2); each answer
             # is yes / no / undecided from certified bounds, and an undecided one is counted as such.
             "eps_argmaxable": answers["eps"] == "yes", "one_argmaxable": answers["1"] == "yes",
-            "one_undecided": answers["1"] == "undecided",
+            "one_undecided": answers["1"] == "undecided", **exact,
         }))
     out = pd.concat(frames, ignore_index=True)
     out["within_k"] = out["n_active"] <= int(npz["k"])
@@ -90,12 +108,14 @@ def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: Verify
 
 
 def verify_run(dataset_dir: str | Path, run_dir: str | Path, out_path: str | Path, *,
-               verify: dict | VerifyConfig, config: Any = None) -> pd.DataFrame:
-    """Verify one run (``run_dir/head.npz``) on the dataset's splits; write the table to ``out_path``."""
+               verify: dict | VerifyConfig, head: str = "", config: Any = None) -> pd.DataFrame:
+    """Verify one run (``run_dir/head.npz``, a ``head`` head) on the dataset's splits; write the table to
+    ``out_path``."""
     cfg = typed(VerifyConfig, verify)
     dsd, _ = load_built(dataset_dir)
     npz_path = Path(run_dir) / "head.npz"
     with np.load(npz_path, allow_pickle=False) as npz:
-        table = verify_arrays(dict(npz), {s: dsd[s]["labels"] for s in cfg.splits}, cfg)
+        table = verify_arrays(dict(npz), {s: dsd[s]["labels"] for s in cfg.splits}, cfg,
+                              regions=head in cfg.regions)
     write_table(table, out_path, config=config, inputs=[dataset_dir, npz_path])
     return table
