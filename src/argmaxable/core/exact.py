@@ -41,6 +41,8 @@ BITS = (64, 256)
 MAX_COLUMNS = 256
 # Rational simplex pivots per item (a float basis needs a handful; a restart from a dual-feasible basis, d or so).
 MAX_PIVOTS = 5000
+# Pivots chosen by the largest violation or multiplier before Bland's rule takes over.
+GREEDY = 200
 
 
 class _Budget(Exception):
@@ -236,6 +238,7 @@ class _LP:
     def __init__(self, terms, lo: np.ndarray, hi: np.ndarray, bits: int):
         self.terms, self.bits, self.d = terms, bits, len(lo)
         self.g: list[list[int]] = []
+        self.size: list[float] = []
         self.h: list[int] = []
         self.scale: list[int] = []
         self.row: list[int] = []  # the system row of each constraint, -1 for a bound
@@ -248,6 +251,7 @@ class _LP:
                 self._append(g, sign * v.numerator, 0, -1)
 
     def _append(self, g, h, scale, row) -> None:
+        self.size.append(2.0 ** min(1000, max(abs(v).bit_length() for v in g)))  # the scale of g, to compare violations
         self.g.append(g)
         self.h.append(h)
         self.scale.append(scale)
@@ -290,10 +294,12 @@ class _LP:
 def _optimise(lp: _LP, K: list[int], budget: list[int]):
     """Pivot from basis K to an optimum over ``lp``'s constraints in rational arithmetic: the dual simplex while the
     multipliers are >= 0, the primal simplex while the point is feasible, and a restart from a dual-feasible basis
-    when neither holds; Bland's rule (the smallest position first) in both. Returns ``(K, z, lambda)``."""
+    when neither holds. The first :data:`GREEDY` pivots take the largest violation or multiplier (judged in
+    float64; every sign is exact), then Bland's rule (the smallest position), which terminates. Returns
+    ``(K, z, lambda)``."""
     from flint import fmpz_mat
 
-    phase = None
+    phase, pivots = None, 0
     while True:
         try:
             z, lam, M = lp.vertex(K)
@@ -302,45 +308,54 @@ def _optimise(lp: _LP, K: list[int], budget: list[int]):
             continue
         G, h = lp.matrices()
         slack = h - G * z
-        violated = next((k for k in range(slack.nrows()) if slack[k, 0] < 0), None)
+        violated = [k for k in range(slack.nrows()) if slack[k, 0] < 0]
         negative = [i for i in range(lp.d + 1) if lam[i, 0] < 0]
-        if violated is None and not negative:
+        if not violated and not negative:
             return K, z, lam
         if budget[0] <= 0:
             raise _Budget
         budget[0] -= 1
+        greedy, pivots = pivots < GREEDY, pivots + 1
         if phase is None:
-            phase = "dual" if not negative else "primal" if violated is None else "restart"
+            phase = "dual" if not negative else "primal" if not violated else "restart"
+        K = list(K)
         if phase == "restart":
             K, phase = lp.dual_start(2 * lp.d), "dual"
-        elif phase == "dual":  # the violated constraint enters; the one leaving keeps every multiplier >= 0
-            w = M.transpose().solve(fmpz_mat([[v] for v in lp.g[violated]]))
-            K = list(K)
-            K[min((lam[i, 0] / w[i, 0], K[i], i) for i in range(lp.d + 1) if w[i, 0] > 0)[2]] = violated
-        else:  # the first constraint with a negative multiplier leaves; the first one the move meets enters
-            i = min(negative, key=lambda i: K[i])
+        elif phase == "dual":  # a violated constraint enters; the one leaving keeps every multiplier >= 0
+            enter = min(violated, key=lambda k: _to_float(slack[k, 0]) / lp.size[k]) if greedy else violated[0]
+            w = M.transpose().solve(fmpz_mat([[v] for v in lp.g[enter]]))
+            K[min((lam[i, 0] / w[i, 0], K[i], i) for i in range(lp.d + 1) if w[i, 0] > 0)[2]] = enter
+        else:  # a constraint with a negative multiplier leaves; the first one the move meets enters
+            i = min(negative, key=lambda i: _to_float(lam[i, 0]) * lp.size[K[i]] if greedy else K[i])
             delta = M.solve(fmpz_mat([[-1 if j == i else 0] for j in range(lp.d + 1)]))
             rate = G * delta
-            moves = [(slack[k, 0] / rate[k, 0], k) for k in range(rate.nrows()) if rate[k, 0] > 0 and k not in K]
-            K = list(K)
-            K[i] = min(moves)[1]
+            K[i] = min((slack[k, 0] / rate[k, 0], k) for k in range(rate.nrows()) if rate[k, 0] > 0 and k not in K)[1]
+
+
+# HiGHS's simplex variants tried in turn for the float basis: its dual simplex breaks down (kError) on some nearly
+# degenerate regions (thin DFT regions, measured) where its primal simplex, or the dual without scaling, solves.
+STRATEGIES = ({}, {"simplex_strategy": 4}, {"simplex_scale_strategy": 0})
 
 
 def _float_basis(lp: _LP, A: np.ndarray, c: np.ndarray, lo, hi) -> list[int] | None:
-    """HiGHS's final basis over the LP's rows (normalised in float64) as constraint positions of ``lp``; None where
-    HiGHS fails or its basis is not d + 1 tight constraints with t basic."""
+    """HiGHS's final basis over the LP's rows (normalised in float64) as constraint positions of ``lp``: the first
+    of :data:`STRATEGIES` that solves; None where none does or the basis is not d + 1 tight constraints with t
+    basic."""
     import highspy
 
     from argmaxable.core.solvers import HighsLP
 
+    S = highspy.HighsBasisStatus
     rows = np.asarray(lp.row[2 * lp.d :], dtype=np.int64)
     inv = 1.0 / row_norms(A[rows])
-    solver = HighsLP(lo, hi)
-    solver.add_rows(A[rows] * inv[:, None], c[rows] * inv)
-    if not solver.solve().ok:
+    for options in STRATEGIES:
+        solver = HighsLP(lo, hi, options)
+        solver.add_rows(A[rows] * inv[:, None], c[rows] * inv)
+        if solver.solve().ok:
+            break
+    else:
         return None
     cols, row_status = solver.basis()
-    S = highspy.HighsBasisStatus
     if cols[lp.d] != S.kBasic:
         return None
     K = [2 * j + (0 if s == S.kUpper else 1) for j, s in enumerate(cols[: lp.d]) if s in (S.kUpper, S.kLower)]

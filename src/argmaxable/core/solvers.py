@@ -40,7 +40,7 @@ class LPSolution:
 class HighsLP:
     """Chebyshev LP in HiGHS (highspy), rows added incrementally, warm-started by the dual simplex."""
 
-    def __init__(self, lo: np.ndarray, hi: np.ndarray):
+    def __init__(self, lo: np.ndarray, hi: np.ndarray, options: dict | None = None):
         import highspy
 
         self._hs = highspy
@@ -50,6 +50,8 @@ class HighsLP:
         h.setOptionValue("presolve", "off")  # small dense working sets: presolve only costs (measured 2x at d=128)
         h.setOptionValue("primal_feasibility_tolerance", FEASIBILITY_TOLERANCE)
         h.setOptionValue("dual_feasibility_tolerance", FEASIBILITY_TOLERANCE)
+        for name, value in (options or {}).items():  # e.g. the exact stage's other simplex strategies
+            h.setOptionValue(name, value)
         d, inf = len(lo), highspy.kHighsInf
         costs = np.zeros(d + 1)
         costs[d] = 1.0
