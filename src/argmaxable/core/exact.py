@@ -389,8 +389,11 @@ def _violated(lp: _LP, A, c, live, x, t) -> np.ndarray:
 
 
 def _to_float(q) -> float:
-    """A rational rounded to the nearest float64 (Python's int division rounds correctly)."""
-    return int(q.p) / int(q.q)
+    """A rational rounded to the nearest float64 (Python's int division rounds correctly; +-inf beyond range)."""
+    try:
+        return int(q.p) / int(q.q)
+    except OverflowError:
+        return -np.inf if q.p < 0 else np.inf
 
 
 def _decide(lp: _LP, K, lam, x, t, eps: float, bits: int) -> Settled:
@@ -427,12 +430,14 @@ def _decide(lp: _LP, K, lam, x, t, eps: float, bits: int) -> Settled:
 
 
 def _down(q: Fraction) -> float:
-    """A float64 at most q."""
-    f = float(q)
+    """A float64 at most q (-inf, or the largest float, beyond range)."""
+    try:
+        f = float(q)
+    except OverflowError:
+        return -np.inf if q < 0 else float(np.finfo(np.float64).max)
     return float(np.nextafter(f, -np.inf)) if Fraction(f) > q else f
 
 
 def _up(q: Fraction) -> float:
     """A float64 at least q."""
-    f = float(q)
-    return float(np.nextafter(f, np.inf)) if Fraction(f) < q else f
+    return -_down(-q)
