@@ -253,14 +253,19 @@ def test_top_m_sets_reduce_to_categories():
 
 
 def test_solver_breakdown_is_undecided_never_a_verdict(monkeypatch):
-    """HiGHS can fail (kError) on nearly degenerate regions; that is numerical trouble, not a verdict."""
+    """HiGHS can fail (kError) on nearly degenerate regions; that is numerical trouble, not a verdict: the float LP
+    says undecided. The exact stage then settles the item in rational arithmetic without HiGHS (pivots from a
+    dual-feasible basis), with evidence the verifier accepts."""
     import highspy
 
     monkeypatch.setattr(highspy.Highs, "run", lambda self: highspy.HighsStatus.kError)
+    out = chebyshev(np.delete(TOY, 3, axis=0) - TOY[3], np.zeros(3), 100.0)
+    assert out.status == "undecided" and "HiGHS" in out.message
     res = am.check_categories(TOY, patience=0, workers=1)
     # The three vertices are proved by their own rows as witnesses; c4 needs the LP, which fails.
-    assert res.status.tolist() == ["argmaxable"] * 3 + ["undecided"]
-    assert "HiGHS" in res.message[3] and np.isnan(res.radius[3])
+    assert res.status.tolist() == ["argmaxable"] * 3 + ["unargmaxable"]
+    assert res.exact[3].decided == "radius" and res.exact[3].region == "no"
+    assert am.verify_certificate(res, TOY).all()
 
 
 

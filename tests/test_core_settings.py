@@ -39,6 +39,7 @@ def test_settings_are_frozen_and_accept_numpy_values():
     box = (np.array([-5.0, 0.0]), np.array([5.0, 5.0]))
     assert s.record(box) == {"bound": 5.0, "lower": [-5.0, 0.0], "upper": [5.0, 5.0], "eps": 1e-8,
                              "patience": 3, "solver": "highs", "exact_radius": False}
+    assert Settings(regions=True).record(box)["regions"] is True  # recorded where asked (older records lack it)
 
 
 def test_the_public_checks_keep_their_defaults():
@@ -47,7 +48,7 @@ def test_the_public_checks_keep_their_defaults():
                              if p.default is not inspect.Parameter.empty}
                 for f in (am.check_categories, am.check_assignments, am.check_top_m)}
     shared = {"lower": None, "upper": None, "eps": 1e-8, "solver": "highs", "workers": 2, "progress": False,
-              "exact_radius": False}
+              "exact_radius": False, "regions": False}
     assert defaults["check_categories"] == {"items": None, "b": None, "bound": 100.0, "patience": 2500,
                                             "device": "auto", **shared}
     assert defaults["check_assignments"] == {"b": None, "bound": 1e4, "patience": 100, **shared}

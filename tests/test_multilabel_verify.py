@@ -40,9 +40,10 @@ def test_each_distinct_assignment_is_solved_once(monkeypatch):
         return real(W, Y, b, **kw)
 
     monkeypatch.setattr(verify_mod, "check_assignments", counting)
-    status, radius, answers = check_distinct(dft_matrix(8, 1), None, 1e4, [(0,), (0, 4), (0,), (1, 2)],
+    status, radius, answers, exact = check_distinct(dft_matrix(8, 1), None, 1e4, [(0,), (0, 4), (0,), (1, 2)],
                                              VerifyConfig())
     assert sorted(seen) == [(0,), (0, 4), (1, 2)]
     assert status.tolist() == ["argmaxable", "unargmaxable", "argmaxable", "argmaxable"]
     assert radius[0] == radius[2] > 0
     assert answers["eps"].tolist() == ["yes", "no", "yes", "yes"] and answers["1"][1] == "no"
+    assert exact["exact"].tolist() == exact["region"].tolist() == [""] * 4  # decided by the float stages

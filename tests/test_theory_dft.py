@@ -54,3 +54,11 @@ def test_radius_table_values_match_scipy_linprog():
     row = df[df["slack"] == 0].iloc[0]
     assert row["radius_min"] == pytest.approx(min(radii), rel=1e-6)
     assert row["radius_quantile"] == pytest.approx(min(radii), rel=1e-6)  # the 0% quantile is the minimum
+
+
+def test_regions_thinner_than_eps_are_settled_exactly():
+    """With eps above every radius in the box (|x_j| <= 1e-3), no assignment is eps-argmaxable, yet Thm 5.3 makes
+    every k-active one argmaxable: the exact stage finds each region non-empty (a rational point inside it)."""
+    df = radius_table([16], [1, 2], slack=4, samples=10, quantile=0.01, seed=0, bound=1e-3, eps=0.5)
+    assert (df["eps_argmaxable"] == 0).all()
+    assert (df["thin"] == 10).all() and (df["empty"] == 0).all()

@@ -27,6 +27,8 @@ Evidence checked, per kind of result (``result.kind``):
   exceed eps); an upper bound needs the item's certificate to give it, or, where the result keeps none (an LP
   that sized a radius it did not refute), to lie at or above the verified lower bound. :func:`checked_radii`
   names the radii the evidence itself backs: the only ones a table should show.
+- items the exact stage settled (``result.exact``): the same questions, and their region (radius > 0), on their
+  rational evidence in rational arithmetic (:mod:`argmaxable.verify_exact`).
 
 The box and eps are the caller's (default: the checks' documented ones for the result's kind), never the result's
 record: a record that disagrees with them is refused, naming the setting.
@@ -49,6 +51,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from argmaxable.verify_exact import with_exact
 
 STATUSES = ("argmaxable", "unargmaxable", "undecided")
 KINDS = ("categories", "assignments", "top-m sets")
@@ -256,6 +260,10 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
         witnesses, certificates = _category_checks(result, W, b, witness, lo, hi, eps)
     else:
         witnesses, certificates = _assignment_checks(result, W, b, witness, items, kind, lo, hi)
+    regions = True
+    if getattr(result, "exact", None):  # what the exact stage settled: its rational evidence, checked exactly
+        signs = None if kind == "categories" else _signs(items, W.shape[0])[np.asarray(result.items, dtype=np.int64)]
+        witnesses, certificates, regions = with_exact(result, W, b, signs, lo, hi, witnesses, certificates)
     status = np.asarray(result.status).astype(str)
     # An argmaxable item's witness is checked at eps, or at the radius it claims (to 6 digits) where larger
     radius = np.asarray(result.radius, dtype=np.float64)
@@ -272,7 +280,7 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
     pos = np.flatnonzero(status == "unargmaxable")  # at eps, or at the upper bound claimed where smaller
     valid[pos] = certificates(pos, np.fmin(eps, np.where(certified[pos], upper[pos], np.nan)))
     return valid & _answers_hold(result, kind, status, witnesses, certificates, eps) & _radii_hold(
-        status, radius, upper, certified, witnesses, certificates, eps)
+        status, radius, upper, certified, witnesses, certificates, eps) & regions
 
 
 def _inputs(result, W, b, bound, lower, upper, eps):

@@ -9,4 +9,4 @@ from argmaxable.multilabel.verify import verify_run
 sm = snakemake  # type: ignore[name-defined]  # noqa: F821
 sys.stderr = open(sm.log[0], "w")  # noqa: SIM115  (open until the job ends)
 verify_run(sm.input.dataset, Path(sm.input.head).parent, sm.output[0], verify=sm.params.verify,
-           config=from_snakemake(sm))
+           head=sm.wildcards.head, config=from_snakemake(sm))

@@ -235,7 +235,7 @@ def _name_duplicates(ledger: Ledger, bias: bool) -> None:
 
 def check_categories(W, items=None, b=None, *, bound: float = BOUND, lower=None, upper=None, eps: float = EPS,
                      patience: int = PATIENCE, solver: str = SOLVER, workers: int = WORKERS, progress: bool = False,
-                     exact_radius: bool = False, device: str | None = "auto") -> CheckResult:
+                     exact_radius: bool = False, device: str | None = "auto", regions: bool = False) -> CheckResult:
     """Which categories of softmax(W x + b) can be the argmax for some x in the box?
 
     Parameters
@@ -269,6 +269,10 @@ def check_categories(W, items=None, b=None, *, bound: float = BOUND, lower=None,
         Where the Gram pass and reflection's products run: "auto" takes a CUDA GPU where torch sees one and
         otherwise the CPU path (numpy's BLAS; bfloat16 torch products where the CPU has them); a device name
         runs the torch path there, in true float32/float64 (no TF32) under the same rounding bounds.
+    regions : bool, default False
+        Also decide, in rational arithmetic, whether the region ``{x in box : A x + c < 0}`` of each item not
+        shown eps-argmaxable is non-empty (the norm-free question: a region thinner than eps), with rational
+        evidence in ``result.exact``. Items the float stages leave undecided go to that exact stage always.
 
     Returns
     -------
@@ -285,7 +289,7 @@ def check_categories(W, items=None, b=None, *, bound: float = BOUND, lower=None,
     >>> check_categories(W, lower=0.0).status.tolist()  # after a ReLU: x >= 0, where c2 = (-1, -1) cannot win
     ['argmaxable', 'argmaxable', 'unargmaxable', 'unargmaxable']
     """
-    settings = Settings(bound, lower, upper, eps, patience, solver, workers, progress, exact_radius, device)
+    settings = Settings(bound, lower, upper, eps, patience, solver, workers, progress, exact_radius, device, regions)
     prep = _prepare(W, b, settings, keep_float32=True, masks=True)
     items, live, run = _category_positions(items, prep)
     system = CategorySystem(prep.W, prep.b, resolve_device(settings.device))
@@ -353,7 +357,7 @@ def _label_indices(active, r: int, n: int) -> np.ndarray:
 
 def check_assignments(W, items, b=None, *, bound: float = ASSIGNMENT_BOUND, lower=None, upper=None,
                       eps: float = EPS, patience: int = SET_PATIENCE, solver: str = SOLVER, workers: int = WORKERS,
-                      progress: bool = False, exact_radius: bool = False) -> CheckResult:
+                      progress: bool = False, exact_radius: bool = False, regions: bool = False) -> CheckResult:
     """Which label assignments of sigmoid(W x + b) can be the thresholded output for some x in the box?
 
     Parameters
@@ -379,6 +383,8 @@ def check_assignments(W, items, b=None, *, bound: float = ASSIGNMENT_BOUND, lowe
         decide both ``radius > eps`` and ``radius > 1``, and ``radius`` is the bound that decided them
         (``radius_exact`` says which): the counts are the same, and an unargmaxable assignment of a wide layer
         no longer needs thousands of rows to pin down a radius nobody reads.
+    regions : bool, default False
+        As in :func:`check_categories`: the thin regions of assignments not shown eps-argmaxable, settled exactly.
 
     Returns
     -------
@@ -392,7 +398,8 @@ def check_assignments(W, items, b=None, *, bound: float = ASSIGNMENT_BOUND, lowe
     >>> check_assignments(W, [[0, 3], [3], [0, 1, 3]]).status.tolist()
     ['argmaxable', 'unargmaxable', 'argmaxable']
     """
-    settings = Settings(bound, lower, upper, eps, patience, solver, workers, progress, exact_radius, device=None)
+    settings = Settings(bound, lower, upper, eps, patience, solver, workers, progress, exact_radius, device=None,
+                        regions=regions)
     return _check_signs(W, items, b, settings, kind="assignments")
 
 
@@ -412,7 +419,7 @@ def _check_signs(W, items, b, settings: Settings, *, kind: str, given: Prepared 
 
 def check_top_m(W, items, b=None, *, bound: float = BOUND, lower=None, upper=None, eps: float = EPS,
                 patience: int = SET_PATIENCE, solver: str = SOLVER, workers: int = WORKERS, progress: bool = False,
-                exact_radius: bool = False) -> CheckResult:
+                exact_radius: bool = False, regions: bool = False) -> CheckResult:
     """Can the tokens of each set be exactly the top-m of softmax(W x + b) for some x in the box?
 
     A set S is the top-|S| iff some threshold tau separates it: w_i.x + b_i > tau exactly for i in S. That is
@@ -428,7 +435,8 @@ def check_top_m(W, items, b=None, *, bound: float = BOUND, lower=None, upper=Non
     >>> check_top_m(W, [[0, 1], [3]]).status.tolist()
     ['argmaxable', 'unargmaxable']
     """
-    settings = Settings(bound, lower, upper, eps, patience, solver, workers, progress, exact_radius, device=None)
+    settings = Settings(bound, lower, upper, eps, patience, solver, workers, progress, exact_radius, device=None,
+                        regions=regions)
     prep = _prepare(W, b, settings)  # scaled as there
     lo, hi = prep.box
     augmented = np.hstack([prep.W, -np.ones((prep.W.shape[0], 1))])

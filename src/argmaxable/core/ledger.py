@@ -30,7 +30,10 @@ class Ledger:
         The stage whose proof decided each item ("" while none has).
     starts : dict
         Position -> :class:`~argmaxable.core.chebyshev.WarmStart`: where the exact LP starts, which rows seed its
-        first working set.
+        first working set (for an item it leaves undecided: its best point and certificate's rows, where the
+        exact stage starts).
+    exact : dict
+        Position -> :class:`~argmaxable.core.result.ExactRecord`: the rational evidence of the exact stage.
     settings : dict
         What the result records about the run (the settings, then the numeric path the stages took).
     """
@@ -50,6 +53,7 @@ class Ledger:
         self.stage = np.full(k, "", dtype=object)
         self.witness: np.ndarray | None = None
         self.starts: dict = {}
+        self.exact: dict = {}
 
     @property
     def thresholds(self) -> list[float]:
@@ -82,6 +86,33 @@ class Ledger:
             self.message[pos] = message
         return True
 
+    def settle(self, pos: int, stage: str, out, rows: np.ndarray) -> None:
+        """Item ``pos`` as the exact stage (:mod:`~argmaxable.core.exact`) settled it (a ``Settled``, its rows named
+        ``rows``). An undecided item takes its verdict, bounds and evidence (the rationals rounded into the float
+        witness and certificate); a decided one keeps its own (bounds included) and gains the region, unless the
+        exact verdict contradicts it (then it is undecided: numerical trouble)."""
+        if self.status[pos] != UNDECIDED:
+            if out.status not in (UNDECIDED, self.status[pos]):
+                self._disagree(pos, f"the {self.stage[pos]} stage's proof and the exact stage's ({out.message})")
+                return
+            if out.region:
+                self.exact[pos] = out.record(rows, "region")
+                self.message[pos] = "; ".join(filter(None, [self.message[pos], f"exact stage: {out.inside}"]))
+            return
+        self.bound(pos, out.lower, out.upper)
+        self.message[pos] = out.message
+        if not out.region:
+            return
+        self.exact[pos] = out.record(rows, "radius" if out.status != UNDECIDED else "region")
+        if out.status == UNDECIDED:
+            return
+        self.status[pos], self.stage[pos], self.radius_exact[pos] = out.status, stage, True
+        self.certificates[pos] = (rows, np.array([float(w) for w in out.weights]))
+        if out.status == ARGMAXABLE:
+            if self.witness.dtype != np.float64:
+                self.witness = self.witness.astype(np.float64)
+            self.witness[pos] = [float(v) for v in out.x]
+
     def _disagree(self, pos: int, what: str) -> None:
         """Two stages' proofs rule each other out: numerical trouble, never a verdict."""
         self.status[pos] = UNDECIDED
@@ -101,6 +132,8 @@ class Ledger:
         """Items ``bad`` whose evidence failed an independent check: undecided, with no witness and no radius."""
         self.status[bad], self.message[bad] = UNDECIDED, message
         self.witness[bad] = self.radius[bad] = self.upper[bad] = np.nan
+        for pos in np.flatnonzero(bad):
+            self.exact.pop(int(pos), None)
 
     def spread(self, live: np.ndarray, keep: np.ndarray, items: np.ndarray) -> Ledger:
         """This ledger's entries placed at positions ``live`` of a ledger over ``items``, their certificates' rows
@@ -111,8 +144,11 @@ class Ledger:
             getattr(out, name)[live] = getattr(self, name)
         out.witness = np.full((len(items), self.witness.shape[1]), np.nan, dtype=self.witness.dtype)
         out.witness[live] = self.witness
-        for p, (rows, weights) in zip(np.flatnonzero(live), self.certificates, strict=True):
+        at = np.flatnonzero(live)
+        for p, (rows, weights) in zip(at, self.certificates, strict=True):
             out.certificates[p] = (keep[np.asarray(rows, dtype=np.int64)], weights)
+        out.exact = {int(at[pos]): rec._replace(rows=tuple(int(i) for i in keep[np.asarray(rec.rows, dtype=np.int64)]))
+                     for pos, rec in self.exact.items()}
         return out
 
     def result(self) -> CheckResult:
@@ -123,7 +159,8 @@ class Ledger:
             upper_shown = np.where(np.isfinite(self.upper) | (self.upper == -np.inf), self.upper, np.nan)
         return CheckResult(self.kind, np.asarray(self.items), self.status.astype(str), self.radius,
                            self.radius_exact, self.steps, self.lp_rounds, self.witness, self.message.astype(str),
-                           self.certificates, self.settings, radius_upper=upper_shown, answers=answers)
+                           self.certificates, self.settings, radius_upper=upper_shown, answers=answers,
+                           exact=dict(self.exact))
 
 
 def answers_from_bounds(status, lower, upper, threshold, eps) -> np.ndarray:

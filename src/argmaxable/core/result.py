@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -14,6 +15,31 @@ def answer_column(threshold: str) -> str:
     """The table column of the answers at a threshold: eps_argmaxable, one_argmaxable (radius > 1), or
     ``argmaxable_at_<threshold>`` for any other (never shown as one of the two)."""
     return {"eps": "eps_argmaxable", "1": "one_argmaxable"}.get(threshold, f"argmaxable_at_{threshold}")
+
+
+class ExactRecord(NamedTuple):
+    """The rational evidence of one item the exact stage settled (:mod:`argmaxable.core.exact`); every rational is
+    a string "p/q" (or "p") of decimal integers, as :class:`fractions.Fraction` reads it.
+
+    decided : "radius" or "region"
+        Which questions it decided: "radius", the item's status and answers (radius > eps, > each threshold) and
+        its region; "region", its region alone (the status stands on the float stages' evidence, or is
+        undecided).
+    region : "yes" or "no"
+        Whether ``{x in box : A x + c < 0}`` is non-empty (radius > 0, the norm-free question).
+    witness : tuple of str, or None
+        A rational point (one value per column of the item's system) inside the region, where it is non-empty.
+    rows : tuple of int
+        Rows of the dual weights, named as the result's certificates name theirs.
+    weights : tuple of str
+        Non-negative dual weights over ``rows``.
+    """
+
+    decided: str
+    region: str
+    witness: tuple | None
+    rows: tuple
+    weights: tuple
 
 
 @dataclass
@@ -55,6 +81,11 @@ class CheckResult:
     answers : dict of str -> ndarray of str
         For each threshold asked ("eps"; and "1" for label sets): "yes", "no" or "undecided" for radius >
         threshold, from the certified bounds.
+    exact : dict of int -> ExactRecord
+        Position -> rational evidence, for the items the exact stage settled (:mod:`argmaxable.core.exact`),
+        re-checked in rational arithmetic (:mod:`argmaxable.verify_exact`): the region of each, and the status and
+        answers of those it decided (``decided == "radius"``), whose float ``witness`` and ``certificates`` are
+        then the rationals rounded, for display.
     """
 
     kind: str
@@ -70,6 +101,7 @@ class CheckResult:
     settings: dict = field(default_factory=dict)
     radius_upper: np.ndarray | None = None
     answers: dict = field(default_factory=dict)
+    exact: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         if self.radius_upper is None:
@@ -96,7 +128,9 @@ class CheckResult:
 
     def to_frame(self):
         """One row per item: item, status, radius, radius_upper, radius_exact, steps, lp_rounds, witness_norm,
-        message, and one column per threshold answered (eps_argmaxable, one_argmaxable: yes/no/undecided)."""
+        message, and one column per threshold answered (eps_argmaxable, one_argmaxable: yes/no/undecided); where
+        the exact stage settled items, ``exact`` (what it decided: "radius", "region" or "") and ``region``
+        ("yes" / "no": whether the region is non-empty, "" where the exact stage did not run)."""
         import pandas as pd
 
         with np.errstate(invalid="ignore"):
@@ -112,13 +146,27 @@ class CheckResult:
             "witness_norm": wnorm,
             "message": self.message,
             **{answer_column(k): v for k, v in self.answers.items()},
+            **self._exact_columns(),
         })
+
+    def _exact_columns(self) -> dict:
+        """``exact`` and ``region`` for :meth:`to_frame`, only where the exact stage settled items."""
+        if not self.exact:
+            return {}
+        exact, region = np.full(len(self), "", dtype=object), np.full(len(self), "", dtype=object)
+        for pos, rec in self.exact.items():
+            exact[pos], region[pos] = rec.decided, rec.region
+        return {"exact": exact.astype(str), "region": region.astype(str)}
 
     def save(self, path) -> None:
         """Write the whole result, evidence included, to one ``.npz`` (atomically; read back by :meth:`load`).
 
         Arrays as they are; ``settings`` as JSON; certificates as ``cert_rows`` and ``cert_weights``
-        concatenated, with ``cert_offsets`` (k + 1) marking each item's slice.
+        concatenated, with ``cert_offsets`` (k + 1) marking each item's slice. Where the exact stage settled
+        items (:attr:`exact`), their rational evidence, rationals as strings "p/q": ``exact_items`` (e,) positions,
+        ``exact_decided`` and ``exact_region`` (e,), ``exact_witness`` (e, dim; "" in every column of an item
+        without one), ``exact_rows`` (int64) and ``exact_weights`` concatenated, with ``exact_offsets`` (e + 1)
+        marking each item's slice; without such items these members are absent.
         """
         from argmaxable.provenance import atomic_path
 
@@ -148,7 +196,23 @@ class CheckResult:
                      settings=json.dumps(self.settings),
                      cert_rows=np.asarray(rows, dtype=np.int64), cert_weights=np.asarray(weights, dtype=np.float64),
                      cert_offsets=offsets, radius_upper=self.radius_upper, **witness,
-                     **{f"answer_{k}": np.asarray(v).astype(str) for k, v in self.answers.items()})
+                     **{f"answer_{k}": np.asarray(v).astype(str) for k, v in self.answers.items()},
+                     **self._exact_arrays())
+
+    def _exact_arrays(self) -> dict:
+        """The npz members of :attr:`exact` (none without it)."""
+        if not self.exact:
+            return {}
+        pos = sorted(self.exact)
+        recs = [self.exact[p] for p in pos]
+        dim = self.witness.shape[1]
+        witness = np.array([rec.witness or ("",) * dim for rec in recs], dtype=str).reshape(len(recs), dim)
+        sizes = [len(rec.weights) for rec in recs]
+        return {"exact_items": np.asarray(pos, dtype=np.int64), "exact_decided": np.array([r.decided for r in recs]),
+                "exact_region": np.array([r.region for r in recs]), "exact_witness": witness,
+                "exact_rows": np.array([i for r in recs for i in r.rows], dtype=np.int64),
+                "exact_weights": np.array([w for r in recs for w in r.weights], dtype=str),
+                "exact_offsets": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)}
 
     @classmethod
     def load(cls, path, W=None) -> CheckResult:
@@ -180,7 +244,7 @@ class CheckResult:
         answers = {k[len("answer_"):]: f[k] for k in f if k.startswith("answer_")}
         return cls(str(f["kind"]), f["items"], f["status"], f["radius"], f["radius_exact"], f["steps"],
                    f["lp_rounds"], f["witness"], f["message"], certs, settings,
-                   radius_upper=f.get("radius_upper"), answers=answers)
+                   radius_upper=f.get("radius_upper"), answers=answers, exact=_read_exact(f, path))
 
     def summary(self) -> str:
         """A short human-readable account."""
@@ -227,3 +291,24 @@ def _own_rows(kept: np.ndarray, own: np.ndarray, W, items: np.ndarray) -> np.nda
         p = at[s : s + 8192]
         X[p] = np.ldexp(np.asarray(W[items[p]]).astype(kept.dtype), own[p, None].astype(np.int64))
     return X
+
+
+def _read_exact(f: dict, path) -> dict:
+    """:attr:`CheckResult.exact` from the npz members written by :meth:`CheckResult.save` (empty without them);
+    members that are missing or do not fit together are one ValueError."""
+    if "exact_items" not in f:
+        return {}
+    try:
+        pos, decided, region, witness = f["exact_items"], f["exact_decided"], f["exact_region"], f["exact_witness"]
+        rows, weights, o = f["exact_rows"], f["exact_weights"], f["exact_offsets"]
+    except KeyError as err:
+        raise ValueError(f"{path}: its exact evidence lacks {err}") from None
+    e = len(pos)
+    if not (pos.dtype.kind in "iu" and decided.shape == region.shape == (e,) and witness.ndim == 2
+            and len(witness) == e and rows.dtype.kind in "iu" and rows.shape == weights.shape
+            and o.shape == (e + 1,) and o[0] == 0 and o[-1] == len(rows) and (np.diff(o) >= 0).all()):
+        raise ValueError(f"{path}: its exact evidence's members do not fit together")
+    return {int(p): ExactRecord(str(decided[j]), str(region[j]),
+                                None if (witness[j] == "").all() else tuple(map(str, witness[j])),
+                                tuple(int(i) for i in rows[o[j] : o[j + 1]]), tuple(map(str, weights[o[j] : o[j + 1]])))
+            for j, p in enumerate(pos)}

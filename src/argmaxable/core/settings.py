@@ -117,7 +117,8 @@ class Settings:
     ``bound``, ``lower``, ``upper``: the box (:func:`argmaxable.core.box.make_box`); ``eps``: the radius that
     counts as a region; ``patience``: reflection steps before the exact LP; ``solver``: the LP backend;
     ``workers``: LPs at once; ``progress``: progress bars; ``exact_radius``: every LP to its optimum;
-    ``device``: where the products run ("auto", "cpu", "cuda[:k]" or None).
+    ``device``: where the products run ("auto", "cpu", "cuda[:k]" or None); ``regions``: the exact stage also
+    decides whether the region of each item not shown eps-argmaxable is non-empty (:mod:`argmaxable.core.exact`).
     """
 
     bound: float = BOUND
@@ -130,6 +131,7 @@ class Settings:
     progress: bool = False
     exact_radius: bool = False
     device: str | None = "auto"
+    regions: bool = False
 
     def __post_init__(self):
         for name in ALLOWED:  # in the order declared: the first broken rule is the one reported
@@ -139,7 +141,7 @@ class Settings:
         """The settings a result records (its sidecars' provenance), with the box ``box`` the check ran in."""
         return {"bound": float(self.bound), "lower": box[0].tolist(), "upper": box[1].tolist(),
                 "eps": float(self.eps), "patience": int(self.patience), "solver": self.solver,
-                "exact_radius": bool(self.exact_radius)}
+                "exact_radius": bool(self.exact_radius), **({"regions": True} if self.regions else {})}
 
     def lp(self, thresholds) -> LPSettings:
         """The exact stage's LP settings, deciding ``radius > threshold`` for each of ``thresholds``."""

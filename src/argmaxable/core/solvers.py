@@ -72,7 +72,7 @@ class LPSolution:
 class HighsLP:
     """Chebyshev LP in HiGHS (highspy), rows added incrementally, warm-started by the dual simplex."""
 
-    def __init__(self, lo: np.ndarray, hi: np.ndarray):
+    def __init__(self, lo: np.ndarray, hi: np.ndarray, options: dict | None = None):
         import highspy
 
         self._hs = highspy
@@ -82,6 +82,8 @@ class HighsLP:
         h.setOptionValue("presolve", "off")  # small dense working sets: presolve only costs (measured 2x at d=128)
         h.setOptionValue("primal_feasibility_tolerance", FEASIBILITY_TOLERANCE)
         h.setOptionValue("dual_feasibility_tolerance", FEASIBILITY_TOLERANCE)
+        for name, value in (options or {}).items():  # e.g. the exact stage's other simplex strategies
+            h.setOptionValue(name, value)
         d, inf = len(lo), highspy.kHighsInf
         costs = np.zeros(d + 1)
         costs[d] = 1.0
@@ -121,6 +123,12 @@ class HighsLP:
         sol = self._h.getSolution()
         col = np.asarray(sol.col_value, dtype=np.float64)
         return LPSolution(True, col[: self._d], float(col[self._d]), np.abs(np.asarray(sol.row_dual)), "optimal")
+
+    def basis(self) -> tuple[list, list]:
+        """The last solve's basis: HiGHS's status (``highspy.HighsBasisStatus``) of each column (x, then t) and of
+        each row (where the exact stage starts, :mod:`argmaxable.core.exact`)."""
+        basis = self._h.getBasis()
+        return list(basis.col_status), list(basis.row_status)
 
 
 class GurobiLP:

@@ -10,7 +10,8 @@ next stage. :func:`stages_for` lists a system's stages from the capabilities it 
 2. :class:`Reflect`: batched braid reflection proves items argmaxable, with a witness;
 3. :class:`ExactLP`: the Chebyshev LP decides the rest, several at once on a thread pool; for systems whose
    certificates carry over (:class:`~argmaxable.core.systems.SharedCertificates`) in waves, between which
-   :class:`SharedSupports` tries the new certificates on the items still waiting.
+   :class:`SharedSupports` tries the new certificates on the items still waiting;
+4. :class:`~argmaxable.core.exact.Exact`: what the float LP leaves undecided, settled in rational arithmetic.
 
 Results do not depend on the number of workers: each item is solved on its own, deterministically.
 """
@@ -23,9 +24,10 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from argmaxable.core.chebyshev import FEASIBLE, INFEASIBLE, WarmStart, chebyshev
+from argmaxable.core.exact import Exact
 from argmaxable.core.ledger import Ledger
 from argmaxable.core.reflect import reflect
-from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE
+from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE, UNDECIDED
 from argmaxable.core.settings import Settings
 from argmaxable.core.systems import DualStage, GramStart, SharedCertificates, System
 
@@ -128,7 +130,8 @@ class SharedSupports:
 class ExactLP:
     """The Chebyshev LP (:func:`chebyshev`) for every item still open, ``workers`` at once; with shared supports,
     in waves of :data:`WAVE` items, the supports tried between waves. ``map_rows(item, rows)`` names a
-    certificate's rows as the result does (default: as the system's dense rows)."""
+    certificate's rows as the result does (default: as the system's dense rows). Leaves the items it could not
+    decide."""
 
     name = "lp"
 
@@ -161,7 +164,7 @@ class ExactLP:
                 bar.update(len(pending) - len(left))
                 waves.append(left[:WAVE])
                 pending = left[WAVE:]
-        return np.zeros(0, dtype=np.int64)
+        return todo[ledger.status[todo] == UNDECIDED]
 
     def record(self, ledger: Ledger, pos: int, out) -> None:
         """The LP's outcome for item ``pos``: its bounds, and its verdict where reflection's witness does not
@@ -187,16 +190,19 @@ class ExactLP:
         if ledger.status[pos] == ARGMAXABLE and np.isfinite(out.upper) and out.upper == ledger.upper[pos]:
             # the dual weights behind an argmaxable item's radius_upper (and its "no" at a threshold it bounds)
             ledger.certificates[pos] = certificate
+        if ledger.status[pos] == UNDECIDED and out.x is not None:  # where the exact stage starts
+            ledger.starts[pos] = WarmStart(out.x, out.dual_rows)
 
 
 def stages_for(system: System, box, settings: Settings, map_rows=None) -> list:
     """The stages that check ``system``'s items, in order. With ``exact_radius`` the one-sided dual stages are
-    left out: their certificates bound the radius, they do not compute it."""
+    left out: their certificates bound the radius, they do not compute it. The exact stage sees only what the
+    float stages leave undecided."""
     exact = settings.exact_radius
     dual = [Dual(box, settings)] if isinstance(system, DualStage) and not exact else []
     shared = SharedSupports(system, box, settings.eps) if isinstance(system, SharedCertificates) and not exact \
         else None
-    return [*dual, Reflect(box, settings), ExactLP(box, settings, map_rows, shared)]
+    return [*dual, Reflect(box, settings), ExactLP(box, settings, map_rows, shared), Exact(box, settings, map_rows)]
 
 
 def numeric_settings(system: System, whole: bool) -> dict:

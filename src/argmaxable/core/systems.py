@@ -63,6 +63,11 @@ class System(Protocol):
         """Row positions of ``dense(item)`` for the rows ``rows`` named as :meth:`evaluate` names them."""
         ...
 
+    def dense_terms(self, item: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """``dense(item)``'s rows as exact differences of float rows, ``a_i = P_i - q`` and ``c_i = p_i - r``, as
+        ``(P, p, q, r)`` (``dense`` rounds the differences; the exact stage needs them as they are)."""
+        ...
+
 
 @runtime_checkable
 class GramStart(Protocol):
@@ -466,6 +471,12 @@ class CategorySystem:
         c = np.delete(self.b64, item) - self.b64[item]
         return A, c
 
+    def dense_terms(self, item):
+        dup = self._blocking_duplicate(item)
+        if dup is not None:
+            return np.zeros((1, self.d)), self.b64[[dup]], np.zeros(self.d), float(self.b64[item])
+        return np.delete(self.Win, item, axis=0), np.delete(self.b64, item), self.Win[item], float(self.b64[item])
+
     def row_index(self, item, rows):
         """Map row positions of ``dense(item)`` back to category indices."""
         rows = np.asarray(rows)
@@ -551,6 +562,10 @@ class AssignmentSystem:
     def dense(self, item):
         s = self.signs[item].astype(np.float64)
         return -s[:, None] * self.W64, -s * self.b64
+
+    def dense_terms(self, item):
+        A, c = self.dense(item)  # negations: exact
+        return A, c, np.zeros(self.d), 0.0
 
     def dense_rows(self, item, labels):
         """Row positions of ``dense(item)`` are label indices."""

@@ -34,7 +34,9 @@ def run_key(path: Path) -> dict[str, Any]:
 def summarise(verify_paths: Iterable[str | Path]) -> pd.DataFrame:
     """Counts per run, split, source and space: total, eps-/1-argmaxable, unargmaxable, undecided.
 
-    The ``*_within_k`` columns restrict to assignments with at most k active labels (the DFT guarantee).
+    The ``*_within_k`` columns restrict to assignments with at most k active labels (the DFT guarantee);
+    ``thin_within_k`` and ``empty_within_k`` count those not eps-argmaxable whose region the exact stage found
+    non-empty (thinner than eps) or empty (0 where the table has no ``region`` column).
     """
     rows = []
     for path in verify_paths:
@@ -50,8 +52,18 @@ def summarise(verify_paths: Iterable[str | Path]) -> pd.DataFrame:
                          "undecided": int((g["status"] == "undecided").sum()),
                          "total_within_k": len(wk), "eps_argmaxable_within_k": int(wk["eps_argmaxable"].sum()),
                          "unargmaxable_within_k": int((wk["status"] == "unargmaxable").sum()),
-                         "undecided_within_k": int((wk["status"] == "undecided").sum())})
+                         "undecided_within_k": int((wk["status"] == "undecided").sum()),
+                         **_regions(wk)})
     return pd.DataFrame(rows)
+
+
+def _regions(rows: pd.DataFrame) -> dict[str, int]:
+    """Of ``rows`` not eps-argmaxable, how many the exact stage found with a non-empty region and an empty one."""
+    if "region" not in rows:
+        return {"thin_within_k": 0, "empty_within_k": 0}
+    short = rows[~rows["eps_argmaxable"].astype(bool)]
+    return {"thin_within_k": int((short["region"] == "yes").sum()),
+            "empty_within_k": int((short["region"] == "no").sum())}
 
 
 def load_runs(train_paths: Iterable[str | Path]) -> pd.DataFrame:
@@ -96,7 +108,8 @@ def make_tables(summary: pd.DataFrame, runs: pd.DataFrame) -> dict[str, pd.DataF
         "table_5_2": _median_wide(test, ["dataset", "d"], counts),
         "table_encoder_space": _median_wide(enc, ["dataset", "split", "d"], [*counts, "total"]),
         "table_dft_exceptions": exceptions[[*KEYS, "split", "total_within_k", "eps_argmaxable_within_k",
-                                            "unargmaxable_within_k", "undecided_within_k"]].reset_index(drop=True),
+                                            "unargmaxable_within_k", "undecided_within_k", "thin_within_k",
+                                            "empty_within_k"]].reset_index(drop=True),
         "table_metrics": runs.groupby(["dataset", "head", "d"])[metric_cols].median().reset_index(),
     }
 

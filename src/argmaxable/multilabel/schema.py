@@ -96,6 +96,9 @@ class VerifyConfig:
     splits: list[str] = field(default_factory=lambda: ["dev", "test"])  # gold and predicted assignments
     # Splits also verified over the encoder's features (the composite map e -> W (P e + b)); [] = none.
     encoder_splits: list[str] = field(default_factory=lambda: ["dev", "test"])
+    # Heads whose head-space assignments not shown eps-argmaxable get their region settled exactly (the core's
+    # exact stage): the DFT's, which Thm 5.3 makes argmaxable however thin (thesis §5.1.3); [] = none.
+    regions: list[str] = field(default_factory=lambda: ["dft"])
 
 
 # Allowed values, checked before any job (argmaxable.rules).
@@ -119,6 +122,7 @@ RULES = {
     "multilabel.verify.eps": NON_NEGATIVE,
     "multilabel.verify.solver": one_of(SOLVERS),
     "multilabel.verify.workers": AT_LEAST_ONE,
+    "multilabel.verify.regions.*": one_of(HEADS),
 }
 
 

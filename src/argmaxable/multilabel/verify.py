@@ -9,7 +9,10 @@ Every dev and test gold assignment, and every assignment the model predicts, is 
 Identical assignments are solved once per space, :data:`CHUNK` distinct ones per call of the core: the core
 holds each call's assignments as an (m, n) sign matrix, so the label sets stream through it in chunks (BioASQ's
 dev and test sets, gold and predicted, would be 30k x 20k at once). The result has one row per (split, source,
-space, example).
+space, example). For the heads named in ``verify.regions`` (the DFT: thesis §5.1.3's regions
+thinner than eps), the head-space assignments not shown eps-argmaxable also get their region settled exactly
+(``region``: yes / no, rational evidence from the core's exact stage); ``exact`` says what the exact stage decided
+for each row ("radius", "region" or "").
 """
 
 from __future__ import annotations
@@ -25,36 +28,50 @@ from argmaxable.core import check_assignments
 from argmaxable.multilabel.datasets import load_built
 from argmaxable.multilabel.schema import VerifyConfig
 from argmaxable.provenance import write_table
+from argmaxable.verify import verify_certificate
 
 CHUNK = 1024  # distinct assignments per call of the core: at BioASQ's n = 20000 its peak is about 0.8 GB
 COLUMNS = ["split", "source", "space", "example", "n_active", "within_k", "status", "radius",
-           "eps_argmaxable", "one_argmaxable", "one_undecided"]
+           "eps_argmaxable", "one_argmaxable", "one_undecided", "exact", "region"]
 
 
 def check_distinct(W: np.ndarray, b: np.ndarray | None, bound: float, assignments: list[tuple[int, ...]],
-                   cfg: VerifyConfig) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """Status, radius (certified lower bound or NaN) and the per-threshold answers ("eps", "1": yes / no /
-    undecided) of each assignment, solving each distinct assignment once.
+                   cfg: VerifyConfig, regions: bool = False):
+    """Status, radius (certified lower bound or NaN), the per-threshold answers ("eps", "1": yes / no /
+    undecided) and what the exact stage settled (``{"exact": ..., "region": ...}``, "" where it did not run) of
+    each assignment, solving each distinct assignment once; ``regions``: settle the region of every assignment
+    not shown eps-argmaxable. The exact stage's evidence is re-checked by the independent verifier (a failure
+    stops the run).
 
-    Numerical trouble in the LP comes back as ``undecided`` from the core (GUIDE §1); a :class:`SolverError`
-    (e.g. Gurobi's licence limit) is a failure of the run and propagates.
+    Numerical trouble the exact stage cannot settle comes back as ``undecided`` from the core (GUIDE §1); a
+    :class:`SolverError` (e.g. Gurobi's licence limit) is a failure of the run and propagates.
     """
     index: dict[tuple[int, ...], int] = {}
     inverse = np.array([index.setdefault(a, len(index)) for a in assignments], dtype=np.int64)
     distinct = [list(a) for a in index]
-    status, radius, answers = [], [], {}
+    status, radius, answers, exact = [], [], {}, {"exact": [], "region": []}
     for start in range(0, len(distinct), CHUNK):
-        res = check_assignments(W, distinct[start : start + CHUNK], b, bound=bound, eps=cfg.eps, solver=cfg.solver,
-                                workers=cfg.workers)
+        chunk = distinct[start : start + CHUNK]
+        res = check_assignments(W, chunk, b, bound=bound, eps=cfg.eps, solver=cfg.solver, workers=cfg.workers,
+                                regions=regions)
+        if res.exact and not verify_certificate(res, W, b, items=chunk)[list(res.exact)].all():
+            raise RuntimeError("the exact stage's rational evidence fails the independent verifier")
         status.append(np.asarray(res.status, dtype=object))
         radius.append(np.asarray(res.radius, dtype=np.float64))
         for key, value in res.answers.items():
             answers.setdefault(key, []).append(np.asarray(value))
+        decided, region = np.full(len(res), "", dtype=object), np.full(len(res), "", dtype=object)
+        for pos, rec in res.exact.items():
+            decided[pos], region[pos] = rec.decided, rec.region
+        exact["exact"].append(decided)
+        exact["region"].append(region)
     status_all, radius_all = np.concatenate(status), np.concatenate(radius)
-    return status_all[inverse], radius_all[inverse], {k: np.concatenate(v)[inverse] for k, v in answers.items()}
+    return (status_all[inverse], radius_all[inverse], {k: np.concatenate(v)[inverse] for k, v in answers.items()},
+            {k: np.concatenate(v)[inverse].astype(str) for k, v in exact.items()})
 
 
-def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: VerifyConfig) -> pd.DataFrame:
+def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: VerifyConfig,
+                  regions: bool = False) -> pd.DataFrame:
     """Verify gold and predicted assignments of each split against a run's stored head.
 
     Parameters
@@ -64,13 +81,15 @@ def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: Verify
     gold : dict
         Split name -> list of gold label index lists (the splits in ``cfg.splits``).
     cfg : VerifyConfig
+    regions : bool
+        Settle, exactly, the region of the head-space assignments not shown eps-argmaxable.
 
     Returns
     -------
     pandas.DataFrame
         Columns ``split, source, space, example, n_active, within_k, status, radius, eps_argmaxable,
-        one_argmaxable, one_undecided``; ``within_k`` marks assignments with at most k active labels (the DFT
-        guarantee); an item whose eps answer is undecided has status "undecided".
+        one_argmaxable, one_undecided, exact, region``; ``within_k`` marks assignments with at most k active
+        labels (the DFT guarantee); an item whose eps answer is undecided has status "undecided".
     """
     items = []  # (split, source, example, assignment)
     for split in cfg.splits:
@@ -85,7 +104,8 @@ def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: Verify
         chosen = [it for it in items if it[0] in splits]
         if not chosen:
             continue
-        status, radius, answers = check_distinct(W, b, bound, [it[3] for it in chosen], cfg)
+        status, radius, answers, exact = check_distinct(W, b, bound, [it[3] for it in chosen], cfg,
+                                                        regions=regions and space == "head")
         frames.append(pd.DataFrame({
             "split": [it[0] for it in chosen], "source": [it[1] for it in chosen], "space": space,
             "example": [it[2] for it in chosen], "n_active": [len(it[3]) for it in chosen],
@@ -93,7 +113,7 @@ def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: Verify
             # eps-argmaxable: proved radius > eps; 1-argmaxable: proved radius > 1 (thesis §4.1.2); each answer
             # is yes / no / undecided from certified bounds, and an undecided one is counted as such.
             "eps_argmaxable": answers["eps"] == "yes", "one_argmaxable": answers["1"] == "yes",
-            "one_undecided": answers["1"] == "undecided",
+            "one_undecided": answers["1"] == "undecided", **exact,
         }))
     out = pd.concat(frames, ignore_index=True)
     out["within_k"] = out["n_active"] <= int(npz["k"])
@@ -101,12 +121,14 @@ def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: Verify
 
 
 def verify_run(dataset_dir: str | Path, run_dir: str | Path, out_path: str | Path, *,
-               verify: dict | VerifyConfig, config: Any = None) -> pd.DataFrame:
-    """Verify one run (``run_dir/head.npz``) on the dataset's splits; write the table to ``out_path``."""
+               verify: dict | VerifyConfig, head: str = "", config: Any = None) -> pd.DataFrame:
+    """Verify one run (``run_dir/head.npz``, a ``head`` head) on the dataset's splits; write the table to
+    ``out_path``."""
     cfg = typed(VerifyConfig, verify)
     dsd, _ = load_built(dataset_dir)
     npz_path = Path(run_dir) / "head.npz"
     with np.load(npz_path, allow_pickle=False) as npz:
-        table = verify_arrays(dict(npz), {s: dsd[s]["labels"] for s in cfg.splits}, cfg)
+        table = verify_arrays(dict(npz), {s: dsd[s]["labels"] for s in cfg.splits}, cfg,
+                              regions=head in cfg.regions)
     write_table(table, out_path, config=config, inputs=[dataset_dir, npz_path])
     return table

@@ -5,7 +5,8 @@
 - Fig. 5.4: decision regions of W^DFT_{n,3} for n = 3, 4, 5 on the plane x_0 = -1 (the DC coordinate), where
   the all-inactive region sits in the middle and the n single-active regions around it.
 - Fig. 5.5: the 1% quantile of the Chebyshev radius of random k-active assignments as n grows, for the DFT
-  layer alone and with 16 random slack columns (thesis Prop. 5.2: slack keeps every assignment argmaxable).
+  layer alone and with 16 random slack columns (thesis Prop. 5.2: slack keeps every assignment argmaxable);
+  the regions of those the LP does not show eps-argmaxable are settled exactly (thinner than eps, or empty).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from argmaxable.core import check_assignments
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.theory.cover import all_assignments
 from argmaxable.theory.schema import DftConfig
+from argmaxable.verify import verify_certificate
 
 
 def alternations(Y: np.ndarray) -> np.ndarray:
@@ -56,7 +58,10 @@ def radius_table(n_values, k_values, *, slack: int, samples: int, quantile: floa
                  eps: float) -> pd.DataFrame:
     """Radius quantile of random k-active assignments of W^DFT_{n,2k+1}, without and with slack columns.
 
-    Slack columns are N(0, 1/n), so each has about unit norm like the orthonormal DFT columns.
+    Slack columns are N(0, 1/n), so each has about unit norm like the orthonormal DFT columns. Of the assignments
+    not shown eps-argmaxable, ``thin`` counts those whose region is non-empty (a rational point inside it: thinner
+    than eps) and ``empty`` those whose region is empty (rational Farkas weights), both from the core's exact
+    stage and re-checked by the independent verifier (a failure stops the run).
     """
     rng = np.random.default_rng(seed)
     rows = []
@@ -68,14 +73,18 @@ def radius_table(n_values, k_values, *, slack: int, samples: int, quantile: floa
             W = dft_matrix(n, k)
             for s in (0, slack):
                 Ws = np.hstack([W, rng.standard_normal((n, s)) / np.sqrt(n)])  # (n, 2k+1+s)
-                res = check_assignments(Ws, Y, bound=bound, eps=eps, workers=1, exact_radius=True)
+                res = check_assignments(Ws, Y, bound=bound, eps=eps, workers=1, exact_radius=True, regions=True)
                 counts = res.counts()
+                if res.exact and not verify_certificate(res, Ws, items=Y)[list(res.exact)].all():
+                    raise ReproductionError(f"DFT n={n}, k={k}, slack={s}: exact evidence fails the verifier")
+                regions = [rec.region for pos, rec in res.exact.items() if res.status[pos] != "argmaxable"]
                 # An undecided LP showed no ball larger than eps: count its radius as 0 (below the LP's reach).
                 radius = np.nan_to_num(res.radius, nan=0.0)
                 rows.append({"n": n, "k": k, "slack": s, "samples": samples,
                              "radius_quantile": float(np.quantile(radius, quantile)),
                              "radius_min": float(radius.min()), "eps_argmaxable": counts["argmaxable"],
-                             "unargmaxable": counts["unargmaxable"], "undecided": counts["undecided"]})
+                             "unargmaxable": counts["unargmaxable"], "undecided": counts["undecided"],
+                             "thin": regions.count("yes"), "empty": regions.count("no")})
     return pd.DataFrame(rows)
 
 

@@ -1,0 +1,443 @@
+"""The exact stage: the items the float stages left undecided, settled in rational arithmetic (issue 32).
+
+Every float32 or float64 weight is a dyadic rational, so an item's Chebyshev LP with its norms replaced by dyadic
+lower approximations ``n_i <= ||a_i||`` (integer square roots to ``bits`` bits)
+
+    maximise t   subject to   a_i . x + c_i + n_i t <= 0,   lo <= x <= hi
+
+has an exact rational optimum ``(x*, t*)`` with exact dual weights ``mu >= 0`` over its tight rows
+(``sum mu_i n_i = 1``). The stage starts from HiGHS's final basis over the rows near the float LP's best point,
+solves that basis in rational arithmetic (python-flint), pivots in rational arithmetic (Bland's rule: it
+terminates) until the basis is optimal over its rows, and adds the rows the rational point violates until none
+does. At that optimum:
+
+- every row holds ``-(a_i . x* + c_i) >= n_i t*``, so x* has margin at least ``t* (1 - 2^-bits)``: beyond eps, x*
+  is a rational witness (argmaxable); for any t* > 0 the region ``{x in box : A x + c < 0}`` is non-empty, the
+  norm-free question (radius > 0);
+- with ``v = sum mu_i a_i``, ``N = sup_box(-v . x) - sum mu_i c_i`` (= t*) bounds the radius by
+  ``N / sum mu_i ||a_i|| <= N / sum mu_i n_i = N`` where N >= 0: t* <= eps proves radius <= eps (unargmaxable),
+  t* <= 0 that the region is empty (a Farkas / Gordan certificate).
+
+Both questions are decided unless ``eps < t* <= eps / (1 - 2^-bits)``; a second pass at more bits settles that
+unless the radius is eps itself, and what stays open is reported with its reason. The evidence (x*, mu) is kept
+as "p/q" strings and re-checked in rational arithmetic by :mod:`argmaxable.verify_exact`, which shares no code with
+this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from math import gcd, isqrt, lcm
+
+import numpy as np
+
+from argmaxable.core.numerics import gamma, row_norms
+from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE, UNDECIDED, ExactRecord
+
+# Bits of the norms' lower approximations: the first pass, and the last resort for a radius within 2^-64 of eps.
+BITS = (64, 256)
+# A rational solve costs O(d^3) big-number operations: wider items stay undecided, with that reason.
+MAX_COLUMNS = 256
+# Rational simplex pivots per item: from HiGHS's basis a thin DFT region took 35 (measured, d = 35); beyond this
+# budget (tens of CPU-seconds at d = 35) the item stays undecided, with that reason.
+MAX_PIVOTS = 500
+# Pivots chosen by the largest violation or multiplier before Bland's rule takes over.
+GREEDY = 200
+
+
+class _Budget(Exception):
+    """The rational simplex ran out of pivots."""
+
+
+@dataclass
+class Settled:
+    """What the exact stage proved about one item.
+
+    Attributes
+    ----------
+    status : {"argmaxable", "unargmaxable", "undecided"}
+        The answer to radius > eps.
+    region : {"yes", "no", ""}
+        Whether ``{x in box : A x + c < 0}`` is non-empty (radius > 0: no norms involved); "" if not decided.
+    lower, upper : float
+        Certified bounds on the radius (NaN: none).
+    x : list of Fraction or None
+        The rational optimum x*, kept where it proves something (t* > 0).
+    rows : ndarray of int
+        Rows of the dual weights (positions of the item's system); ``weights`` the weights (Fractions).
+    message : str
+        The evidence, or why the item stays undecided.
+    """
+
+    status: str
+    region: str
+    lower: float
+    upper: float
+    x: list | None
+    rows: np.ndarray
+    weights: list
+    message: str
+
+    @property
+    def inside(self) -> str:
+        """The region's answer in words."""
+        if self.region == "yes":
+            return "the region {x in box : A x + c < 0} is non-empty (a rational point inside it)"
+        return "the region {x in box : A x + c < 0} is empty (rational Farkas weights)" if self.region else ""
+
+    def record(self, rows: np.ndarray, decided: str) -> ExactRecord | None:
+        """The rational evidence as the result keeps it, its weights over ``rows`` (the result's names for
+        :attr:`rows`) scaled to coprime integers; None where not even the region was decided."""
+        if not self.region:
+            return None
+        scale = lcm(*(w.denominator for w in self.weights))
+        ints = [int(w * scale) for w in self.weights]
+        common = gcd(*ints) or 1
+        x = None if self.x is None else tuple(str(v) for v in self.x)
+        return ExactRecord(decided, self.region, x, tuple(int(i) for i in rows), tuple(str(i // common) for i in ints))
+
+
+class Exact:
+    """The stage: every item still undecided after the float stages, settled by :func:`settle` one at a time;
+    with ``regions``, also the region of every item proven unargmaxable (its status stands). ``map_rows(item,
+    rows)`` names a certificate's rows as the result does (default: the system's dense rows)."""
+
+    name = "exact"
+
+    def __init__(self, box, settings, map_rows=None):
+        self.box, self.settings, self.map_rows = box, settings, map_rows
+
+    def run(self, system, ledger, open_: np.ndarray) -> np.ndarray:
+        todo = open_
+        if self.settings.regions:
+            todo = np.union1d(open_, np.flatnonzero(ledger.status == UNARGMAXABLE))
+        for pos in todo:
+            item = int(ledger.items[pos])
+            start = ledger.starts.get(int(pos))
+            out = settle(system.dense_terms(item), self.box, self.settings.eps,
+                         None if start is None else start.x, None if start is None else start.rows)
+            rows = out.rows if self.map_rows is None else self.map_rows(item, out.rows)
+            ledger.settle(int(pos), self.name, out, np.asarray(rows, dtype=np.int64))
+        return open_[ledger.status[open_] == UNDECIDED]
+
+
+def settle(terms, box, eps: float, x0=None, seeds=None) -> Settled:
+    """Decide radius > eps, and radius > 0, for the system ``A x + c < 0`` in ``box`` exactly.
+
+    Parameters
+    ----------
+    terms : (P, p, q, r)
+        The system as exact differences of float rows: ``a_i = P_i - q``, ``c_i = p_i - r``
+        (``System.dense_terms``).
+    box : (ndarray, ndarray)
+        ``lo <= x <= hi``.
+    eps : float
+    x0, seeds : optional
+        The float LP's best point and rows (its certificate's): the first rows taken are those nearest to
+        violation at x0, and the seeds.
+
+    Returns
+    -------
+    Settled
+    """
+    P, p, q, r = terms
+    A = np.asarray(P, dtype=np.float64) - np.asarray(q, dtype=np.float64)
+    c = np.asarray(p, dtype=np.float64) - float(r)
+    lo, hi = (np.asarray(v, dtype=np.float64) for v in box)
+    m, d = A.shape
+    if d > MAX_COLUMNS:
+        return _open(f"exact stage not run: {d} columns exceed its limit of {MAX_COLUMNS} (rational solves cost "
+                     "O(d^3) per pivot)")
+    live = np.flatnonzero((A != 0).any(axis=1))  # a zero row that holds (c_i < 0) constrains nothing
+    if live.size < m and (c[np.setdiff1d(np.arange(m), live)] >= 0).any():
+        i = int(np.flatnonzero(~(A != 0).any(axis=1) & (c >= 0))[0])
+        return Settled(UNARGMAXABLE, "no", -np.inf, -np.inf, None, np.array([i]), [Fraction(1)],
+                       f"exact stage: row {i} is identically zero with offset >= 0: the region is empty")
+    if not live.size:
+        return _open("exact stage: no row constrains the item")
+    working = _first_rows(A, c, live, lo, hi, x0, seeds, d)
+    budget = [MAX_PIVOTS]
+    K = None
+    for bits in BITS:
+        lp = _LP(terms, lo, hi, bits)
+        lp.add_rows(working)
+        if K is None:
+            K = _float_basis(lp, A, c, lo, hi) or lp.dual_start(2 * d)
+        try:
+            while True:
+                K, z, lam = _optimise(lp, K, budget)
+                x, t = [z[j, 0] for j in range(d)], z[d, 0]
+                new = _violated(lp, A, c, live, x, t)
+                if not new.size:
+                    break
+                lp.add_rows(new)
+        except _Budget:
+            return _open(f"exact stage: no rational optimum within {MAX_PIVOTS} simplex pivots")
+        out = _decide(lp, K, lam, x, t, eps, bits)
+        if out.status != UNDECIDED or bits == BITS[-1]:
+            return out
+        working = np.asarray(lp.row[2 * d :], dtype=np.int64)  # same positions at more bits: K carries over
+    raise AssertionError("unreachable")
+
+
+def _open(message: str) -> Settled:
+    """Nothing decided, and why."""
+    return Settled(UNDECIDED, "", np.nan, np.nan, None, np.zeros(0, dtype=np.int64), [], message)
+
+
+def _first_rows(A, c, live, lo, hi, x0, seeds, d) -> np.ndarray:
+    """The first working rows: the 2 (d + 1) or 48 rows nearest to violation at x0 (the float LP's best point;
+    default the origin, clipped into the box), and the seeds."""
+    x = np.clip(np.zeros(d) if x0 is None or not np.isfinite(x0).all() else np.asarray(x0, np.float64), lo, hi)
+    dist = (A[live] @ x + c[live]) / row_norms(A[live])
+    k = min(live.size, max(2 * (d + 1), 48))
+    first = live[np.argpartition(-dist, k - 1)[:k]] if k < live.size else live
+    if seeds is not None:
+        first = np.union1d(first, np.intersect1d(np.asarray(seeds, dtype=np.int64), live))
+    return first
+
+
+def _dyadic(X) -> tuple[np.ndarray, np.ndarray]:
+    """int64 mantissas and exponents of float64 entries: X = M * 2^E exactly (zero: M = 0)."""
+    m, e = np.frexp(np.asarray(X, dtype=np.float64))
+    return np.ldexp(m, 53).astype(np.int64), e.astype(np.int64) - 53
+
+
+def _integer_rows(terms, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``idx`` of ``[a_i | c_i] = [P_i - q | p_i - r]`` as integers: ``R_i * 2^E_i`` exactly (object array
+    (k, d + 1) of Python ints, int exponents (k,))."""
+    P, p, q, r = terms
+    Mp, Ep = _dyadic(np.hstack([np.asarray(P[idx], dtype=np.float64), np.asarray(p[idx], dtype=np.float64)[:, None]]))
+    Mq, Eq = _dyadic(np.append(np.asarray(q, dtype=np.float64), float(r)))
+    top = np.iinfo(np.int64).max
+    base = np.minimum(np.where(Mp != 0, Ep, top).min(axis=1), np.where(Mq != 0, Eq, top).min())
+    base = np.where(base == top, 0, base)
+    shift_p = np.where(Mp != 0, Ep - base[:, None], 0).astype(object)
+    shift_q = np.where(Mq != 0, Eq[None, :] - base[:, None], 0).astype(object)
+    R = np.left_shift(Mp.astype(object), shift_p) - np.left_shift(Mq.astype(object)[None, :], shift_q)
+    return R, base
+
+
+def _row_constraints(terms, rows: np.ndarray, bits: int, d: int):
+    """Constraints ``a_i . x + n_i t <= -c_i`` of ``rows`` as integers ``(g, h)`` with their scale exponent, and the
+    norms' lower approximations n_i = N_i 2^e_i (N_i has more than ``bits`` bits; ||a_i|| < (N_i + 1) 2^e_i)."""
+    R, E = _integer_rows(terms, rows)
+    out = []
+    for Ri, Ei in zip(R, E, strict=True):
+        square = sum(int(a) * int(a) for a in Ri[:d])
+        p = max(0, bits + 2 - square.bit_length() // 2)
+        out.append(([int(a) << p for a in Ri[:d]] + [isqrt(square << (2 * p))], -(int(Ri[d]) << p), int(Ei) - p))
+    return out
+
+
+class _LP:
+    """max t over z = (x, t) subject to ``g_k . z <= h_k`` (integers): the box's 2d bounds (x_j <= hi_j at 2j,
+    -x_j <= -lo_j at 2j + 1), then the working rows in the order added; a constraint's position is its index for
+    Bland's rule. A row's constraint as stated (``a_i . x + n_i t <= -c_i``) is 2^scale times ``(g, h)``."""
+
+    def __init__(self, terms, lo: np.ndarray, hi: np.ndarray, bits: int):
+        self.terms, self.bits, self.d = terms, bits, len(lo)
+        self.g: list[list[int]] = []
+        self.size: list[float] = []
+        self.h: list[int] = []
+        self.scale: list[int] = []
+        self.row: list[int] = []  # the system row of each constraint, -1 for a bound
+        self.index: dict[int, int] = {}  # system row -> position
+        self.box = [(Fraction(float(a)), Fraction(float(b))) for a, b in zip(lo, hi, strict=True)]
+        for j, (a, b) in enumerate(self.box):
+            for sign, v in ((1, b), (-1, a)):
+                g = [0] * (self.d + 1)
+                g[j] = sign * v.denominator
+                self._append(g, sign * v.numerator, 0, -1)
+
+    def _append(self, g, h, scale, row) -> None:
+        self.size.append(2.0 ** min(1000, max(abs(v).bit_length() for v in g)))  # the scale of g, to compare violations
+        self.g.append(g)
+        self.h.append(h)
+        self.scale.append(scale)
+        self.row.append(row)
+        self._G = None
+
+    def add_rows(self, rows) -> None:
+        """Add the system's ``rows`` that are not in yet, in the order given."""
+        rows = np.asarray([r for r in dict.fromkeys(int(r) for r in rows) if r not in self.index], dtype=np.int64)
+        if rows.size:
+            for i, (g, h, scale) in zip(rows, _row_constraints(self.terms, rows, self.bits, self.d), strict=True):
+                self.index[int(i)] = len(self.g)
+                self._append(g, h, scale, int(i))
+
+    def matrices(self):
+        """(G, h) of every constraint as rational matrices (kept until a row is added)."""
+        from flint import fmpq_mat, fmpz_mat
+
+        if self._G is None:
+            self._G = fmpq_mat(fmpz_mat(self.g)), fmpq_mat(fmpz_mat([[h] for h in self.h]))
+        return self._G
+
+    def vertex(self, K):
+        """The point z where the constraints K (d + 1 of them) are tight, their multipliers lambda
+        (sum_k lambda_k g_k = e_t) and their matrix; ZeroDivisionError if they are dependent."""
+        from flint import fmpz_mat
+
+        M = fmpz_mat([self.g[k] for k in K])
+        z = M.solve(fmpz_mat([[self.h[k]] for k in K]))
+        lam = M.transpose().solve(fmpz_mat([[0]] * self.d + [[1]]))
+        return z, lam, M
+
+    def dual_start(self, r: int) -> list[int]:
+        """A dual-feasible basis: row constraint ``r`` and, per coordinate, the bound where a_r . x is least (the
+        multipliers are 1 / n_r and |a_rj| / n_r up to scale, all >= 0)."""
+        g = self.g[r]
+        return [r] + [2 * j + (1 if g[j] > 0 else 0) for j in range(self.d)]
+
+
+def _optimise(lp: _LP, K: list[int], budget: list[int]):
+    """Pivot from basis K to an optimum over ``lp``'s constraints in rational arithmetic: the dual simplex while the
+    multipliers are >= 0, the primal simplex while the point is feasible, and a restart from a dual-feasible basis
+    when neither holds. The first :data:`GREEDY` pivots take the largest violation or multiplier (judged in
+    float64; every sign is exact), then Bland's rule (the smallest position), which terminates. Returns
+    ``(K, z, lambda)``."""
+    from flint import fmpz_mat
+
+    phase, pivots = None, 0
+    while True:
+        try:
+            z, lam, M = lp.vertex(K)
+        except ZeroDivisionError:  # the float basis was singular in exact arithmetic
+            K, phase = lp.dual_start(2 * lp.d), "dual"
+            continue
+        G, h = lp.matrices()
+        slack = h - G * z
+        violated = [k for k in range(slack.nrows()) if slack[k, 0] < 0]
+        negative = [i for i in range(lp.d + 1) if lam[i, 0] < 0]
+        if not violated and not negative:
+            return K, z, lam
+        if budget[0] <= 0:
+            raise _Budget
+        budget[0] -= 1
+        greedy, pivots = pivots < GREEDY, pivots + 1
+        if phase is None:
+            phase = "dual" if not negative else "primal" if not violated else "restart"
+        K = list(K)
+        if phase == "restart":
+            K, phase = lp.dual_start(2 * lp.d), "dual"
+        elif phase == "dual":  # a violated constraint enters; the one leaving keeps every multiplier >= 0
+            enter = min(violated, key=lambda k: _to_float(slack[k, 0]) / lp.size[k]) if greedy else violated[0]
+            w = M.transpose().solve(fmpz_mat([[v] for v in lp.g[enter]]))
+            K[min((lam[i, 0] / w[i, 0], K[i], i) for i in range(lp.d + 1) if w[i, 0] > 0)[2]] = enter
+        else:  # a constraint with a negative multiplier leaves; the first one the move meets enters
+            i = min(negative, key=lambda i: _to_float(lam[i, 0]) * lp.size[K[i]] if greedy else K[i])
+            delta = M.solve(fmpz_mat([[-1 if j == i else 0] for j in range(lp.d + 1)]))
+            rate = G * delta
+            K[i] = min((slack[k, 0] / rate[k, 0], k) for k in range(rate.nrows()) if rate[k, 0] > 0 and k not in K)[1]
+
+
+# HiGHS's simplex variants tried in turn for the float basis: its dual simplex breaks down (kError) on some nearly
+# degenerate regions (thin DFT regions, measured) where its primal simplex, or the dual without scaling, solves.
+STRATEGIES = ({}, {"simplex_strategy": 4}, {"simplex_scale_strategy": 0})
+
+
+def _float_basis(lp: _LP, A: np.ndarray, c: np.ndarray, lo, hi) -> list[int] | None:
+    """HiGHS's final basis over the LP's rows (normalised in float64) as constraint positions of ``lp``: the first
+    of :data:`STRATEGIES` that solves; None where none does or the basis is not d + 1 tight constraints with t
+    basic."""
+    import highspy
+
+    from argmaxable.core.solvers import HighsLP
+
+    S = highspy.HighsBasisStatus
+    rows = np.asarray(lp.row[2 * lp.d :], dtype=np.int64)
+    inv = 1.0 / row_norms(A[rows])
+    for options in STRATEGIES:
+        solver = HighsLP(lo, hi, options)
+        solver.add_rows(A[rows] * inv[:, None], c[rows] * inv)
+        if solver.solve().ok:
+            break
+    else:
+        return None
+    cols, row_status = solver.basis()
+    if cols[lp.d] != S.kBasic:
+        return None
+    K = [2 * j + (0 if s == S.kUpper else 1) for j, s in enumerate(cols[: lp.d]) if s in (S.kUpper, S.kLower)]
+    K += [2 * lp.d + k for k, s in enumerate(row_status) if s in (S.kUpper, S.kLower)]
+    return K if len(K) == lp.d + 1 else None
+
+
+def _violated(lp: _LP, A, c, live, x, t) -> np.ndarray:
+    """The system's live rows outside the LP that (x, t) violates: a float64 pass with a rounding bound rules out
+    the rows that hold by more than it, the rest are evaluated exactly."""
+    from flint import fmpq_mat, fmpz_mat
+
+    d = lp.d
+    xf = np.array([_to_float(v) for v in x])
+    tf = _to_float(t)
+    Al, cl = A[live], c[live]
+    norms = row_norms(Al)
+    val = Al @ xf + cl + tf * norms
+    # float64 rounding of the products and of A's differences, x and t rounded to float64, the norms' error: with room
+    err = 8 * (gamma(d + 4) + 2.0**-60) * (np.abs(Al) @ np.abs(xf) + np.abs(cl) + abs(tf) * norms) + (
+        d + 4) * 2.0**-1070
+    cand = live[val + err >= 0]
+    cand = np.asarray([i for i in cand if int(i) not in lp.index], dtype=np.int64)
+    if not cand.size:
+        return cand
+    rows = _row_constraints(lp.terms, cand, lp.bits, d)
+    z = fmpq_mat([[v] for v in x] + [[t]])
+    value = fmpq_mat(fmpz_mat([g for g, _, _ in rows])) * z
+    return cand[[k for k, (_, h, _) in enumerate(rows) if value[k, 0] > h]]
+
+
+def _to_float(q) -> float:
+    """A rational rounded to the nearest float64 (Python's int division rounds correctly; +-inf beyond range)."""
+    try:
+        return int(q.p) / int(q.q)
+    except OverflowError:
+        return -np.inf if q.p < 0 else np.inf
+
+
+def _decide(lp: _LP, K, lam, x, t, eps: float, bits: int) -> Settled:
+    """The verdicts and the evidence at the rational optimum (x, t) with multipliers lam over basis K."""
+    d = lp.d
+    pairs = [(lp.row[k], Fraction(int(lam[i, 0].p), int(lam[i, 0].q)) * Fraction(2) ** -lp.scale[k])
+             for i, k in enumerate(K) if lp.row[k] >= 0 and lam[i, 0] != 0]
+    rows = np.asarray([i for i, _ in pairs], dtype=np.int64)
+    mu = [w for _, w in pairs]
+    R, E = _integer_rows(lp.terms, rows)
+    v = [sum((w * Fraction(int(Ri[j])) * Fraction(2) ** int(Ei) for w, Ri, Ei in zip(mu, R, E, strict=True)),
+             Fraction(0)) for j in range(d + 1)]
+    num = sum((max(-v[j] * a, -v[j] * b) for j, (a, b) in enumerate(lp.box)), Fraction(0)) - v[d]
+    tq = Fraction(int(t.p), int(t.q))
+    eps_q = Fraction(float(eps))
+    shrink = 1 - Fraction(1, 2**bits)  # margins are at least t n_i / ||a_i|| >= t (1 - 2^-bits)
+    # radius <= N / sum mu_i ||a_i||, and sum mu_i ||a_i|| >= sum mu_i n_i = 1 (the t-column of lambda's equation)
+    upper = _up(num) if num >= 0 else _up(num * shrink)
+    lower = _down(tq * shrink) if tq > 0 else _down(tq)
+    region = "yes" if tq > 0 else "no"
+    xs = [Fraction(int(v.p), int(v.q)) for v in x] if tq > 0 else None
+    what = f"exact stage (rational LP optimum t* = {float(tq):.3g}, norms to {bits} bits): "
+    if tq * shrink > eps_q:
+        return Settled(ARGMAXABLE, region, lower, upper, xs, rows, mu,
+                       what + f"a rational witness with margin > eps={eps:g}")
+    out = Settled(UNDECIDED, region, lower, upper, xs, rows, mu, "")
+    if num <= eps_q:
+        out.status = UNARGMAXABLE
+        out.message = what + f"radius <= eps={eps:g} by rational dual weights over {len(rows)} rows; {out.inside}"
+    else:
+        out.message = (what + f"the radius lies within 2^-{bits} of eps={eps:g} relative (norms are irrational): "
+                       f"undecided; {out.inside}")
+    return out
+
+
+def _down(q: Fraction) -> float:
+    """A float64 at most q (-inf, or the largest float, beyond range)."""
+    try:
+        f = float(q)
+    except OverflowError:
+        return -np.inf if q < 0 else float(np.finfo(np.float64).max)
+    return float(np.nextafter(f, -np.inf)) if Fraction(f) > q else f
+
+
+def _up(q: Fraction) -> float:
+    """A float64 at least q."""
+    return -_down(-q)

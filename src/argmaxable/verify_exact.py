@@ -1,0 +1,178 @@
+"""Rational re-checks of the exact stage's evidence, for :func:`argmaxable.verify.verify_certificate` (issue 32).
+
+Part of the independent verifier: it shares no code with :mod:`argmaxable.core` (the exact stage included). It
+builds each item's rows from (W, b) and the item alone (float32 and float64 values are dyadic rationals, so the
+rows ``w_i - w_t`` and ``-s_i w_i`` are exact as integers times one power of two) and checks, in integer
+arithmetic, with no square root taken where a square decides:
+
+- a witness x (strings "p/q") at a margin r >= 0: x lies in the box and every row has ``a_i . x + c_i < 0`` and
+  ``(a_i . x + c_i)^2 > r^2 ||a_i||^2``, i.e. its distance to every hyperplane exceeds r;
+- weights y >= 0, not all 0, over rows of the item (never a category's own row) at a margin r: with
+  ``v = sum y_i a_i`` and ``N = sup_box(-v . x) - sum y_i c_i``, either N <= 0 (no point of the box satisfies
+  every row: a Farkas / Gordan certificate) or r > 0 and ``N <= r sum y_i l_i``, where ``l_i <= ||a_i||`` is an
+  integer square root to :data:`SQRT_BITS` bits (the radius is at most ``N / sum y_i ||a_i||``);
+- the region (radius > 0, no norms involved): "yes" needs the witness at margin 0, "no" the weights with N <= 0.
+
+Categories' rows are every other category with a finite bias (a bias of -inf never binds); label sets' rows are
+every label.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from math import isqrt, lcm
+
+import numpy as np
+
+# Bits of the norms' integer square roots: more than the exact stage's, so its bounds hold here too.
+SQRT_BITS = 600
+# Rows per block of the exact witness checks (object arrays of Python ints: memory stays one block's).
+ROWS = 2048
+
+
+def with_exact(result, W, b, signs, lo, hi, witnesses, certificates):
+    """The verifier's ``witnesses(pos, e)`` and ``certificates(pos, e)`` with the items whose status the exact stage
+    decided (``decided == "radius"``) checked on their rational evidence (the others as before), and whether each
+    item's region holds (True where the result records none; a record for no item of the result fails all).
+    ``signs``: the label sets of the result's items (bool, one row per item), None for categories."""
+    exact = result.exact
+    k = len(result.status)
+    region = np.ones(k, dtype=bool)
+    layer = _Layer(W, b, lo, hi)
+    known = {int(p): rec for p, rec in exact.items() if isinstance(p, (int, np.integer)) and 0 <= p < k}
+    decided = {p for p, rec in known.items() if rec.decided == "radius"}
+
+    def rows_of(p):
+        return layer.category(int(result.items[p])) if signs is None else layer.labels(signs[p])
+
+    def exact_witnesses(pos, e):
+        out = witnesses(pos, e)
+        margins = np.broadcast_to(np.asarray(e, dtype=np.float64), (len(pos),))
+        for j, p in enumerate(pos):
+            if int(p) in decided:
+                out[j] = _witness_holds(rows_of(p), layer, known[int(p)].witness, margins[j])
+        return out
+
+    def exact_certificates(pos, e):
+        out = certificates(pos, e)
+        margins = np.broadcast_to(np.asarray(e, dtype=np.float64), (len(pos),))
+        for j, p in enumerate(pos):
+            if int(p) in decided:
+                out[j] = _weights_hold(rows_of(p), layer, known[int(p)], margins[j])
+        return out
+
+    for p, rec in known.items():
+        if rec.decided not in ("radius", "region"):
+            region[p] = False
+        elif rec.region == "yes":
+            region[p] = _witness_holds(rows_of(p), layer, rec.witness, 0.0)
+        elif rec.region == "no":
+            region[p] = _weights_hold(rows_of(p), layer, rec, 0.0)
+        else:
+            region[p] = False
+    if len(known) != len(exact):  # evidence for no item of the result: the whole result is suspect
+        region[:] = False
+    return exact_witnesses, exact_certificates, region
+
+
+class _Layer:
+    """W and b as integers times 2^E (one exponent for all), and the box as Fractions."""
+
+    def __init__(self, W, b, lo, hi):
+        self.W, self.b = W, b
+        values = np.concatenate([W[np.isfinite(W)].ravel(), b[np.isfinite(b)]])
+        nonzero = values[values != 0]
+        self.E = int(np.frexp(nonzero)[1].min()) - 53 if nonzero.size else 0
+        self.box = [(Fraction(float(a)), Fraction(float(c))) for a, c in zip(lo, hi, strict=True)]
+
+    def ints(self, X) -> np.ndarray:
+        """Finite float64 values as Python ints in units of 2^E (exact)."""
+        m, e = np.frexp(np.asarray(X, dtype=np.float64))
+        mant = np.ldexp(m, 53).astype(np.int64).astype(object)
+        return np.left_shift(mant, np.where(mant != 0, e - 53 - self.E, 0).astype(object))
+
+    def category(self, t: int):
+        """Rows of category t: (block maker, row names) with a_i = W_i - W_t, c_i = b_i - b_t, i != t, b_i finite;
+        None for a masked category (bias -inf), which no evidence can make win."""
+        if not np.isfinite(self.b[t]):
+            return None
+        names = np.flatnonzero((np.arange(len(self.W)) != t) & np.isfinite(self.b))
+        wt, bt = self.ints(self.W[t]), self.ints(self.b[t])
+
+        def block(idx):
+            return self.ints(self.W[idx]) - wt[None, :], self.ints(self.b[idx]) - bt
+
+        return block, names
+
+    def labels(self, active: np.ndarray):
+        """Rows of a label set: a_i = -s_i W_i, c_i = -s_i b_i over every label (s_i = +1 active, -1 not)."""
+        sign = np.where(active, -1, 1).astype(object)
+
+        def block(idx):
+            return self.ints(self.W[idx]) * sign[idx, None], self.ints(self.b[idx]) * sign[idx]
+
+        return block, np.arange(len(self.W))
+
+
+def _parse(values) -> list | None:
+    """Rationals from strings "p/q" (None if any is not one)."""
+    try:
+        return [Fraction(str(v)) for v in values]
+    except (ValueError, ZeroDivisionError, TypeError):
+        return None
+
+
+def _witness_holds(rows, layer: _Layer, witness, r: float) -> bool:
+    """Whether the rational witness lies in the box and every row's distance to it exceeds r (squares, exactly)."""
+    x = None if witness is None or rows is None else _parse(witness)
+    if x is None or len(x) != len(layer.box) or not np.isfinite(r) or r < 0:
+        return False
+    if not all(a <= v <= c for v, (a, c) in zip(x, layer.box, strict=True)):
+        return False
+    D = lcm(*(v.denominator for v in x))
+    X = np.array([v.numerator * (D // v.denominator) for v in x], dtype=object)
+    rq = Fraction(float(r))
+    block, names = rows
+    for s in range(0, len(names), ROWS):
+        A, C = block(names[s : s + ROWS])
+        V = A.dot(X) + C * D  # (a_i . x + c_i) * D / 2^E
+        if any(v >= 0 for v in V):
+            return False
+        if rq > 0:
+            norms = (A * A).sum(axis=1)
+            rhs = rq.numerator**2 * D * D
+            if any(v * v * rq.denominator**2 <= rhs * n for v, n in zip(V, norms, strict=True)):
+                return False
+    return True
+
+
+def _weights_hold(rows, layer: _Layer, record, r: float) -> bool:
+    """Whether the record's rational weights over its rows bound the radius by r (N <= 0 for r = 0)."""
+    try:
+        names = np.asarray(record.rows)
+    except (TypeError, AttributeError):
+        return False
+    if rows is None:
+        return False
+    y = _parse(record.weights)
+    block, allowed = rows
+    if (y is None or names.ndim != 1 or names.dtype.kind not in "iu" or len(y) != len(names) or not len(y)
+            or len(np.unique(names)) != len(names) or not np.isin(names, allowed).all()
+            or any(v < 0 for v in y) or not any(v > 0 for v in y) or not np.isfinite(r) or r < 0):
+        return False
+    A, C = block(names.astype(np.int64))
+    d = A.shape[1]
+    # In units of 2^E: v = sum y_i A_i, N = sup_box(-v . x) - sum y_i C_i (the common factor 2^E > 0 drops out)
+    v = [sum((w * int(a) for w, a in zip(y, A[:, j], strict=True)), Fraction(0)) for j in range(d)]
+    num = sum((max(-vj * lo, -vj * hi) for vj, (lo, hi) in zip(v, layer.box, strict=True)), Fraction(0)) - sum(
+        (w * int(c) for w, c in zip(y, C, strict=True)), Fraction(0))
+    if num <= 0:
+        return True
+    if r == 0:
+        return False
+    total = Fraction(0)
+    for w, row in zip(y, A, strict=True):
+        square = sum(int(a) * int(a) for a in row)
+        k = max(0, SQRT_BITS - square.bit_length() // 2)
+        total += w * Fraction(isqrt(square << (2 * k)), 1 << k)  # at most ||A_i||
+    return num <= Fraction(float(r)) * total

@@ -1,0 +1,230 @@
+"""The exact stage (issue 32): items the float LP cannot decide, settled in rational arithmetic, against oracles
+that are not its code path (Fraction arithmetic on the closed-form radius, scipy's LP), and forged rational
+evidence refused by the verifier."""
+
+from __future__ import annotations
+
+import copy
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import argmaxable as am
+from argmaxable.core import CheckResult, chebyshev
+from argmaxable.core.exact import _LP, MAX_COLUMNS, _optimise, settle
+
+EPS = 1e-8
+
+
+def slab(u: float, low: float = 0.0):
+    """Label 0 on, label 1 off for W = [[1, 1], [1, 1]], b = [-low, -u]: the slab low < x1 + x2 < u, whose radius
+    is (u - low) / (2 sqrt 2) (rows of norm sqrt 2: irrational)."""
+    return np.array([[1.0, 1.0], [1.0, 1.0]]), np.array([-low, -u]), [[0]]
+
+
+def slab_truth(u: float, low: float = 0.0, eps: float = EPS) -> bool:
+    """radius > eps, in Fractions: (u - low)^2 > 8 eps^2."""
+    return (Fraction(u) - Fraction(low)) ** 2 > 8 * Fraction(eps) ** 2
+
+
+def peer_layer() -> tuple[np.ndarray, list]:
+    """The reference implementation's own numerical-issues case (its tests/test_numerical_issues.py), rebuilt from
+    its facts: a Vandermonde basis of degree 10 on 1000 points of [-t, t], t^11 = 1e4, orthonormalised by QR,
+    beside 5 columns uniform in [-1, 1] (numpy's legacy seed 11); the assignment with these 10 labels on, in the
+    box |x_j| <= 1e5. Its authors found no region for it and believed one too small to detect exists."""
+    rng = np.random.RandomState(11)
+    t = np.linspace(-(1e4 ** (1 / 11)), 1e4 ** (1 / 11), 1000)
+    Q, _ = np.linalg.qr(np.vander(t, 11, increasing=True))
+    return np.hstack([Q, rng.uniform(-1, 1, (1000, 5))]), [[0, 2, 5, 10, 13, 18, 23, 25, 32, 45]]
+
+
+@pytest.mark.parametrize("rel", [1e-9, 1e-12, -1e-12, -1e-9])
+def test_slabs_the_float_lp_cannot_decide(rel):
+    u = 2 * np.sqrt(2) * EPS * (1 + rel)
+    W, b, items = slab(u)
+    assert chebyshev(W * [[-1], [1]], b * [-1, 1], 1e4).status == "undecided"  # the float LP alone: a_i = -s_i w_i
+    res = am.check_assignments(W, items, b)
+    assert res.status[0] == ("argmaxable" if slab_truth(u) else "unargmaxable")
+    assert res.exact[0].decided == "radius" and res.exact[0].region == "yes"
+    assert res.radius[0] <= u / (2 * np.sqrt(2)) <= res.radius_upper[0]
+    assert am.verify_certificate(res, W, b, items=items).all()
+
+
+@pytest.mark.parametrize(("eps_hex", "u_hex"), [("0x1.0000002be1000p-27", "0x1.6a09e6a601993p-26"),
+                                                ("0x1.0000022b2c000p-27", "0x1.6a09e979156d0p-26")])
+def test_a_radius_within_2_to_the_64_of_eps_takes_the_second_pass(eps_hex, u_hex):
+    """Float pairs found by a search in 80-digit decimals: the slab's radius differs from eps by about 1e-22
+    relative, beyond the first pass's norms (2^-64): the 256-bit pass decides, as Fractions say."""
+    eps, u = float.fromhex(eps_hex), float.fromhex(u_hex)
+    W, b, items = slab(u)
+    res = am.check_assignments(W, items, b, eps=eps)
+    assert res.status[0] == ("argmaxable" if slab_truth(u, eps=eps) else "unargmaxable")
+    assert "256 bits" in res.message[0]
+    assert am.verify_certificate(res, W, b, items=items).all()
+
+
+@pytest.mark.parametrize("beta", [EPS, np.nextafter(EPS, 1.0), np.nextafter(EPS, 0.0)])
+def test_categories_use_the_exact_differences(beta):
+    """Category 1 of w = (-1, 2^-60, 1), b = (0, beta, 0) wins on (-beta / (1 + 2^-60), beta / (1 - 2^-60)): float64
+    rounds w_i - w_1 to -1 and 1 (radius beta), the exact differences give beta / (1 - 2^-120), so at beta = eps the
+    item is argmaxable by 2^-120 relative."""
+    w1 = 2.0**-60
+    W, b = np.array([[-1.0], [w1], [1.0]]), np.array([0.0, beta, 0.0])
+    left = -Fraction(beta) / (1 + Fraction(w1))
+    right = Fraction(beta) / (1 - Fraction(w1))
+    truth = (right - left) / 2 > Fraction(EPS)  # rows of norm 1 + 2^-60 and 1 - 2^-60: the distances are exact
+    res = am.check_categories(W, [1], b, workers=1)
+    assert res.status[0] == ("argmaxable" if truth else "unargmaxable")
+    assert res.exact[0].decided == "radius"
+    assert am.verify_certificate(res, W, b).all()
+
+
+def test_the_peer_case_has_no_region():
+    """The reference implementation's undecided case: its region is empty. Checked here in Fractions, without the
+    verifier: the weights' combination sum y_i a_i of the rows a_i = -s_i w_i is exactly zero (no offsets), so no x
+    has every a_i . x < 0 (Gordan)."""
+    W, items = peer_layer()
+    signs = -np.ones(len(W))
+    signs[items[0]] = 1
+    A, c = -signs[:, None] * W, np.zeros(len(W))
+    assert chebyshev(A, c, 1e5).status == "undecided"
+    res = am.check_assignments(W, items, bound=1e5)
+    assert res.status[0] == "unargmaxable" and res.exact[0].region == "no"
+    rec = res.exact[0]
+    y = [Fraction(w) for w in rec.weights]
+    assert all(v > 0 for v in y)
+    combination = [sum(yi * Fraction(float(A[i, j])) for yi, i in zip(y, rec.rows, strict=True)) for j in range(16)]
+    assert combination == [0] * 16
+    assert am.verify_certificate(res, W, items=items, bound=1e5).all()
+
+
+def test_regions_of_thin_and_empty_slabs():
+    """regions=True: a slab of width 1e-12 is unargmaxable at eps yet non-empty (its rational point lies strictly
+    inside, in Fractions); a slab of width 0 (low = u) is empty."""
+    low, u = 0.25, 0.25 + 2.0**-40
+    W, b, items = slab(u, low)
+    plain = am.check_assignments(W, items, b)
+    assert plain.status[0] == "unargmaxable" and not plain.exact  # decided by the float stages: no exact stage
+    res = am.check_assignments(W, items, b, regions=True)
+    assert res.status[0] == "unargmaxable" and res.exact[0].decided == "region" and res.exact[0].region == "yes"
+    x = [Fraction(v) for v in res.exact[0].witness]
+    assert Fraction(low) < x[0] + x[1] < Fraction(u)
+    assert res.certificates[0][0].tolist() == plain.certificates[0][0].tolist()  # its status's evidence stands
+    assert am.verify_certificate(res, W, b, items=items).all()
+    W, b, items = slab(low, low)
+    res = am.check_assignments(W, items, b, regions=True)
+    assert res.exact[0].region == "no" and res.exact[0].witness is None
+    assert am.verify_certificate(res, W, b, items=items).all()
+
+
+def _scipy_radius(A, c, lo, hi) -> float:
+    """The Chebyshev radius by scipy's HiGHS interface on the normalised rows (another code path)."""
+    from scipy.optimize import linprog
+
+    norms = np.linalg.norm(A, axis=1)
+    m, d = A.shape
+    A_ub = np.hstack([A / norms[:, None], np.ones((m, 1))])
+    res = linprog(np.r_[np.zeros(d), -1.0], A_ub=A_ub, b_ub=-c / norms,
+                  bounds=[*zip(lo, hi, strict=True), (None, None)], method="highs")
+    return -res.fun
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("start", ["dual", "primal"])
+def test_rational_simplex_reaches_scipys_optimum(seed, start):
+    """From a dual-feasible basis (one row and the bounds minimising it) and from a feasible corner (the box's
+    upper corner and the row tightest there), the rational simplex reaches the optimum scipy's LP finds."""
+    rng = np.random.default_rng(seed)
+    d, m = 3, 12
+    A, c = rng.standard_normal((m, d)), rng.standard_normal(m)
+    lo, hi = -np.ones(d), np.ones(d)
+    lp = _LP((A, c, np.zeros(d), 0.0), lo, hi, 64)
+    lp.add_rows(np.arange(m))
+    if start == "dual":
+        K = lp.dual_start(2 * d)
+    else:
+        slack = -(A @ hi + c) / np.linalg.norm(A, axis=1)
+        K = [2 * d + int(np.argmin(slack))] + [2 * j for j in range(d)]
+    K, z, _ = _optimise(lp, K, [1000])
+    assert float(z[d, 0]) == pytest.approx(_scipy_radius(A, c, lo, hi), abs=1e-9)
+
+
+def test_too_wide_an_item_stays_undecided_with_its_reason():
+    d = MAX_COLUMNS + 1
+    out = settle((np.eye(d), np.zeros(d), np.zeros(d), 0.0), (-np.ones(d), np.ones(d)), EPS)
+    assert out.status == "undecided" and f"{d} columns exceed its limit" in out.message
+
+
+@pytest.fixture(scope="module")
+def settled():
+    u = 2 * np.sqrt(2) * EPS * (1 + 1e-9)
+    W, b, _ = slab(u)
+    W3, b3 = np.vstack([W, [[0.5, -0.25]]]), np.append(b, 0.125)  # a third label, off: the rows differ by item
+    res = am.check_assignments(W3, [[0]], b3)
+    assert res.exact[0].decided == "radius" and res.status[0] == "argmaxable"
+    return res, W3, b3, [[0]]
+
+
+def test_rational_evidence_survives_save_and_load(settled, tmp_path):
+    res, W, b, items = settled
+    res.save(tmp_path / "r.npz")
+    back = CheckResult.load(tmp_path / "r.npz")
+    assert back.exact == res.exact
+    assert am.verify_certificate(back, W, b, items=items).all()
+    assert back.to_frame()[["exact", "region"]].values.tolist() == [["radius", "yes"]]
+    with np.load(tmp_path / "r.npz") as z:
+        members = {k: z[k] for k in z.files}
+    members["exact_offsets"] = np.array([0, 99])
+    np.savez(tmp_path / "bad.npz", **members)
+    with pytest.raises(ValueError, match="exact evidence's members do not fit"):
+        CheckResult.load(tmp_path / "bad.npz")
+
+
+def forge(res, **change):
+    out = copy.deepcopy(res)
+    out.exact[0] = out.exact[0]._replace(**change)
+    return out
+
+
+@pytest.mark.parametrize("change", [
+    {"witness": ("0", "0")},  # on the boundary of the slab: not inside
+    {"witness": ("1/100000000", "1/100000000")},  # inside, but closer than eps to x1 + x2 = u
+    {"witness": ("1", "x")},  # not a rational
+    {"witness": None},
+    {"region": "no"},  # its weights do not empty the region
+    {"region": "maybe"},
+    {"decided": "everything"},
+])
+def test_forged_witnesses_and_answers_fail(settled, change):
+    res, W, b, items = settled
+    assert not am.verify_certificate(forge(res, **change), W, b, items=items)[0]
+
+
+def test_forged_weights_fail(settled):
+    res, W, b, items = settled
+    flipped = copy.deepcopy(res)
+    flipped.status[0], flipped.answers["eps"][0] = "unargmaxable", "no"  # weights that bound the radius by more
+    assert not am.verify_certificate(flipped, W, b, items=items)[0]
+    flipped.exact[0] = flipped.exact[0]._replace(rows=(0, 1), weights=("1", "-1"))
+    assert not am.verify_certificate(flipped, W, b, items=items)[0]
+    flipped.exact[0] = flipped.exact[0]._replace(rows=(0, 0), weights=("1", "1"))
+    assert not am.verify_certificate(flipped, W, b, items=items)[0]
+    flipped.exact[0] = flipped.exact[0]._replace(rows=(0, 7), weights=("1", "1"))
+    assert not am.verify_certificate(flipped, W, b, items=items)[0]
+
+
+def test_a_record_for_no_item_fails_the_result(settled):
+    res, W, b, items = settled
+    forged = copy.deepcopy(res)
+    forged.exact[5] = forged.exact[0]
+    assert not am.verify_certificate(forged, W, b, items=items).any()
+
+
+def test_a_categories_record_over_its_own_row_fails():
+    W, b = np.array([[-1.0], [2.0**-60], [1.0]]), np.array([0.0, EPS, 0.0])
+    res = am.check_categories(W, [1], b, workers=1)
+    forged = copy.deepcopy(res)
+    forged.status[0] = "unargmaxable"
+    forged.exact[0] = forged.exact[0]._replace(rows=(1, 2), weights=("1", "1"))
+    assert not am.verify_certificate(forged, W, b)[0]
