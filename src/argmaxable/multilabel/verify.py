@@ -54,8 +54,8 @@ def check_distinct(W: np.ndarray, b: np.ndarray | None, bound: float, assignment
         chunk = distinct[start : start + CHUNK]
         res = check_assignments(W, chunk, b, bound=bound, eps=cfg.eps, solver=cfg.solver, workers=cfg.workers,
                                 regions=regions)
-        verified = verify_certificate(res, W, b, items=chunk, bound=bound, eps=cfg.eps) if res.exact else None
-        if res.exact and not verified[list(res.exact)].all():
+        if res.exact and not verify_certificate(res, W, b, items=chunk, bound=bound,
+                                                eps=cfg.eps)[list(res.exact)].all():
             raise RuntimeError("the exact stage's rational evidence fails the independent verifier")
         status.append(np.asarray(res.status, dtype=object))
         radius.append(np.asarray(res.radius, dtype=np.float64))
