@@ -25,6 +25,7 @@ from argmaxable.core.backend import (
     gram_maxima,
     padded_rows,
     rounding_bound,
+    row_moments,
     row_squares,
 )
 from argmaxable.core.gordan import GordanOutcome, gordan_certificates
@@ -39,6 +40,10 @@ FLOAT32_ABOVE = 200_000
 BF16_ABOVE = 1_000_000
 # Spans of columns, by row norm, each with its own rounding bound in a reflection step's first test.
 BANDS = 16
+# The covariance's eigenvalues below this fraction of the largest are raised to it in the whitening metric
+# (:meth:`CategorySystem.restart`): any positive definite metric is valid, and this one stays finite for rows that
+# span fewer than d dimensions.
+WHITENING_FLOOR = 1e-9
 
 
 class System(Protocol):
@@ -76,6 +81,20 @@ class GramStart(Protocol):
     def release(self) -> None:
         """Drop what the products keep (made again if used later): the whole vocabulary's witnesses are written
         after it (:func:`~argmaxable.core.reflect.reflect`)."""
+        ...
+
+
+@runtime_checkable
+class Whitening(Protocol):
+    """Items whose reflection, once its first step has not proven them, restarts from the first Newton step of the
+    dual and reflects in the metric of that step (categories without a bias: :meth:`CategorySystem.restart`)."""
+
+    whitens: bool  # whether a restart applies to this system
+
+    def restart(self, items: np.ndarray, box) -> np.ndarray: ...
+
+    def metric(self, a: np.ndarray) -> np.ndarray:
+        """The reflection direction of rows ``a`` in the metric (``P a``)."""
         ...
 
 
@@ -490,6 +509,39 @@ class CategorySystem:
         """The rows' squared norms in increasing order, and the rows in that order."""
         order = np.argsort(self.sq, kind="stable")
         return self.sq[order], order
+
+    @property
+    def whitens(self) -> bool:
+        """Whether :meth:`restart` applies: a system without a bias, whose regions are cones (the restart point's
+        scale is free)."""
+        return self.homogeneous
+
+    @cached_property
+    def _whitening(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows' mean mu and the inverse P of their covariance (float64; eigenvalues floored at
+        :data:`WHITENING_FLOOR` of the largest, so that P is positive definite for any layer)."""
+        mean, second = row_moments(self.Win)
+        cov = second - np.outer(mean, mean)
+        values, vectors = np.linalg.eigh((cov + cov.T) / 2)
+        values = np.maximum(values, WHITENING_FLOOR * max(float(values[-1]), np.finfo(np.float64).tiny))
+        return mean, (vectors / values) @ vectors.T
+
+    def restart(self, items, box):
+        """Points to restart reflection from: x = P (w_t - mu), the first Newton step, from uniform weights, of the
+        dual problem min_theta log sum_i exp(w_i.theta) - w_t.theta (whose minimum exists iff w_t lies inside the
+        hull). It is the direction in which w_t stands out most from the rows in the metric of their spread: an LLM
+        head whose rows share a direction and spread unevenly (Qwen2.5's under-trained tokens: low norms near the
+        mean) has most of its items beaten at x = w_t won at this point, the rest in a few reflections in the
+        metric P (:meth:`metric`). Scaled to twice the box's reach: the next step scales it onto the box."""
+        mean, P = self._whitening
+        X = (np.asarray(self.Win[items], dtype=np.float64) - mean) @ P
+        top = np.abs(X).max(axis=1, keepdims=True)
+        reach = 2 * float(np.maximum(np.abs(box[0]), np.abs(box[1])).max())
+        return (X * (reach / np.where(top > 0, top, 1.0))).astype(self.dtype)
+
+    def metric(self, a):
+        """Reflection directions in the metric P of :meth:`restart`: ``a P`` (rows ``a``), in ``a``'s dtype."""
+        return a @ self._whitening[1].astype(a.dtype)
 
     def certificate_pool(self, box, eps):
         """The dual stage (:mod:`supports`): certificates' supports serve every category."""
