@@ -65,7 +65,7 @@ def _reader_class():
         def _build_tensors(self, start_offs, fields):
             inside, self.absent = [], []
             for info in fields:
-                _, name, _, dims, kind, offset = info.parts
+                _, _, _, dims, kind, offset = info.parts
                 block, size = GGML_QUANT_SIZES[GGMLQuantizationType(int(kind[0]))]
                 end = start_offs + int(offset[0]) + int(np.prod(dims, dtype=np.int64)) * size // block
                 (inside if end <= len(self.data) else self.absent).append(info)
