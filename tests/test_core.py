@@ -415,6 +415,29 @@ def test_bf16_gram_margins_are_certified_lower_bounds(monkeypatch):
     assert am.verify_certificate(res, W, b).all()
 
 
+@pytest.mark.parametrize(("d", "steps"), [(120, "float32"), (256, "bfloat16")])
+def test_bf16_steps_only_for_wide_layers(monkeypatch, d, steps):
+    """Where the CPU has bfloat16 products (forced here; emulated where it has not), a whole vocabulary's Gram pass
+    takes them, but reflection steps do only from BF16_STEPS_D columns: a narrower layer (an OCR head, d = 120)
+    steps in float32, whose argmax is the most violated row (issue 33: bfloat16 steps doubled PP-OCRv6 small's LP
+    items). The first step's margins are certified either way."""
+    import torch
+
+    from argmaxable.core import systems
+
+    monkeypatch.setattr(systems, "bf16_gemm", lambda: True)
+    monkeypatch.setattr(systems, "BF16_ABOVE", 0)
+    rng = np.random.default_rng(7)
+    n = 300
+    W = (rng.normal(size=(n, d)) * rng.uniform(0.3, 1.0, size=(n, 1))).astype(np.float32)
+    monkeypatch.setattr(systems, "FLOAT32_ABOVE", 0)
+    system = systems.CategorySystem(W, rng.normal(size=n))
+    assert system.bf16_start
+    items = np.arange(5)
+    L, _, _ = system._logits(items, system.start(items))
+    assert L.dtype == (torch.bfloat16 if steps == "bfloat16" else np.float32)
+
+
 def test_shared_supports_prove_clustered_categories_without_lp():
     # Categories clustered deep inside the hull (as on a real OCR head) share certificate supports: one LP's
     # support proves its neighbours. Verdicts still match Qhull and every certificate passes the independent check.

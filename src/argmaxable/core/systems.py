@@ -38,6 +38,12 @@ FLOAT32_ABOVE = 200_000
 # Above this many weights the Gram pass of a whole vocabulary runs in bfloat16 where the CPU has native bfloat16
 # products. Below it the pass is short (0.1 s at 6625 x 120) and importing torch to ask would cost about 1 s.
 BF16_ABOVE = 1_000_000
+# Reflection steps multiply in bfloat16 too only for rows at least this wide: there the product is most of a step
+# (LLM heads: SmolLM2 d = 576, Gemma-3 640, Qwen2.5 896). In a narrower layer a step's product is cheap, and
+# bfloat16's argmax (8-bit significands) often reflects across a row other than the most violated one, so more
+# items stall into the LP stage: PP-OCRv6 small (d = 120; every 4th row, bfloat16 emulated) sent 679 items to LP
+# instead of 351, its whole check 2.1x slower than float32 steps (issue 33). Such layers step in float32.
+BF16_STEPS_D = 256
 # Spans of columns, by row norm, each with its own rounding bound in a reflection step's first test.
 BANDS = 16
 # The covariance's eigenvalues below this fraction of the largest are raised to it in the whitening metric
@@ -144,6 +150,11 @@ class CategorySystem:
         """Whether :meth:`start_margins` multiplies in bfloat16 (a large float32 system on a CPU that has it)."""
         return self.dtype == np.float32 and self.Win.size > BF16_ABOVE and bf16_gemm()
 
+    @cached_property
+    def bf16_steps(self) -> bool:
+        """Whether reflection's steps multiply in bfloat16 too (:data:`BF16_STEPS_D`)."""
+        return self.bf16_start and self.d >= BF16_STEPS_D
+
     def start(self, items):
         return self.Win[items]  # x = w_t: "the dot product is largest when the vectors align" (002 §3.4.1)
 
@@ -191,9 +202,9 @@ class CategorySystem:
         torch tensor of shape (b, n); the relative error factor of each entry (times ||x|| ||w_i|| + |b_i|); and the
         row of each column (None: the rows in order).
 
-        A large float32 layer on a CPU with native bfloat16 products multiplies in bfloat16 (about 4x float32's
-        rate there): the bound is 2^16 times looser, and the few rows it leaves open are measured again in
-        float64 by :meth:`evaluate`."""
+        A large float32 layer of :data:`BF16_STEPS_D` or more columns on a CPU with native bfloat16 products
+        multiplies in bfloat16 (about 4x float32's rate there): the bound is 2^16 times looser, and the few rows it
+        leaves open are measured again in float64 by :meth:`evaluate`."""
         rows = np.arange(len(items))
         if self.device is not None:  # the torch path: true float32 on the device
             import torch
@@ -204,7 +215,7 @@ class CategorySystem:
                 L = Xt @ left[:, : self.d].T + b  # (b, n)
             L[torch.from_numpy(rows).to(self.device), torch.from_numpy(items).to(self.device)] = -torch.inf
             return L, self.kappa, None
-        if self.bf16_start:
+        if self.bf16_steps:
             import torch
 
             # (b, n) bfloat16, columns in the order of self._order, written into one buffer for the whole check:
@@ -266,7 +277,7 @@ class CategorySystem:
         of logits beside its 108 MiB layer). Each row of torch's bfloat16 product on the CPU comes out the same
         whatever the number of rows (measured, bitwise), so cutting a batch changes no result there. numpy's BLAS
         rounds by shape: its path keeps reflect's batch (layers under 1M weights, or CPUs without bfloat16)."""
-        if self.device is None and not self.bf16_start:
+        if self.device is None and not self.bf16_steps:
             return sys.maxsize
         itemsize = 2 if self.device is None else np.dtype(self.dtype).itemsize
         return max(16, max(self.Win.nbytes // 8, 8 << 20) // (itemsize * self.n_rows))
@@ -416,8 +427,8 @@ class CategorySystem:
         which halves the dominant cost of checking a whole vocabulary. With a bias, each block is one product
         of ``[w_i, b_i, 1]`` with ``[w_j, 1, b_j]``, i.e. ``w_i.w_j + b_i + b_j``: the row and column targets'
         logits are its row and column maxima less one bias, with no extra pass over the block. Only running
-        maxima are kept (never an n×n matrix); items that do not win here go through :meth:`evaluate`. In
-        bfloat16, the start points some row certainly beats are kept with the Gram block that beats them, so
+        maxima are kept (never an n×n matrix); items that do not win here go through :meth:`evaluate`. With
+        bfloat16 steps, the start points some row certainly beats are kept with the Gram block that beats them, so
         that :meth:`evaluate` does not measure them against the whole layer again (:meth:`_first_steps`).
         """
         n = self.n_rows
@@ -427,7 +438,7 @@ class CategorySystem:
         # What the bound cannot certify is not measured again here: those items go to the reflection batches, whose
         # first step evaluates the same start points row by row (:meth:`evaluate`).
         margin = self._certified_margin(np.arange(n), self.Win, own, top, eps, kappa)
-        if where is not None:
+        if where is not None and self.bf16_steps:
             err = kappa * (np.sqrt(self.sq) * self.max_norm + 2 * self.max_bias)  # as in _certified_margin
             self._beaten = (np.where(top - err > own + err, where, -1), margin, block)
         return margin
