@@ -91,6 +91,18 @@ def row_squares(X: np.ndarray, block: int = 1024) -> np.ndarray:
     return out
 
 
+def row_moments(W: np.ndarray, block: int = 8192) -> tuple[np.ndarray, np.ndarray]:
+    """The mean row and the mean of w wᵀ over the rows of W, float64, a block of rows at a time (products in W's
+    own dtype, summed in float64: a float32 layer needs no float64 copy)."""
+    n, d = W.shape
+    total, second = np.zeros(d), np.zeros((d, d))
+    for lo in range(0, n, block):
+        Wb = W[lo : lo + block]
+        total += Wb.sum(axis=0, dtype=np.float64)
+        second += Wb.T @ Wb
+    return total / n, second / n
+
+
 def bf16_augmented(W: np.ndarray, b: np.ndarray | None, order: np.ndarray, block_bytes: int = 4 << 20):
     """``[W, b, 1]`` (or W without a bias) as a bfloat16 torch tensor, its rows in the order ``order``, rounded once
     on the copy from float64 or float32, ``block_bytes`` of rows at a time (no reordered copy of the layer, and

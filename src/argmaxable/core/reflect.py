@@ -16,7 +16,7 @@ import numpy as np
 
 from argmaxable.core.backend import release_free_heap
 from argmaxable.core.box import inside, shrink_factors
-from argmaxable.core.systems import GramStart, System
+from argmaxable.core.systems import GramStart, System, Whitening
 
 
 @dataclass
@@ -35,6 +35,14 @@ class ReflectOutcome:
 # from 3.8 to 3.0 rounds and the head from 3.7-3.9 s to 3.1-3.2 s (96: 3.5 s; 192 and 512: 3.2-3.3 s); neutral
 # on the heads whose d is small.
 SEED_STEPS = 128
+
+
+# Reflections from the start point after which an item a :class:`~argmaxable.core.systems.Whitening` system
+# whitens restarts from its whitened point. One: on a whole vocabulary the first reflection's row comes from the
+# Gram pass (no product), and most items its first step proves keep their witnesses; measured on 3000-row samples
+# (benchmarks/RESULTS.md), the items beaten at their start that one reflection leaves unproven take 2-300 more
+# steps from there, and at most 117 from the whitened point (Qwen2.5-Coder-0.5B).
+RESTART_AFTER = 1
 
 
 def stall_window(n: int, d: int) -> int:
@@ -116,7 +124,9 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
                                                                          whole)
         rows.update((int(sl[k]), r) for k, r in seen.items())
         if whole:  # the rows the path does not give, kept until the witnesses are written
-            kept = np.ones(len(sl), dtype=bool) if path is None else ~proven[sl]  # (a path holds the proven ones)
+            kept = np.ones(len(sl), dtype=bool)
+            if path is not None:
+                kept[path.where] = False
             deferred.append((sl, path, kept, x[kept].astype(X.dtype)))
         else:
             X[sl] = x
@@ -204,10 +214,17 @@ class _Recorder:
 def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: float, stall: int,
                    record: bool = False):
     """Reflection for one batch of items: whether each is proven, its steps, its witness or best iterate
-    (float64), the rows that beat the unproven ones, with ``record`` the :class:`Path` of the proven ones (None
-    when not recorded), and each witness's certified margin (NaN where not proven: an item leaves at its first
-    winning step, so its best margin is its witness's)."""
+    (float64), the rows that beat the unproven ones, with ``record`` the :class:`Path` of the proven ones that
+    did not restart (None when not recorded), and each witness's certified margin (NaN where not proven: an item
+    leaves at its first winning step, so its best margin is its witness's).
+
+    In a :class:`~argmaxable.core.systems.Whitening` system that whitens, an item that :data:`RESTART_AFTER`
+    reflections have not proven restarts from its whitened point (:meth:`~Whitening.restart`) and reflects in the
+    metric P from there: x <- x - 2 (a.x + c) / (a.P a) P a, the reflection across the same hyperplane in that
+    metric. Its best margin and stall count start again."""
     B = len(items)
+    whitens = isinstance(system, Whitening) and system.whitens
+    restarted = np.zeros(B, dtype=bool)
     recorder = _Recorder(B, system.d) if record else None
     X = system.start(items).astype(system.dtype)  # (B, d)
     proven = np.zeros(B, dtype=bool)
@@ -226,8 +243,9 @@ def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: f
             fits = active[np.isfinite(scale)]
             shrink = scale[np.isfinite(scale)].astype(X.dtype)
             X[fits] /= shrink[:, None]
-            if recorder is not None:  # (a division by 1 changes no point)
-                recorder.step(scaled=fits[shrink != 1], scale=shrink[shrink != 1])
+            if recorder is not None:  # (a division by 1 changes no point; restarted items are not replayed)
+                rec = (shrink != 1) & ~restarted[fits]
+                recorder.step(scaled=fits[rec], scale=shrink[rec])
         worst, margin = system.evaluate(items[active], X[active], eps)  # one (b × d) @ (d × n) product
         wins = margin > eps  # certified: the rounding of the product is accounted for
         done = active[wins & inside(X[active].astype(np.float64), *box)]
@@ -245,14 +263,22 @@ def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: f
         active, worst = active[~leave], worst[~leave]
         if active.size == 0 or it == patience:
             break
+        if whitens and it == RESTART_AFTER:  # evaluated at the next step
+            X[active] = system.restart(items[active], box)
+            restarted[active], best[active], since[active] = True, -np.inf, 0
+            continue
         a, c = system.rows(items[active], worst)  # (b, d), (b,)
-        sq = np.einsum("bd,bd->b", a, a)
+        direction, metric = a, restarted[active]
+        if metric.any():
+            direction = a.copy()
+            direction[metric] = system.metric(a[metric])
+        sq = np.einsum("bd,bd->b", a, direction)
         movable = sq > 0  # a zero row (duplicate) cannot be reflected across: leave it to the LP
         val = np.einsum("bd,bd->b", a, X[active]) + c
         coef = np.where(movable, 2.0 * val / np.where(movable, sq, 1.0), 0.0)
-        X[active] -= coef[:, None] * a
+        X[active] -= coef[:, None] * direction
         if recorder is not None:
-            recorder.step(moved=active, rows=worst, coef=coef)
+            recorder.step(moved=active[~metric], rows=worst[~metric], coef=coef[~metric])
         for k in active[~movable]:
             seen[int(k)] = np.unique(recent[k][recent[k] >= 0])
         active = active[movable]
@@ -261,5 +287,5 @@ def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: f
     X = X.astype(np.float64)
     tried = ~proven & np.isfinite(best_x[:, 0])
     X[tried] = best_x[tried]  # the exact LP starts from the best iterate, not the last
-    return (proven, steps, X, seen, None if recorder is None else recorder.path(items, proven),
+    return (proven, steps, X, seen, None if recorder is None else recorder.path(items, proven & ~restarted),
             np.where(proven, best, np.nan))

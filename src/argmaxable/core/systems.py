@@ -25,6 +25,7 @@ from argmaxable.core.backend import (
     gram_maxima,
     padded_rows,
     rounding_bound,
+    row_moments,
     row_squares,
 )
 from argmaxable.core.gordan import GordanOutcome, gordan_certificates
@@ -37,8 +38,18 @@ FLOAT32_ABOVE = 200_000
 # Above this many weights the Gram pass of a whole vocabulary runs in bfloat16 where the CPU has native bfloat16
 # products. Below it the pass is short (0.1 s at 6625 x 120) and importing torch to ask would cost about 1 s.
 BF16_ABOVE = 1_000_000
+# Reflection steps multiply in bfloat16 too only for rows at least this wide: there the product is most of a step
+# (LLM heads: SmolLM2 d = 576, Gemma-3 640, Qwen2.5 896). In a narrower layer a step's product is cheap, and
+# bfloat16's argmax (8-bit significands) often reflects across a row other than the most violated one, so more
+# items stall into the LP stage: PP-OCRv6 small (d = 120; every 4th row, bfloat16 emulated) sent 679 items to LP
+# instead of 351, its whole check 2.1x slower than float32 steps (issue 33). Such layers step in float32.
+BF16_STEPS_D = 256
 # Spans of columns, by row norm, each with its own rounding bound in a reflection step's first test.
 BANDS = 16
+# The covariance's eigenvalues below this fraction of the largest are raised to it in the whitening metric
+# (:meth:`CategorySystem.restart`): any positive definite metric is valid, and this one stays finite for rows that
+# span fewer than d dimensions.
+WHITENING_FLOOR = 1e-9
 
 
 class System(Protocol):
@@ -81,6 +92,20 @@ class GramStart(Protocol):
     def release(self) -> None:
         """Drop what the products keep (made again if used later): the whole vocabulary's witnesses are written
         after it (:func:`~argmaxable.core.reflect.reflect`)."""
+        ...
+
+
+@runtime_checkable
+class Whitening(Protocol):
+    """Items whose reflection, once its first step has not proven them, restarts from the first Newton step of the
+    dual and reflects in the metric of that step (categories without a bias: :meth:`CategorySystem.restart`)."""
+
+    whitens: bool  # whether a restart applies to this system
+
+    def restart(self, items: np.ndarray, box) -> np.ndarray: ...
+
+    def metric(self, a: np.ndarray) -> np.ndarray:
+        """The reflection direction of rows ``a`` in the metric (``P a``)."""
         ...
 
 
@@ -130,6 +155,11 @@ class CategorySystem:
         """Whether :meth:`start_margins` multiplies in bfloat16 (a large float32 system on a CPU that has it)."""
         return self.dtype == np.float32 and self.Win.size > BF16_ABOVE and bf16_gemm()
 
+    @cached_property
+    def bf16_steps(self) -> bool:
+        """Whether reflection's steps multiply in bfloat16 too (:data:`BF16_STEPS_D`)."""
+        return self.bf16_start and self.d >= BF16_STEPS_D
+
     def start(self, items):
         return self.Win[items]  # x = w_t: "the dot product is largest when the vectors align" (002 §3.4.1)
 
@@ -177,9 +207,9 @@ class CategorySystem:
         torch tensor of shape (b, n); the relative error factor of each entry (times ||x|| ||w_i|| + |b_i|); and the
         row of each column (None: the rows in order).
 
-        A large float32 layer on a CPU with native bfloat16 products multiplies in bfloat16 (about 4x float32's
-        rate there): the bound is 2^16 times looser, and the few rows it leaves open are measured again in
-        float64 by :meth:`evaluate`."""
+        A large float32 layer of :data:`BF16_STEPS_D` or more columns on a CPU with native bfloat16 products
+        multiplies in bfloat16 (about 4x float32's rate there): the bound is 2^16 times looser, and the few rows it
+        leaves open are measured again in float64 by :meth:`evaluate`."""
         rows = np.arange(len(items))
         if self.device is not None:  # the torch path: true float32 on the device
             import torch
@@ -190,7 +220,7 @@ class CategorySystem:
                 L = Xt @ left[:, : self.d].T + b  # (b, n)
             L[torch.from_numpy(rows).to(self.device), torch.from_numpy(items).to(self.device)] = -torch.inf
             return L, self.kappa, None
-        if self.bf16_start:
+        if self.bf16_steps:
             import torch
 
             # (b, n) bfloat16, columns in the order of self._order, written into one buffer for the whole check:
@@ -252,7 +282,7 @@ class CategorySystem:
         of logits beside its 108 MiB layer). Each row of torch's bfloat16 product on the CPU comes out the same
         whatever the number of rows (measured, bitwise), so cutting a batch changes no result there. numpy's BLAS
         rounds by shape: its path keeps reflect's batch (layers under 1M weights, or CPUs without bfloat16)."""
-        if self.device is None and not self.bf16_start:
+        if self.device is None and not self.bf16_steps:
             return sys.maxsize
         itemsize = 2 if self.device is None else np.dtype(self.dtype).itemsize
         return max(16, max(self.Win.nbytes // 8, 8 << 20) // (itemsize * self.n_rows))
@@ -403,8 +433,8 @@ class CategorySystem:
         which halves the dominant cost of checking a whole vocabulary. With a bias, each block is one product
         of ``[w_i, b_i, 1]`` with ``[w_j, 1, b_j]``, i.e. ``w_i.w_j + b_i + b_j``: the row and column targets'
         logits are its row and column maxima less one bias, with no extra pass over the block. Only running
-        maxima are kept (never an n×n matrix); items that do not win here go through :meth:`evaluate`. In
-        bfloat16, the start points some row certainly beats are kept with the Gram block that beats them, so
+        maxima are kept (never an n×n matrix); items that do not win here go through :meth:`evaluate`. With
+        bfloat16 steps, the start points some row certainly beats are kept with the Gram block that beats them, so
         that :meth:`evaluate` does not measure them against the whole layer again (:meth:`_first_steps`).
         """
         n = self.n_rows
@@ -414,7 +444,7 @@ class CategorySystem:
         # What the bound cannot certify is not measured again here: those items go to the reflection batches, whose
         # first step evaluates the same start points row by row (:meth:`evaluate`).
         margin = self._certified_margin(np.arange(n), self.Win, own, top, eps, kappa)
-        if where is not None:
+        if where is not None and self.bf16_steps:
             err = kappa * (np.sqrt(self.sq) * self.max_norm + 2 * self.max_bias)  # as in _certified_margin
             self._beaten = (np.where(top - err > own + err, where, -1), margin, block)
         return margin
@@ -502,6 +532,39 @@ class CategorySystem:
         """The rows' squared norms in increasing order, and the rows in that order."""
         order = np.argsort(self.sq, kind="stable")
         return self.sq[order], order
+
+    @property
+    def whitens(self) -> bool:
+        """Whether :meth:`restart` applies: a system without a bias, whose regions are cones (the restart point's
+        scale is free)."""
+        return self.homogeneous
+
+    @cached_property
+    def _whitening(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows' mean mu and the inverse P of their covariance (float64; eigenvalues floored at
+        :data:`WHITENING_FLOOR` of the largest, so that P is positive definite for any layer)."""
+        mean, second = row_moments(self.Win)
+        cov = second - np.outer(mean, mean)
+        values, vectors = np.linalg.eigh((cov + cov.T) / 2)
+        values = np.maximum(values, WHITENING_FLOOR * max(float(values[-1]), np.finfo(np.float64).tiny))
+        return mean, (vectors / values) @ vectors.T
+
+    def restart(self, items, box):
+        """Points to restart reflection from: x = P (w_t - mu), the first Newton step, from uniform weights, of the
+        dual problem min_theta log sum_i exp(w_i.theta) - w_t.theta (whose minimum exists iff w_t lies inside the
+        hull). It is the direction in which w_t stands out most from the rows in the metric of their spread: an LLM
+        head whose rows share a direction and spread unevenly (Qwen2.5's under-trained tokens: low norms near the
+        mean) has most of its items beaten at x = w_t won at this point, the rest in a few reflections in the
+        metric P (:meth:`metric`). Scaled to twice the box's reach: the next step scales it onto the box."""
+        mean, P = self._whitening
+        X = (np.asarray(self.Win[items], dtype=np.float64) - mean) @ P
+        top = np.abs(X).max(axis=1, keepdims=True)
+        reach = 2 * float(np.maximum(np.abs(box[0]), np.abs(box[1])).max())
+        return (X * (reach / np.where(top > 0, top, 1.0))).astype(self.dtype)
+
+    def metric(self, a):
+        """Reflection directions in the metric P of :meth:`restart`: ``a P`` (rows ``a``), in ``a``'s dtype."""
+        return a @ self._whitening[1].astype(a.dtype)
 
     def certificate_pool(self, box, eps):
         """The dual stage (:mod:`supports`): certificates' supports serve every category."""
