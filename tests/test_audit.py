@@ -91,7 +91,7 @@ def test_witnesses_of_a_cone_move_out_by_powers_of_two():
     factor = scale_witnesses(res, box)
     arg = res.status == "argmaxable"
     reflected = arg & (res.lp_rounds == 0)  # an LP's point, or a whitened restart's, may sit on the box already
-    assert (factor[arg] >= 1).all() and (np.log2(factor) % 1 == 0).all() and (factor[reflected] >= 16).sum() > 10
+    assert (factor[arg] >= 1).all() and (np.log2(factor) % 1 == 0).all() and (factor[reflected] >= 16).sum() >= 8
     np.testing.assert_array_equal(res.witness[arg], X0[arg] * factor[arg, None])
     np.testing.assert_array_equal(res.radius[arg], before[arg] * factor[arg])
     assert (np.abs(res.witness[arg]) <= 100).all() and (np.abs(res.witness[arg]).max(axis=1) > 50).all()
