@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import argmaxable as am
-from argmaxable.core import CheckResult, chebyshev
+from argmaxable.core import CheckResult, chebyshev, exact
 from argmaxable.core.exact import _LP, MAX_COLUMNS, _next_basis, _pivot, settle
 
 EPS = 1e-8
@@ -248,3 +248,14 @@ def test_a_decided_status_may_leave_its_region_open():
     assert am.verify_certificate(forge(res, region="", witness=None), W, b, items=items)[0]
     assert not am.verify_certificate(forge(res, region="", decided="region"), W, b, items=items)[0]
     assert not am.verify_certificate(forge(res, region="", rows=(0,), weights=("1",)), W, b, items=items)[0]
+
+
+def test_a_checks_budget_of_bases_leaves_the_rest_undecided(monkeypatch):
+    """Once the check's budget of rational bases is spent, the items left stay undecided, saying so; the ones
+    settled before keep their evidence."""
+    W, b, items = slab(2 * np.sqrt(2) * EPS * (1 + 1e-9))
+    monkeypatch.setattr(exact, "CHECK_STEPS", 1)
+    res = am.check_assignments(W, items * 2, b)
+    assert res.exact[0].decided == "radius" and res.status[0] == "argmaxable"
+    assert res.status[1] == "undecided" and 1 not in res.exact
+    assert "budget of 1 rational bases is spent" in res.message[1]
