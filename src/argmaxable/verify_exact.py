@@ -11,7 +11,8 @@ arithmetic, with no square root taken where a square decides:
   ``v = sum y_i a_i`` and ``N = sup_box(-v . x) - sum y_i c_i``, either N <= 0 (no point of the box satisfies
   every row: a Farkas / Gordan certificate) or r > 0 and ``N <= r sum y_i l_i``, where ``l_i <= ||a_i||`` is an
   integer square root to :data:`SQRT_BITS` bits (the radius is at most ``N / sum y_i ||a_i||``);
-- the region (radius > 0, no norms involved): "yes" needs the witness at margin 0, "no" the weights with N <= 0.
+- the region (radius > 0, no norms involved): "yes" needs the witness at margin 0, "no" the weights with N <= 0;
+  "" (left open) is allowed only beside a decided status.
 
 Categories' rows are every other category with a finite bias (a bias of -inf never binds); label sets' rows are
 every label.
@@ -68,8 +69,8 @@ def with_exact(result, W, b, signs, lo, hi, witnesses, certificates):
             region[p] = _witness_holds(rows_of(p), layer, rec.witness, 0.0)
         elif rec.region == "no":
             region[p] = _weights_hold(rows_of(p), layer, rec, 0.0)
-        else:
-            region[p] = False
+        else:  # a status decided before the region: nothing to check, unless the region is all it claims
+            region[p] = rec.decided == "radius" and rec.region == ""
     if len(known) != len(exact):  # evidence for no item of the result: the whole result is suspect
         region[:] = False
     return exact_witnesses, exact_certificates, region

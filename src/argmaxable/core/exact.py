@@ -6,10 +6,13 @@ lower approximations ``n_i <= ||a_i||`` (integer square roots to ``bits`` bits)
     maximise t   subject to   a_i . x + c_i + n_i t <= 0,   lo <= x <= hi
 
 has an exact rational optimum ``(x*, t*)`` with exact dual weights ``mu >= 0`` over its tight rows
-(``sum mu_i n_i = 1``). The stage starts from HiGHS's final basis over the rows near the float LP's best point,
-solves that basis in rational arithmetic (python-flint), pivots in rational arithmetic (Bland's rule: it
-terminates) until the basis is optimal over its rows, and adds the rows the rational point violates until none
-does. At that optimum:
+(``sum mu_i n_i = 1``). The stage starts from HiGHS's final basis over the rows near the float LP's best point and
+evaluates a sequence of bases in rational arithmetic (python-flint): each next basis is HiGHS's optimum on the
+current basis' tableau (computed at :data:`TABLEAU_BITS` bits, so HiGHS's float64 pivots see the thin region's
+geometry), or one rational simplex pivot where that basis was met before; the rows the rational point violates
+are added as they appear. Every basis, optimal or not, is judged (:func:`_decide`): its point with the margin it
+attains and its non-negative multipliers are evidence in their own right, so the stage stops at the first basis
+that decides, and after :data:`STEPS` bases reports the item undecided with that reason. At the optimum:
 
 - every row holds ``-(a_i . x* + c_i) >= n_i t*``, so x* has margin at least ``t* (1 - 2^-bits)``: beyond eps, x*
   is a rational witness (argmaxable); for any t* > 0 the region ``{x in box : A x + c < 0}`` is non-empty, the
@@ -39,15 +42,19 @@ from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE, UNDECIDED, ExactRec
 BITS = (64, 256)
 # A rational solve costs O(d^3) big-number operations: wider items stay undecided, with that reason.
 MAX_COLUMNS = 256
-# Rational simplex pivots per item: from HiGHS's basis a thin DFT region took 35 (measured, d = 35); beyond this
-# budget (tens of CPU-seconds at d = 35) the item stays undecided, with that reason.
-MAX_PIVOTS = 500
-# Pivots chosen by the largest violation or multiplier before Bland's rule takes over.
-GREEDY = 200
-
-
-class _Budget(Exception):
-    """The rational simplex ran out of pivots."""
+# Bases evaluated in rational arithmetic per item (two rational solves each; then a HiGHS solve on the tableau or
+# one rational pivot): the thin DFT regions measured took 1 to 40, about 0.1 s each at d = 35; beyond this budget
+# the item stays undecided, with that reason.
+STEPS = 60
+# Bases spent on the region of an item once its status is decided (by this stage or, with ``regions``, before).
+REGION_STEPS = 20
+# Bases per check, all items together: on a trained DFT head (debtags, d = 2, 843 distinct assignments) the 28
+# items its float LP left undecided took about 1150 bases, 73 CPU-seconds; past this budget the rest stay
+# undecided, with that reason (regions: left unsettled), so one check's exact stage stays near 100 CPU-seconds.
+CHECK_STEPS = 1500
+# Working precision (bits) of the tableau handed to HiGHS: its rows in the basis' coordinates, near enough to exact
+# that HiGHS's float64 pivots see the thin region's geometry.
+TABLEAU_BITS = 128
 
 
 @dataclass
@@ -63,11 +70,15 @@ class Settled:
     lower, upper : float
         Certified bounds on the radius (NaN: none).
     x : list of Fraction or None
-        The rational optimum x*, kept where it proves something (t* > 0).
+        A rational point inside the region, where it is non-empty.
     rows : ndarray of int
         Rows of the dual weights (positions of the item's system); ``weights`` the weights (Fractions).
     message : str
         The evidence, or why the item stays undecided.
+    optimal : bool
+        Whether the evidence is an optimal basis' (then only a radius within 2^-bits of eps stays undecided).
+    bases : int
+        The rational bases evaluated.
     """
 
     status: str
@@ -78,6 +89,8 @@ class Settled:
     rows: np.ndarray
     weights: list
     message: str
+    optimal: bool = False
+    bases: int = 0
 
     @property
     def inside(self) -> str:
@@ -86,11 +99,9 @@ class Settled:
             return "the region {x in box : A x + c < 0} is non-empty (a rational point inside it)"
         return "the region {x in box : A x + c < 0} is empty (rational Farkas weights)" if self.region else ""
 
-    def record(self, rows: np.ndarray, decided: str) -> ExactRecord | None:
+    def record(self, rows: np.ndarray, decided: str) -> ExactRecord:
         """The rational evidence as the result keeps it, its weights over ``rows`` (the result's names for
-        :attr:`rows`) scaled to coprime integers; None where not even the region was decided."""
-        if not self.region:
-            return None
+        :attr:`rows`) scaled to coprime integers."""
         scale = lcm(*(w.denominator for w in self.weights))
         ints = [int(w * scale) for w in self.weights]
         common = gcd(*ints) or 1
@@ -112,17 +123,23 @@ class Exact:
         todo = open_
         if self.settings.regions:
             todo = np.union1d(open_, np.flatnonzero(ledger.status == UNARGMAXABLE))
+        spent = 0
         for pos in todo:
             item = int(ledger.items[pos])
             start = ledger.starts.get(int(pos))
-            out = settle(system.dense_terms(item), self.box, self.settings.eps,
-                         None if start is None else start.x, None if start is None else start.rows)
+            steps = min(STEPS if ledger.status[pos] == UNDECIDED else REGION_STEPS, CHECK_STEPS - spent)
+            if steps <= 0:
+                out = _open(f"exact stage not run: this check's budget of {CHECK_STEPS} rational bases is spent")
+            else:
+                out = settle(system.dense_terms(item), self.box, self.settings.eps,
+                             None if start is None else start.x, None if start is None else start.rows, steps)
+                spent += out.bases
             rows = out.rows if self.map_rows is None else self.map_rows(item, out.rows)
             ledger.settle(int(pos), self.name, out, np.asarray(rows, dtype=np.int64))
         return open_[ledger.status[open_] == UNDECIDED]
 
 
-def settle(terms, box, eps: float, x0=None, seeds=None) -> Settled:
+def settle(terms, box, eps: float, x0=None, seeds=None, steps: int = STEPS) -> Settled:
     """Decide radius > eps, and radius > 0, for the system ``A x + c < 0`` in ``box`` exactly.
 
     Parameters
@@ -136,6 +153,8 @@ def settle(terms, box, eps: float, x0=None, seeds=None) -> Settled:
     x0, seeds : optional
         The float LP's best point and rows (its certificate's): the first rows taken are those nearest to
         violation at x0, and the seeds.
+    steps : int
+        Bases evaluated at most (:data:`REGION_STEPS` more once the status is decided).
 
     Returns
     -------
@@ -148,7 +167,7 @@ def settle(terms, box, eps: float, x0=None, seeds=None) -> Settled:
     m, d = A.shape
     if d > MAX_COLUMNS:
         return _open(f"exact stage not run: {d} columns exceed its limit of {MAX_COLUMNS} (rational solves cost "
-                     "O(d^3) per pivot)")
+                     "O(d^3) each)")
     live = np.flatnonzero((A != 0).any(axis=1))  # a zero row that holds (c_i < 0) constrains nothing
     if live.size < m and (c[np.setdiff1d(np.arange(m), live)] >= 0).any():
         i = int(np.flatnonzero(~(A != 0).any(axis=1) & (c >= 0))[0])
@@ -156,29 +175,40 @@ def settle(terms, box, eps: float, x0=None, seeds=None) -> Settled:
                        f"exact stage: row {i} is identically zero with offset >= 0: the region is empty")
     if not live.size:
         return _open("exact stage: no row constrains the item")
-    working = _first_rows(A, c, live, lo, hi, x0, seeds, d)
-    budget = [MAX_PIVOTS]
-    K = None
-    for bits in BITS:
-        lp = _LP(terms, lo, hi, bits)
-        lp.add_rows(working)
-        if K is None:
-            K = _float_basis(lp, A, c, lo, hi) or lp.dual_start(2 * d)
+    lp = _LP(terms, lo, hi, BITS[0])
+    lp.add_rows(_first_rows(A, c, live, lo, hi, x0, seeds, d))
+    K = _float_basis(lp, A, c, lo, hi) or lp.dual_start(2 * d)
+    found, seen, step = None, set(), 0
+    while step < steps:
+        step += 1
         try:
-            while True:
-                K, z, lam = _optimise(lp, K, budget)
-                x, t = [z[j, 0] for j in range(d)], z[d, 0]
-                new = _violated(lp, A, c, live, x, t)
-                if not new.size:
-                    break
-                lp.add_rows(new)
-        except _Budget:
-            return _open(f"exact stage: no rational optimum within {MAX_PIVOTS} simplex pivots")
-        out = _decide(lp, K, lam, x, t, eps, bits)
-        if out.status != UNDECIDED or bits == BITS[-1]:
-            return out
-        working = np.asarray(lp.row[2 * d :], dtype=np.int64)  # same positions at more bits: K carries over
-    raise AssertionError("unreachable")
+            z, lam, M = lp.vertex(K)
+        except ZeroDivisionError:  # HiGHS's basis is singular in exact arithmetic
+            K = lp.dual_start(2 * d)
+            continue
+        lp.add_rows(_violated(lp, A, c, live, z))  # appended: K's positions stand
+        slack = lp.slack(z)
+        out = _decide(lp, K, lam, z, slack, eps, step)
+        out.bases = step
+        if out.status != UNDECIDED:
+            if out.region:
+                return out
+            if found is None:
+                found, steps = out, min(steps, step + REGION_STEPS)
+        elif out.optimal:  # the radius lies within 2^-bits of eps: the same constraints with finer norms
+            if lp.bits == BITS[-1]:
+                return out
+            lp = lp.refined(BITS[-1])
+            continue
+        K = _next_basis(lp, K, lam, M, slack, seen)
+    if found is not None:
+        found.message += f"; its region stays undecided within {steps} rational bases"
+        found.bases = step
+        return found
+    out = _open(f"exact stage: none of {steps} rational bases decides radius > eps={eps:g} (a thin, nearly "
+                "degenerate region, or the check's budget)")
+    out.bases = step
+    return out
 
 
 def _open(message: str) -> Settled:
@@ -233,17 +263,19 @@ def _row_constraints(terms, rows: np.ndarray, bits: int, d: int):
 
 class _LP:
     """max t over z = (x, t) subject to ``g_k . z <= h_k`` (integers): the box's 2d bounds (x_j <= hi_j at 2j,
-    -x_j <= -lo_j at 2j + 1), then the working rows in the order added; a constraint's position is its index for
-    Bland's rule. A row's constraint as stated (``a_i . x + n_i t <= -c_i``) is 2^scale times ``(g, h)``."""
+    -x_j <= -lo_j at 2j + 1), then the working rows in the order added; a constraint's position is its index. A
+    row's constraint as stated (``a_i . x + n_i t <= -c_i``) is 2^scale times ``(g, h)``."""
 
     def __init__(self, terms, lo: np.ndarray, hi: np.ndarray, bits: int):
         self.terms, self.bits, self.d = terms, bits, len(lo)
+        self.lo, self.hi = lo, hi
         self.g: list[list[int]] = []
         self.size: list[float] = []
         self.h: list[int] = []
         self.scale: list[int] = []
         self.row: list[int] = []  # the system row of each constraint, -1 for a bound
         self.index: dict[int, int] = {}  # system row -> position
+        self._G = None
         self.box = [(Fraction(float(a)), Fraction(float(b))) for a, b in zip(lo, hi, strict=True)]
         for j, (a, b) in enumerate(self.box):
             for sign, v in ((1, b), (-1, a)):
@@ -267,12 +299,19 @@ class _LP:
                 self.index[int(i)] = len(self.g)
                 self._append(g, h, scale, int(i))
 
+    def refined(self, bits: int) -> _LP:
+        """The same constraints, in the same positions, with the norms to ``bits`` bits."""
+        out = _LP(self.terms, self.lo, self.hi, bits)
+        out.add_rows(self.row[2 * self.d :])
+        return out
+
     def matrices(self):
-        """(G, h) of every constraint as rational matrices (kept until a row is added)."""
-        from flint import fmpq_mat, fmpz_mat
+        """(G, h, G transposed) of every constraint as integer matrices (kept until a row is added)."""
+        from flint import fmpz_mat
 
         if self._G is None:
-            self._G = fmpq_mat(fmpz_mat(self.g)), fmpq_mat(fmpz_mat([[h] for h in self.h]))
+            G = fmpz_mat(self.g)
+            self._G = G, fmpz_mat([[h] for h in self.h]), G.transpose()
         return self._G
 
     def vertex(self, K):
@@ -285,6 +324,15 @@ class _LP:
         lam = M.transpose().solve(fmpz_mat([[0]] * self.d + [[1]]))
         return z, lam, M
 
+    def slack(self, z) -> list:
+        """``h_k - g_k . z`` of every constraint (fmpq), from one integer product."""
+        from flint import fmpq
+
+        G, h, _ = self.matrices()
+        num, den = z.numer_denom()
+        S = h * den - G * num
+        return [fmpq(v, den) for v in S.entries()]
+
     def dual_start(self, r: int) -> list[int]:
         """A dual-feasible basis: row constraint ``r`` and, per coordinate, the bound where a_r . x is least (the
         multipliers are 1 / n_r and |a_rj| / n_r up to scale, all >= 0)."""
@@ -292,45 +340,84 @@ class _LP:
         return [r] + [2 * j + (1 if g[j] > 0 else 0) for j in range(self.d)]
 
 
-def _optimise(lp: _LP, K: list[int], budget: list[int]):
-    """Pivot from basis K to an optimum over ``lp``'s constraints in rational arithmetic: the dual simplex while the
-    multipliers are >= 0, the primal simplex while the point is feasible, and a restart from a dual-feasible basis
-    when neither holds. The first :data:`GREEDY` pivots take the largest violation or multiplier (judged in
-    float64; every sign is exact), then Bland's rule (the smallest position), which terminates. Returns
-    ``(K, z, lambda)``."""
+def _next_basis(lp: _LP, K: list[int], lam, M, slack: list, seen: set) -> list[int]:
+    """The basis to evaluate after K: HiGHS's optimum on K's tableau the first time K is met and where it is new,
+    else one rational simplex pivot."""
+    key = frozenset(K)
+    if key not in seen:
+        seen.add(key)
+        K2 = _tableau_basis(lp, K, lam, M, slack)
+        if K2 is not None and frozenset(K2) not in seen:
+            return K2
+    return _pivot(lp, K, lam, M, slack)
+
+
+def _tableau_basis(lp: _LP, K: list[int], lam, M, slack: list) -> list[int] | None:
+    """HiGHS's optimal basis for the LP in the coordinates of K's slacks u (z = z_K - B^-1 u): maximise
+    ``-lambda . u`` subject to u >= 0 and ``-T_k u <= slack_k`` for the other constraints, with the tableau
+    ``T = G B^-1`` computed at :data:`TABLEAU_BITS` bits (HiGHS on the original rows sees a thin region's
+    bases through B's condition number; here its errors are those of the tableau's entries). None where HiGHS
+    gives no basis of d + 1 constraints."""
+    import highspy
+    from flint import arb_mat, ctx
+
+    d1 = lp.d + 1
+    inside = set(K)
+    others = np.asarray([k for k in range(len(lp.g)) if k not in inside], dtype=np.int64)
+    if not others.size:
+        return None
+    with ctx.workprec(TABLEAU_BITS):
+        X = arb_mat(M.transpose()).solve(arb_mat(lp.matrices()[2]), algorithm="approx")
+    T = np.array([float(v.mid()) for v in X.entries()]).reshape(d1, -1).T[others]
+    s = np.array([_to_float(slack[k]) for k in others])
+    cost = -np.array([_to_float(lam[i, 0]) for i in range(d1)])
+    scale = np.abs(T).max(axis=1)
+    keep = (scale > 0) & np.isfinite(scale) & np.isfinite(s)
+    T, s, others = T[keep] / scale[keep, None], s[keep] / scale[keep], others[keep]
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    h.setOptionValue("presolve", "off")
+    inf = highspy.kHighsInf
+    h.addVars(d1, np.zeros(d1), np.full(d1, inf))
+    h.changeColsCost(d1, np.arange(d1, dtype=np.int32), cost / max(np.abs(cost).max(), 1e-300))
+    h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+    k = len(others)
+    h.addRows(k, np.full(k, -inf), s, k * d1, np.arange(k, dtype=np.int32) * d1,
+              np.tile(np.arange(d1, dtype=np.int32), k), -T.ravel())
+    h.run()
+    basis = h.getBasis()
+    basic = highspy.HighsBasisStatus.kBasic
+    out = [K[i] for i, st in enumerate(basis.col_status) if st != basic]
+    out += [int(others[r]) for r, st in enumerate(basis.row_status) if st != basic]
+    return out if len(out) == d1 else None
+
+
+def _pivot(lp: _LP, K: list[int], lam, M, slack: list) -> list[int]:
+    """One rational simplex pivot from K: dual (a violated constraint enters, by the largest violation) while the
+    multipliers are >= 0, primal (a negative multiplier's constraint leaves, the first one the move meets enters)
+    while the point is feasible, else a dual-feasible restart. Ties and signs are exact; only the choice among
+    candidates is judged in float64."""
     from flint import fmpz_mat
 
-    phase, pivots = None, 0
-    while True:
-        try:
-            z, lam, M = lp.vertex(K)
-        except ZeroDivisionError:  # the float basis was singular in exact arithmetic
-            K, phase = lp.dual_start(2 * lp.d), "dual"
-            continue
-        G, h = lp.matrices()
-        slack = h - G * z
-        violated = [k for k in range(slack.nrows()) if slack[k, 0] < 0]
-        negative = [i for i in range(lp.d + 1) if lam[i, 0] < 0]
-        if not violated and not negative:
-            return K, z, lam
-        if budget[0] <= 0:
-            raise _Budget
-        budget[0] -= 1
-        greedy, pivots = pivots < GREEDY, pivots + 1
-        if phase is None:
-            phase = "dual" if not negative else "primal" if not violated else "restart"
-        K = list(K)
-        if phase == "restart":
-            K, phase = lp.dual_start(2 * lp.d), "dual"
-        elif phase == "dual":  # a violated constraint enters; the one leaving keeps every multiplier >= 0
-            enter = min(violated, key=lambda k: _to_float(slack[k, 0]) / lp.size[k]) if greedy else violated[0]
-            w = M.transpose().solve(fmpz_mat([[v] for v in lp.g[enter]]))
-            K[min((lam[i, 0] / w[i, 0], K[i], i) for i in range(lp.d + 1) if w[i, 0] > 0)[2]] = enter
-        else:  # a constraint with a negative multiplier leaves; the first one the move meets enters
-            i = min(negative, key=lambda i: _to_float(lam[i, 0]) * lp.size[K[i]] if greedy else K[i])
-            delta = M.solve(fmpz_mat([[-1 if j == i else 0] for j in range(lp.d + 1)]))
-            rate = G * delta
-            K[i] = min((slack[k, 0] / rate[k, 0], k) for k in range(rate.nrows()) if rate[k, 0] > 0 and k not in K)[1]
+    d1 = lp.d + 1
+    violated = [k for k, v in enumerate(slack) if v < 0]
+    negative = [i for i in range(d1) if lam[i, 0] < 0]
+    K = list(K)
+    if not negative:
+        enter = min(violated, key=lambda k: _to_float(slack[k]) / lp.size[k])
+        w = M.transpose().solve(fmpz_mat([[v] for v in lp.g[enter]]))
+        K[min((lam[i, 0] / w[i, 0], K[i], i) for i in range(d1) if w[i, 0] > 0)[2]] = enter
+        return K
+    if violated:
+        return lp.dual_start(2 * lp.d)
+    i = min(negative, key=lambda i: _to_float(lam[i, 0]) * lp.size[K[i]])
+    delta = M.solve(fmpz_mat([[-1 if j == i else 0] for j in range(d1)]))
+    num, den = delta.numer_denom()
+    rate = (lp.matrices()[0] * num).entries()  # G . delta, times den > 0
+    inside = set(K)
+    K[i] = min((slack[k] * den / rate[k], k) for k in range(len(rate)) if rate[k] > 0 and k not in inside)[1]
+    return K
 
 
 # HiGHS's simplex variants tried in turn for the float basis: its dual simplex breaks down (kError) on some nearly
@@ -364,14 +451,14 @@ def _float_basis(lp: _LP, A: np.ndarray, c: np.ndarray, lo, hi) -> list[int] | N
     return K if len(K) == lp.d + 1 else None
 
 
-def _violated(lp: _LP, A, c, live, x, t) -> np.ndarray:
-    """The system's live rows outside the LP that (x, t) violates: a float64 pass with a rounding bound rules out
-    the rows that hold by more than it, the rest are evaluated exactly."""
-    from flint import fmpq_mat, fmpz_mat
+def _violated(lp: _LP, A, c, live, z) -> np.ndarray:
+    """The system's live rows outside the LP that z = (x, t) violates: a float64 pass with a rounding bound rules
+    out the rows that hold by more than it, the rest are evaluated exactly."""
+    from flint import fmpz_mat
 
     d = lp.d
-    xf = np.array([_to_float(v) for v in x])
-    tf = _to_float(t)
+    xf = np.array([_to_float(z[j, 0]) for j in range(d)])
+    tf = _to_float(z[d, 0])
     Al, cl = A[live], c[live]
     norms = row_norms(Al)
     val = Al @ xf + cl + tf * norms
@@ -383,9 +470,9 @@ def _violated(lp: _LP, A, c, live, x, t) -> np.ndarray:
     if not cand.size:
         return cand
     rows = _row_constraints(lp.terms, cand, lp.bits, d)
-    z = fmpq_mat([[v] for v in x] + [[t]])
-    value = fmpq_mat(fmpz_mat([g for g, _, _ in rows])) * z
-    return cand[[k for k, (_, h, _) in enumerate(rows) if value[k, 0] > h]]
+    num, den = z.numer_denom()
+    value = (fmpz_mat([g for g, _, _ in rows]) * num).entries()  # g . z, times den > 0
+    return cand[[k for k, (_, h, _) in enumerate(rows) if value[k] > h * den]]
 
 
 def _to_float(q) -> float:
@@ -396,48 +483,65 @@ def _to_float(q) -> float:
         return -np.inf if q.p < 0 else np.inf
 
 
-def _decide(lp: _LP, K, lam, x, t, eps: float, bits: int) -> Settled:
-    """The verdicts and the evidence at the rational optimum (x, t) with multipliers lam over basis K."""
-    d = lp.d
-    pairs = [(lp.row[k], Fraction(int(lam[i, 0].p), int(lam[i, 0].q)) * Fraction(2) ** -lp.scale[k])
-             for i, k in enumerate(K) if lp.row[k] >= 0 and lam[i, 0] != 0]
-    rows = np.asarray([i for i, _ in pairs], dtype=np.int64)
-    mu = [w for _, w in pairs]
-    R, E = _integer_rows(lp.terms, rows)
-    v = [sum((w * Fraction(int(Ri[j])) * Fraction(2) ** int(Ei) for w, Ri, Ei in zip(mu, R, E, strict=True)),
-             Fraction(0)) for j in range(d + 1)]
-    num = sum((max(-v[j] * a, -v[j] * b) for j, (a, b) in enumerate(lp.box)), Fraction(0)) - v[d]
-    tq = Fraction(int(t.p), int(t.q))
-    eps_q = Fraction(float(eps))
-    shrink = 1 - Fraction(1, 2**bits)  # margins are at least t n_i / ||a_i|| >= t (1 - 2^-bits)
-    # radius <= N / sum mu_i ||a_i||, and sum mu_i ||a_i|| >= sum mu_i n_i = 1 (the t-column of lambda's equation)
-    upper = _up(num) if num >= 0 else _up(num * shrink)
-    lower = _down(tq * shrink) if tq > 0 else _down(tq)
-    region = "yes" if tq > 0 else "no"
-    xs = [Fraction(int(v.p), int(v.q)) for v in x] if tq > 0 else None
-    what = f"exact stage (rational LP optimum t* = {float(tq):.3g}, norms to {bits} bits): "
-    if tq * shrink > eps_q:
-        return Settled(ARGMAXABLE, region, lower, upper, xs, rows, mu,
-                       what + f"a rational witness with margin > eps={eps:g}")
-    out = Settled(UNDECIDED, region, lower, upper, xs, rows, mu, "")
-    if num <= eps_q:
+def _decide(lp: _LP, K: list[int], lam, z, slack: list, eps: float, step: int) -> Settled:
+    """The verdicts and the evidence at basis K, optimal or not. Its point x (from z) satisfies every constraint
+    at ``t_x``: z's t, lowered to ``t + slack_k / g_kt`` for each row it violates (none: x leaves the box), so its
+    margin is at least t_x (1 - 2^-bits). Its multipliers over the rows, the negative ones dropped, are weights
+    ``mu >= 0``: ``N = sup_box(-v . x) - sum mu_i c_i`` with ``v = sum mu_i a_i`` bounds the radius by
+    ``N / sum mu_i ||a_i|| <= N / sum mu_i n_i``, and N <= 0 empties the region. At an optimum no multiplier is
+    negative and t_x = N = t*."""
+    from flint import fmpq, fmpq_mat, fmpz_mat
+
+    d, bits = lp.d, lp.bits
+    t = z[d, 0]
+    tx = t
+    for k, v in enumerate(slack):
+        if v < 0:
+            if lp.row[k] < 0:
+                tx = None
+                break
+            tx = min(tx, t + v / lp.g[k][d])
+    chosen = [(i, k) for i, k in enumerate(K) if lp.row[k] >= 0 and lam[i, 0] > 0]
+    optimal = tx is not None and tx == t and all(lam[i, 0] >= 0 for i in range(d + 1))
+    rows = np.asarray([lp.row[k] for _, k in chosen], dtype=np.int64)
+    weights = [lam[i, 0] for i, _ in chosen]
+    if chosen:  # mu_i a_i = lambda_k g_k[:d] and mu_i c_i = -lambda_k h_k: the scales cancel
+        v = fmpz_mat([lp.g[k] for _, k in chosen]).transpose() * fmpq_mat([[w] for w in weights])
+        total = v[d, 0]  # sum mu_i n_i
+        num = sum((max(-v[j, 0] * fmpq(a.numerator, a.denominator), -v[j, 0] * fmpq(b.numerator, b.denominator))
+                   for j, (a, b) in enumerate(lp.box)), fmpq(0))
+        num += sum((w * lp.h[k] for w, (_, k) in zip(weights, chosen, strict=True)), fmpq(0))
+    shrink = 1 - fmpq(1, 2**bits)  # margins are at least t n_i / ||a_i|| >= t (1 - 2^-bits)
+    # radius <= N / sum mu_i ||a_i||, and sum mu_i ||a_i|| lies in [total, total / shrink]
+    upper = np.inf if not chosen else _up(num / total) if num >= 0 else _up(num * shrink / total)
+    lower = np.nan if tx is None else _down(tx * shrink) if tx > 0 else _down(tx)
+    region = "yes" if tx is not None and tx > 0 else "no" if chosen and num <= 0 else ""
+    xs = [Fraction(int(z[j, 0].p), int(z[j, 0].q)) for j in range(d)] if region == "yes" else None
+    mu = [Fraction(int(w.p), int(w.q)) * Fraction(2) ** -lp.scale[k] for w, (_, k) in zip(weights, chosen,
+                                                                                       strict=True)]
+    out = Settled(UNDECIDED, region, lower, upper, xs, rows, mu, "", optimal)
+    what = f"exact stage (norms to {bits} bits, {step} rational bases): "
+    eps_q = fmpq(*Fraction(float(eps)).as_integer_ratio())
+    if tx is not None and tx * shrink > eps_q:
+        out.status = ARGMAXABLE
+        out.message = what + f"a rational witness with margin > eps={eps:g} (t = {_to_float(tx):.3g})"
+    elif chosen and num <= eps_q * total:
         out.status = UNARGMAXABLE
-        out.message = what + f"radius <= eps={eps:g} by rational dual weights over {len(rows)} rows; {out.inside}"
-    else:
-        out.message = (what + f"the radius lies within 2^-{bits} of eps={eps:g} relative (norms are irrational): "
-                       f"undecided; {out.inside}")
+        out.message = what + f"radius <= {upper:.3g} <= eps={eps:g} by rational dual weights over {len(rows)} rows"
+    elif optimal:
+        out.message = what + f"the radius lies within 2^-{bits} of eps={eps:g} relative (norms are irrational)"
+    out.message = "; ".join(filter(None, [out.message, out.inside]))
     return out
 
 
-def _down(q: Fraction) -> float:
-    """A float64 at most q (-inf, or the largest float, beyond range)."""
-    try:
-        f = float(q)
-    except OverflowError:
-        return -np.inf if q < 0 else float(np.finfo(np.float64).max)
-    return float(np.nextafter(f, -np.inf)) if Fraction(f) > q else f
+def _down(q) -> float:
+    """A float64 at most the rational q (fmpq): -inf, or the largest float, beyond range."""
+    f = _to_float(q)
+    if np.isinf(f):
+        return -np.inf if f < 0 else float(np.finfo(np.float64).max)
+    return float(np.nextafter(f, -np.inf)) if Fraction(f) > Fraction(int(q.p), int(q.q)) else f
 
 
-def _up(q: Fraction) -> float:
+def _up(q) -> float:
     """A float64 at least q."""
     return -_down(-q)

@@ -101,11 +101,11 @@ class Ledger:
             return
         self.bound(pos, out.lower, out.upper)
         self.message[pos] = out.message
-        if not out.region:
-            return
-        self.exact[pos] = out.record(rows, "radius" if out.status != UNDECIDED else "region")
         if out.status == UNDECIDED:
+            if out.region:
+                self.exact[pos] = out.record(rows, "region")
             return
+        self.exact[pos] = out.record(rows, "radius")
         self.status[pos], self.stage[pos], self.radius_exact[pos] = out.status, stage, True
         self.certificates[pos] = (rows, np.array([float(w) for w in out.weights]))
         if out.status == ARGMAXABLE:

@@ -25,8 +25,9 @@ class ExactRecord(NamedTuple):
         Which questions it decided: "radius", the item's status and answers (radius > eps, > each threshold) and
         its region; "region", its region alone (the status stands on the float stages' evidence, or is
         undecided).
-    region : "yes" or "no"
-        Whether ``{x in box : A x + c < 0}`` is non-empty (radius > 0, the norm-free question).
+    region : "yes", "no" or ""
+        Whether ``{x in box : A x + c < 0}`` is non-empty (radius > 0, the norm-free question); "" where the
+        stage decided the status within its budget but not the region (``decided == "radius"`` only).
     witness : tuple of str, or None
         A rational point (one value per column of the item's system) inside the region, where it is non-empty.
     rows : tuple of int
@@ -130,7 +131,7 @@ class CheckResult:
         """One row per item: item, status, radius, radius_upper, radius_exact, steps, lp_rounds, witness_norm,
         message, and one column per threshold answered (eps_argmaxable, one_argmaxable: yes/no/undecided); where
         the exact stage settled items, ``exact`` (what it decided: "radius", "region" or "") and ``region``
-        ("yes" / "no": whether the region is non-empty, "" where the exact stage did not run)."""
+        ("yes" / "no": whether the region is non-empty, "" where the exact stage did not run or left it open)."""
         import pandas as pd
 
         with np.errstate(invalid="ignore"):
