@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import argmaxable as am
 from argmaxable.cli import main
@@ -37,7 +39,7 @@ def test_relu_box_makes_a_negative_only_category_unargmaxable():
     assert paper.status.tolist() == ["argmaxable", "argmaxable", "argmaxable", "unargmaxable"]
     assert relu.status.tolist() == ["argmaxable", "argmaxable", "unargmaxable", "unargmaxable"]
     assert (relu.witness[:2] >= 0).all()  # witnesses lie in the narrowed box
-    assert am.verify_certificate(relu, TOY).all()
+    assert am.verify_certificate(relu, TOY, lower=0.0).all()
     lo, hi = am.activation_bounds("relu", 100.0)
     np.testing.assert_array_equal(am.check_categories(TOY, lower=lo, upper=hi).status, relu.status)
 
@@ -52,7 +54,7 @@ def test_one_dimensional_box_against_exact_intervals():
         res = am.check_categories(W, b=b, lower=lower, upper=upper)
         truth = ["argmaxable" if min(hi, upper) - max(lo, lower) > 1e-6 else "unargmaxable" for lo, hi in wins]
         assert res.status.tolist() == truth, (lower, upper)
-        assert am.verify_certificate(res, W, b).all()
+        assert am.verify_certificate(res, W, b, lower=lower, upper=upper).all()
 
 
 def test_assignment_and_top_m_boxes():
@@ -107,3 +109,93 @@ def test_shrink_factors_put_points_in_the_box_with_the_smallest_factor(dtype):
     assert s[0] == 1.0 and inside(X64 / s[:, None], lo, hi).all()
     relu = shrink_factors(X, np.zeros(7), hi)  # x_j < 0 cannot be scaled into x_j >= 0
     assert np.array_equal(np.isinf(relu), (X < 0).any(axis=1))
+
+
+# Issue 32: the box holds the activation as the model computes it, in its dtype; tanh-GELU is its own activation.
+
+C = math.sqrt(2 / math.pi)
+
+
+def _forms(name, x):
+    """The activation ``name`` of ``x`` computed the ways frameworks do: fused in float32 and rounded once, or op
+    by op in x's dtype (each product, sum and function rounded)."""
+    import torch
+    from torch.nn import functional as F
+
+    k = lambda v: torch.tensor(v, dtype=x.dtype)  # noqa: E731
+    if name == "silu":
+        return [F.silu(x), x * torch.sigmoid(x), x / (1 + torch.exp(-x)), F.silu(x.float()).to(x.dtype)]
+    if name == "gelu":
+        return [F.gelu(x), x * 0.5 * (1 + torch.erf(x / k(math.sqrt(2)))), 0.5 * x * (1 + torch.erf(x * k(2**-0.5)))]
+    return [F.gelu(x, approximate="tanh"), 0.5 * x * (1 + torch.tanh(k(C) * (x + k(0.044715) * x * x * x))),
+            x * torch.sigmoid(k(2 * C) * (x + k(0.044715) * x**3))]
+
+
+def _every(dtype):
+    """Every finite value of a 16-bit float dtype."""
+    import torch
+
+    x = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
+    return x[torch.isfinite(x)]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["silu", "gelu", "gelu_tanh"])
+def test_activation_boxes_hold_every_value_of_a_half_precision_dtype(name, dtype):
+    """Finding 4: SiLU reaches -0.27856 in float16 and -0.2793 in bfloat16, below the bound -0.2785; GELU op by
+    op reaches -0.1702 / -0.1709, below -0.17. Every input of the dtype, every way of computing it."""
+    import torch
+
+    lower, _ = am.activation_bounds(name, 100.0, dtype)
+    least = min(float(y[torch.isfinite(y)].min()) for y in _forms(name, _every(getattr(torch, dtype))))
+    assert lower <= least < lower + 0.0025  # holds every value, rounded outward by about one unit of the dtype
+    if name == "silu":
+        assert least < am.activation_bounds(name, 100.0)[0]  # the float32 box misses it
+
+
+@pytest.mark.parametrize(("name", "around"), [("silu", (-1.35, -1.2)), ("gelu", (-0.8, -0.7)),
+                                              ("gelu_tanh", (-0.8, -0.7))])
+def test_float32_boxes_hold_every_float32_value_around_the_minimum(name, around):
+    """Every float32 input within the interval that holds the minimiser (the functions rise away from it)."""
+    import torch
+
+    lo = torch.tensor(around[0], dtype=torch.float32).view(torch.int32)
+    hi = torch.tensor(around[1], dtype=torch.float32).view(torch.int32)
+    x = torch.arange(int(hi), int(lo) + 1, dtype=torch.int32).view(torch.float32)  # negative: bits run backwards
+    least = min(float(y.min()) for y in _forms(name, x))
+    lower = am.activation_bounds(name, 100.0, "float32")[0]
+    assert lower <= least < lower + 1e-3
+    assert am.activation_bounds(name, 100.0, "float64")[0] == lower
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(-(2**15), 2**15 - 1), st.sampled_from(["float16", "bfloat16", "float32"]),
+       st.sampled_from(["silu", "swish", "gelu", "gelu_tanh"]), st.floats(0.0, 100.0))
+def test_activation_boxes_hold_random_inputs(bits, dtype, name, scale):
+    import torch
+
+    if dtype == "float32":
+        x = torch.tensor([-scale, scale / 7], dtype=torch.float32)
+    else:
+        x = torch.tensor([bits], dtype=torch.int16).view(getattr(torch, dtype))
+    lower, _ = am.activation_bounds(name, 100.0, dtype)
+    for y in _forms("silu" if name == "swish" else name, x):
+        y = y[torch.isfinite(y)]
+        assert (y >= lower).all()
+
+
+def test_tanh_gelu_reaches_below_the_erf_box():
+    """Finding 4's reproducer: W = [[1], [-1]], b = [0, -0.340004]. Category 1 wins where -x - 0.340004 > x, i.e.
+    x < -0.170002: never after the erf GELU (>= -0.16997), but tanh-GELU gives -0.17004 at x = -0.75246."""
+    import torch
+    from torch.nn import functional as F
+
+    W, b = np.array([[1.0], [-1.0]]), np.array([0.0, -0.340004])
+    x = F.gelu(torch.tensor([-0.75246], dtype=torch.float64), approximate="tanh").numpy()
+    assert int(np.argmax(W @ x + b)) == 1
+    for name, status in (("gelu", "unargmaxable"), ("gelu_tanh", "argmaxable")):
+        lower, upper = am.activation_bounds(name, 100.0)
+        res = am.check_categories(W, b=b, lower=lower, upper=upper, workers=1)
+        assert res.status[1] == status and am.verify_certificate(res, W, b, lower=lower, upper=upper).all()
+    with pytest.raises(ValueError, match="'dtype' parameter of activation_bounds must be one of"):
+        am.activation_bounds("silu", 100.0, "int8")

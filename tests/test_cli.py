@@ -244,7 +244,18 @@ def test_an_interrupted_write_leaves_the_old_set(toy, tmp_path, monkeypatch, cap
     assert _outputs(tmp_path) == old and len(list(tmp_path.iterdir())) == 4  # no staged file left
 
 
-def test_a_signal_during_the_renames_waits_for_the_new_set(toy, tmp_path, monkeypatch, capsys):
+@pytest.fixture
+def sigint_raises():
+    """Ctrl-C raises KeyboardInterrupt, as in an interactive Python: a shell that starts the suite in the
+    background starts it with SIGINT ignored (issue 32), and the signal would then never arrive."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_a_signal_during_the_renames_waits_for_the_new_set(toy, tmp_path, monkeypatch, capsys, sigint_raises):
     import os
     import signal
 
@@ -262,23 +273,26 @@ def test_a_signal_during_the_renames_waits_for_the_new_set(toy, tmp_path, monkey
     new = _outputs(tmp_path)
     assert set(new) == {"t.csv", "t.csv.meta.json", "t.csv.evidence.npz"}
     assert '"bound": 3.0' in new["t.csv.meta.json"].decode()
-    assert main(["verify", out, str(toy)]) == 0  # the evidence is the new table's
+    assert main(["verify", out, str(toy), "--bound", "3"]) == 0  # the evidence is the new table's
 
 
 def test_verify_compares_the_table_with_its_evidence(toy, tmp_path, capsys):
     out = tmp_path / "t.parquet"
     assert main(["check", "softmax", str(toy), "--out", str(out), "--activation", "relu", "--workers", "1"]) == 0
     capsys.readouterr()
-    assert main(["verify", str(out), str(toy)]) == 0
+    assert main(["verify", str(out), str(toy), "--activation", "relu"]) == 0
     text = capsys.readouterr().out
     assert "4 of 4 verdicts verified" in text and "lower 0" in text and "matches its evidence" in text
-    assert main(["verify", str(out), str(toy), "--activation", "relu"]) == 0
+    assert main(["verify", str(out), str(toy), "--lower", "0"]) == 0
+    assert main(["verify", str(out), str(toy)]) == 2  # not the recorded box: the default applies, and is refused
+    assert "records lower=0.0 (each of 2) but lower=-100.0 (each of 2) applies (the default)" in \
+        capsys.readouterr().err
     assert main(["verify", str(out), str(toy), "--lower", "-1"]) == 2  # not the recorded box
     capsys.readouterr()
     frame = pd.read_parquet(out)
     frame["status"] = "argmaxable"
     frame.to_parquet(out)
-    assert main(["verify", str(out), str(toy)]) == 1
+    assert main(["verify", str(out), str(toy), "--activation", "relu"]) == 1
     assert "does not match its evidence: column 'status' differs at 2 rows" in capsys.readouterr().out
 
 
@@ -330,3 +344,126 @@ def test_verify_checks_answers_and_radii(tmp_path, capsys):
     forged = copy.deepcopy(res)
     forged.radius = np.where(res.status == "argmaxable", res.radius * 10 + 1, res.radius)
     assert not am.verify_certificate(forged, W, b, items=sets)[res.status == "argmaxable"].any()
+
+
+# Issue 32: every column of a table is checked against its evidence and the model, or refused.
+
+def _slab(tmp_path):
+    """W = [[1, 0], [-1, 0], [0, 1]], b = [.1, .1, 0]: label sets {0, 1} live in the slab |x_1| < 0.1 (radius 0.1,
+    so not 1-argmaxable)."""
+    np.savez(tmp_path / "slab.npz", W=np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0]]), b=np.array([0.1, 0.1, 0.0]))
+    (tmp_path / "labels.txt").write_text("0 1\n0 1 2\n0 1\n")
+    return str(tmp_path / "slab.npz"), str(tmp_path / "labels.txt")
+
+
+def test_a_forged_one_argmaxable_column_is_refused(tmp_path, capsys):
+    """The reproducer of finding 1: with the evidence's "1" answers deleted (or renamed to a threshold no check
+    answers), a table saying "yes" used to verify, "answers and radii included"."""
+    from argmaxable.core import CheckResult
+
+    layer, labels = _slab(tmp_path)
+    out = tmp_path / "t2.parquet"
+    assert main(["check", "assignments", layer, labels, "--out", str(out)]) == 0
+    assert main(["verify", str(out), layer, "--labels", labels]) == 0
+    evidence = tmp_path / "t2.parquet.evidence.npz"
+    honest = CheckResult.load(evidence)
+    for answers in ({"eps": honest.answers["eps"]}, {"eps": honest.answers["eps"], "0.001": honest.answers["1"]}):
+        forged = CheckResult.load(evidence)
+        forged.answers = answers
+        forged.save(evidence)
+        frame = pd.read_parquet(out)
+        frame["one_argmaxable"] = "yes"
+        frame.to_parquet(out)
+        capsys.readouterr()
+        assert main(["verify", str(out), layer, "--labels", labels]) == 2
+        captured = capsys.readouterr()
+        assert "verdicts verified" not in captured.out
+        assert captured.err.count("\n") == 1 and "answers radius > eps and radius > 1" in captured.err
+    honest.save(evidence)
+    assert main(["verify", str(out), layer, "--labels", labels]) == 1  # the table's "yes" against the evidence's "no"
+    assert "column 'one_argmaxable' differs at 3 rows" in capsys.readouterr().out
+
+
+def test_a_table_column_that_cannot_be_checked_is_refused(toy, tmp_path, capsys):
+    out = tmp_path / "t.parquet"
+    assert main(["check", "softmax", str(toy), "--out", str(out), "--workers", "1"]) == 0
+    frame = pd.read_parquet(out)
+    frame.insert(1, "token", ["a", "b", "c", "d"])
+    frame.to_parquet(out)
+    capsys.readouterr()
+    assert main(["verify", str(out), str(toy)]) == 1
+    assert "column 'token' cannot be checked against the evidence without the names" in capsys.readouterr().out
+    frame = frame.drop(columns="token").assign(verified="yes")
+    frame.to_parquet(out)
+    assert main(["verify", str(out), str(toy)]) == 1
+    assert "column 'verified' cannot be checked" in capsys.readouterr().out
+
+
+def _named_layer(tmp_path, tokens):
+    np.savez(tmp_path / "w.npz", W=np.random.default_rng(0).normal(size=(len(tokens), 2)))
+    (tmp_path / "vocab.txt").write_text("\n".join(tokens) + "\n")
+    return [str(tmp_path / "w.npz"), "--vocab", str(tmp_path / "vocab.txt")]
+
+
+def test_verify_checks_the_token_names(tmp_path, capsys):
+    """Finding 11: tokens swapped between rows of a --out table used to match its evidence."""
+    args = _named_layer(tmp_path, ["the", "of", "and", "to", "in", "is"])
+    out = tmp_path / "t.csv"
+    assert main(["check", "softmax", *args, "--out", str(out), "--workers", "1"]) == 0
+    raw = pd.read_csv(out, keep_default_na=False)
+    assert main(["verify", str(out), *args]) == 0
+    capsys.readouterr()
+    swapped = raw.copy()
+    swapped.loc[[0, 2], "token"] = swapped.loc[[2, 0], "token"].to_numpy()
+    swapped.to_csv(out, index=False)
+    assert main(["verify", str(out), *args]) == 1
+    assert "column 'token' differs at 2 rows" in capsys.readouterr().out
+    raw.to_csv(out, index=False)
+    assert main(["verify", str(out), str(tmp_path / "w.npz")]) == 1  # no names to check the column against
+    assert "column 'token' cannot be checked" in capsys.readouterr().out
+
+
+def test_a_vocabulary_of_another_length_is_refused(tmp_path, capsys):
+    """Finding 9: a dictionary two tokens short (PP-OCRv4's leaves out the CTC blank and the space) named every
+    row after the first wrongly; now one line, nothing written."""
+    np.savez(tmp_path / "w.npz", W=np.random.default_rng(0).normal(size=(6, 2)))
+    (tmp_path / "short.txt").write_text("a\nb\nc\nd\n")
+    out = tmp_path / "t.csv"
+    assert main(["check", "softmax", str(tmp_path / "w.npz"), "--vocab", str(tmp_path / "short.txt"),
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "names 4 tokens (ids 0..3) for the head's 6 rows" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["short.txt", "w.npz"]
+
+
+def test_out_into_a_missing_directory_is_refused_before_the_check(toy, tmp_path, capsys, monkeypatch):
+    import argmaxable as am
+
+    def never(*args, **kwargs):
+        raise AssertionError("the check ran")
+
+    monkeypatch.setattr(am, "check_categories", never)
+    assert main(["check", "softmax", str(toy), "--out", str(tmp_path / "missing" / "t.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "directory" in err and "does not exist; create it first" in err
+    assert not (tmp_path / "missing").exists()
+
+
+def test_highs_banner_stays_off_stdout(tmp_path):
+    np.savez(tmp_path / "w.npz", W=np.random.default_rng(0).normal(size=(300, 3)))  # needs the exact LP
+    out = subprocess.run([sys.executable, "-m", "argmaxable.cli", "check", "softmax", str(tmp_path / "w.npz"),
+                          "--workers", "1"], capture_output=True, text=True)
+    assert out.returncode == 0 and "300 categories checked" in out.stdout
+    assert "HiGHS" not in out.stdout
+
+
+def test_csv_tokens_never_run_as_formulas_and_verify_reads_them_back(tmp_path, capsys):
+    """Finding 13: a token such as =HYPERLINK(...) went into the CSV as it is, a formula to a spreadsheet."""
+    tokens = ["the", '=HYPERLINK("http://x")', "-ing", "'s", "+1", "@sum"]
+    args = _named_layer(tmp_path, tokens)
+    out = tmp_path / "t.csv"
+    assert main(["check", "softmax", *args, "--out", str(out), "--workers", "1"]) == 0
+    raw = pd.read_csv(out, keep_default_na=False)
+    assert raw["token"].tolist() == ["the", "'=HYPERLINK(\"http://x\")", "'-ing", "''s", "'+1", "'@sum"]
+    capsys.readouterr()
+    assert main(["verify", str(out), *args]) == 0 and "matches its evidence" in capsys.readouterr().out

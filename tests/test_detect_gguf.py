@@ -24,6 +24,7 @@ from argmaxable.detect.loaders import load_model
 from argmaxable.detect.vocab import BYTE_CHARS, byte_level_text, readable_tokens
 from argmaxable.detect.weights import WeightsError
 from argmaxable.fetch import DownloadError
+from argmaxable.text import csv_frame, csv_uncell
 
 gguf = pytest.importorskip("gguf")
 DETECT = {"bound": 100.0, "patience": 50, "eps": 1e-8, "solver": "highs", "workers": 1}
@@ -285,6 +286,8 @@ def test_hf_directory_names_byte_level_tokens(tmp_path):
     (tmp_path / "m" / "tokenizer.json").write_text(json.dumps(tok), encoding="utf-8")
     assert main(["check", "softmax", str(tmp_path / "m"), "--patience", "50", "--out", str(tmp_path / "t.csv")]) == 0
     table = pd.read_csv(tmp_path / "t.csv", keep_default_na=False)
+    assert table["raw_token"][[ord("'"), ord("+"), ord("=")]].tolist() == ["''", "'+", "'="]  # never a formula
+    table = csv_frame(table, csv_uncell)
     assert table["raw_token"].tolist() == stored
     assert table["token"][256:].tolist() == [" with", " the", "é", "<|endoftext|>"]
     assert table["token"][10] == "<0x0A>" and table["token"][32] == " " and table["token"][65] == "A"
@@ -380,3 +383,51 @@ def test_hub_id_offline_is_one_line(tmp_path, offline_hub, capsys):
                                                     "from the Hugging Face hub: this machine may be offline")
     assert main(["check", "softmax", "layer.npz", "--revision", "main"]) == 2
     assert "--revision applies to a Hugging Face hub id" in capsys.readouterr().err
+
+
+# Issue 32: names a GGUF file gives are its own; text that is not UTF-8, and a part joined onto itself.
+
+def test_a_gguf_names_its_tokens_and_verify_checks_them(tmp_path, capsys):
+    """Finding 9: a --vocab replaced a GGUF's own names and types without a word; finding 11: verify now checks
+    the token, raw_token and token_type columns against the file's own names."""
+    W = head_rows(8)
+    path = write_gguf(tmp_path / "m.gguf", W)
+    (tmp_path / "vocab.txt").write_text("\n".join(f"t{i}" for i in range(W.shape[0])) + "\n")
+    assert main(["check", "softmax", str(path), "--vocab", str(tmp_path / "vocab.txt"),
+                 "--out", str(tmp_path / "v.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"names its {W.shape[0]} tokens itself (with their types)" in err
+    assert not (tmp_path / "v.csv").exists()
+    out = tmp_path / "t.csv"
+    assert main(["check", "softmax", str(path), "--patience", "50", "--out", str(out)]) == 0
+    assert main(["verify", str(out), str(path)]) == 0
+    capsys.readouterr()
+    frame = pd.read_csv(out, keep_default_na=False)
+    frame.loc[[3, 5], "raw_token"] = frame.loc[[5, 3], "raw_token"].to_numpy()
+    frame.to_csv(out, index=False)
+    assert main(["verify", str(out), str(path)]) == 1
+    assert "column 'raw_token' differs at 2 rows" in capsys.readouterr().out
+
+
+def test_a_token_that_is_not_utf8_names_the_file_and_field(tmp_path):
+    writer = gguf.GGUFWriter(str(tmp_path / "bad.gguf"), "llama")
+    writer.add_tokenizer_model("gpt2")
+    writer.add_token_list(["a", b"\xff\xfe", "c"])
+    writer.add_tensor("token_embd.weight", np.eye(3, 2, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(WeightsError, match=r"bad\.gguf'?: metadata field tokenizer\.ggml\.tokens holds text that "
+                                           r"is not UTF-8"):
+        read_gguf_head(tmp_path / "bad.gguf")
+
+
+def test_a_joined_file_named_as_one_of_its_parts_is_refused(tmp_path):
+    """Low finding: the target opened for writing emptied the part before it was read, and with no sha256 the
+    join reported success."""
+    (tmp_path / "a").write_bytes(b"first")
+    (tmp_path / "b").write_bytes(b"second")
+    with pytest.raises(DownloadError, match="the joined file 'a' is also one of its parts"):
+        join_parts(tmp_path, ["a", "b"], "a", "")
+    assert (tmp_path / "a").read_bytes() == b"first" and (tmp_path / "b").read_bytes() == b"second"

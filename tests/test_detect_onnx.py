@@ -11,10 +11,13 @@ import numpy as np
 import onnx
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from argmaxable.cli import main
+from argmaxable.core import activation_bounds
 from argmaxable.detect.check import check_model, make_detect_table
 from argmaxable.detect.download import download_model
 from argmaxable.detect.figures import make_paper_tables, make_source_table, plot_steps, plot_unargmaxable_per_model
@@ -305,3 +308,145 @@ def test_a_head_whose_weights_an_embedding_lookup_reads_is_tied(tmp_path):
     assert head.tied is True and head.b is None
     _ppocr_like(tmp_path / "rec.onnx")
     assert read_onnx_head(tmp_path / "rec.onnx").tied is False
+
+
+# Issue 32: hostile graphs (cycles, empty files, no outputs, terminal escapes in names) and the GELU forms.
+
+def _raw(path, nodes, outputs=("p",), initializers=()):
+    """A graph saved without onnx's checker (which would refuse it): what a hostile file may hold."""
+    graph = helper.make_graph(nodes, "hostile", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, D])],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, [1, N]) for o in outputs],
+                              list(initializers))
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), path)
+    return path
+
+
+@pytest.fixture
+def deadline():
+    """A walk that does not end within 20 s fails the test instead of hanging the suite (SIGALRM)."""
+    import signal
+
+    def expire(signum, frame):
+        raise TimeoutError("read_onnx_head did not return within 20 s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(20)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def test_hostile_graphs_are_one_line(tmp_path, deadline):
+    """Finding 7: a cycle through the logits looped forever, a cycle of constants raised RecursionError, a 0-byte
+    file or a graph with no outputs an IndexError."""
+    B = numpy_helper.from_array(RNG.standard_normal((D, N)).astype(np.float32), "B")
+    cycle = _raw(tmp_path / "cycle.onnx", [
+        helper.make_node("Identity", ["l"], ["l2"]), helper.make_node("Add", ["l2", "c"], ["l"]),
+        helper.make_node("Softmax", ["l"], ["p"])], initializers=[numpy_helper.from_array(np.ones(N, np.float32), "c")])
+    constants = _raw(tmp_path / "constants.onnx", [
+        helper.make_node("Identity", ["b2"], ["b1"]), helper.make_node("Identity", ["b1"], ["b2"]),
+        helper.make_node("MatMul", ["x", "b1"], ["logits"]), helper.make_node("Softmax", ["logits"], ["p"])])
+    for path in (cycle, constants):
+        with pytest.raises(WeightsError, match="not in topological order"):
+            read_onnx_head(path)
+    (tmp_path / "empty.onnx").write_bytes(b"")
+    with pytest.raises(WeightsError, match="is empty"):
+        read_onnx_head(tmp_path / "empty.onnx")
+    silent = _raw(tmp_path / "silent.onnx", [helper.make_node("MatMul", ["x", "B"], ["logits"])], outputs=(),
+                  initializers=[B])
+    with pytest.raises(WeightsError, match="holds no ONNX graph outputs"):
+        read_onnx_head(silent)
+
+
+OPS = ("Identity", "Add", "Mul", "Cast", "Relu", "MatMul")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 7), st.integers(0, 7)), min_size=2, max_size=8),
+       st.booleans())
+def test_random_graphs_end_in_a_head_or_one_line(tmp_path_factory, nodes, softmax):
+    """Random graphs over Identity/Add/Mul/Cast/Relu/MatMul whose inputs may come from any node, earlier or later
+    (a cycle): each is read or refused with a WeightsError, within the deadline; a graph with a node that reads
+    its own or a later node's output is refused as out of order."""
+    import signal
+
+    path = tmp_path_factory.mktemp("g") / "g.onnx"
+    names = [f"t{k}" for k in range(len(nodes))]
+    pool = ["x", "B", *names]
+    made = []
+    for k, (op, i, j) in enumerate(nodes):
+        first, second = pool[i % len(pool)], pool[j % len(pool)]
+        if op == "MatMul":
+            second = "B"
+        inputs = [first] if op in ("Identity", "Cast", "Relu") else [first, second]
+        extra = {"to": TensorProto.FLOAT} if op == "Cast" else {}
+        made.append(helper.make_node(op, inputs, [names[k]], **extra))
+    last = names[-1]
+    if softmax:
+        made.append(helper.make_node("Softmax", [last], ["p"]))
+    B = numpy_helper.from_array(np.eye(D, N, dtype=np.float32), "B")
+    _raw(path, made, outputs=("p",) if softmax else (last,), initializers=[B])
+    position = {n: k for k, n in enumerate(names)}
+    late = any(position.get(i, -1) >= k for k, node in enumerate(made[: len(names)]) for i in node.input)
+
+    def expire(signum, frame):
+        raise TimeoutError("read_onnx_head did not return within 20 s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(20)
+    try:
+        head = read_onnx_head(path)
+        assert not late and head.W.shape[0] == N
+    except WeightsError as err:
+        assert "\n" not in str(err)
+        assert not late or "not in topological order" in str(err)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _gelu_head(path, form):
+    """x -> GELU (as ``form``) -> MatMul -> Softmax; ``form``: an opset-20 Gelu node with ``approximate`` "none"
+    or "tanh", or the tanh formula 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) written out in ops."""
+    B = numpy_helper.from_array(RNG.standard_normal((D, N)).astype(np.float32), "B")
+    if form in ("none", "tanh"):
+        act = [helper.make_node("Gelu", ["x"], ["g"], approximate=form)]
+    else:
+        act = [_const("k", np.float32(0.044715)), _const("c", np.float32(np.sqrt(2 / np.pi))),
+               _const("h", np.float32(0.5)), _const("one", np.float32(1.0)),
+               helper.make_node("Mul", ["x", "x"], ["x2"]), helper.make_node("Mul", ["x2", "x"], ["x3"]),
+               helper.make_node("Mul", ["x3", "k"], ["kx3"]), helper.make_node("Add", ["x", "kx3"], ["inner"]),
+               helper.make_node("Mul", ["inner", "c"], ["arg"]), helper.make_node("Tanh", ["arg"], ["t"]),
+               helper.make_node("Add", ["t", "one"], ["t1"]), helper.make_node("Mul", ["x", "h"], ["hx"]),
+               helper.make_node("Mul", ["hx", "t1"], ["g"])]
+    graph = helper.make_graph([*act, helper.make_node("MatMul", ["g", "B"], ["logits"]),
+                               helper.make_node("Softmax", ["logits"], ["p"])], "gelu",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, D])],
+                              [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, N])], [B])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]), path)
+    return path
+
+
+@pytest.mark.parametrize(("form", "activation"), [("none", "gelu"), ("tanh", "gelu_tanh"), ("ops", "gelu_tanh")])
+def test_the_tanh_approximation_of_gelu_is_told_apart(tmp_path, form, activation):
+    """Finding 4: any Gelu was read as the erf form, whose box (x >= -0.17) misses tanh-GELU's -0.17004."""
+    path = _gelu_head(tmp_path / "g.onnx", form)
+    assert read_onnx_head(path).activation == activation
+    x = np.repeat(np.linspace(-1, 0, 10001, dtype=np.float32)[:, None], D, axis=1)  # through both minima
+    g = ReferenceEvaluator(str(path)).run(["g"], {"x": x})[0]
+    lower, _ = activation_bounds(activation, 100.0)
+    assert g.min() >= lower and (activation == "gelu" or g.min() < activation_bounds("gelu", 100.0)[0])
+
+
+def test_terminal_escapes_in_node_names_stay_inert(tmp_path, capsys):
+    """Low finding: ANSI escapes in a node's output name reached the terminal."""
+    W = numpy_helper.from_array(RNG.standard_normal((N, D)).astype(np.float32), "W")
+    name = "\x1b[2J\x1b[31mlogits"
+    path = _save(tmp_path / "ansi.onnx", [helper.make_node("Gemm", ["x", "W"], [name], transB=1),
+                                          helper.make_node("Softmax", [name], ["p"])],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, D])],
+                 [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, N])], [W])
+    assert main(["check", "softmax", str(path), "--workers", "1"]) == 0
+    assert main(["check", "softmax", str(path), "--weight-key", "\x1b[5mnone"]) == 2
+    captured = capsys.readouterr()
+    assert "\x1b" not in captured.out + captured.err and "\\x1b[31mlogits" in captured.out

@@ -69,3 +69,36 @@ def test_a_file_layer_names_its_rows_from_a_pickled_vocabulary(tmp_path):
     spec["params"]["tokens"]["attribute"] = "word2index"
     with pytest.raises(WeightsError, match="no 'word2index' in the pickled Record; found: index2word, n_words"):
         load_model(spec, root=tmp_path)
+
+
+# Issue 32: a pickle cannot change the shared Record class; protocols 0 and 1 of an allowed class are read.
+
+def test_a_pickle_cannot_build_state_onto_the_record_class(tmp_path):
+    """Finding 12's reproducer: BUILD with slot state on the class itself set Record.__setstate__, and every later
+    load in the process failed."""
+    f = tmp_path / "poison.pkl"
+    f.write_bytes(b"c__main__\nLang\nq\x00N}S'__setstate__'\nh\x00s\x86b.")
+    with pytest.raises(WeightsError, match="refused to set '__setstate__' on the class Record"):
+        load_plain(f, ["__main__.Lang"])
+    assert "__setstate__" not in vars(Record)
+    good = tmp_path / "lang.pkl"
+    good.write_bytes(pickle.dumps(Lang(["who"]), protocol=4))
+    assert load_plain(good, [f"{__name__}.Lang"]).index2word == {0: "SOS", 1: "EOS", 2: "who"}
+
+
+@pytest.mark.parametrize("protocol", [0, 1, 2, 5])
+def test_every_protocol_of_an_allowed_class_is_read(tmp_path, protocol):
+    """Low finding: protocols 0 and 1 write copyreg._reconstructor(cls, object, None), which was refused."""
+    f = tmp_path / "lang.pkl"
+    f.write_bytes(pickle.dumps(Lang(["who", "are"]), protocol=protocol))
+    obj = load_plain(f, [f"{__name__}.Lang"])
+    assert type(obj) is Record and obj.index2word == {0: "SOS", 1: "EOS", 2: "who", 3: "are"}
+    with pytest.raises(WeightsError, match="refused to unpickle global"):  # not when no class is allowed
+        load_plain(f)
+
+
+def test_the_reconstructor_builds_nothing_but_a_record(tmp_path):
+    f = tmp_path / "other.pkl"
+    f.write_bytes(b"ccopy_reg\n_reconstructor\n(c__builtin__\nobject\nc__builtin__\nobject\nNtR.")
+    with pytest.raises(WeightsError, match=r"copyreg\._reconstructor other than for an allowed class"):
+        load_plain(f, [f"{__name__}.Lang"])

@@ -75,3 +75,33 @@ def test_a_group_that_stays_unargmaxable_when_merged_is_strictly_inside(checked)
 def test_nearest_rows_measure_the_largest_difference():
     nearest, distance = nearest_rows(np.array([[0.0, 0.0], [0.0, 3e-9], [5.0, -5.0]]), None, np.array([0, 2]))
     assert nearest.tolist() == [1, 0] and distance[0] == 3e-9 and distance[1] == 5.0
+
+
+HOSTILE = ["a", "b", '"><img src=x onerror=alert(1)>', "<script>alert(1)</script>", "a|copy", "b\n# pwned\n| x |",
+           "[click](javascript:alert(1))"]
+
+
+def _cells_per_row(markdown: str) -> set[int]:
+    """The number of cells of every table row (a row: a line that starts with '|')."""
+    return {line.count("|") for line in markdown.splitlines() if line.startswith("|")}
+
+
+def test_token_names_in_the_study_markdown_are_inert(tmp_path):
+    """Issue 32, finding 10: token names went into lm_study.md raw: HTML, a '|' that splits a cell, a newline that
+    starts a heading and a row."""
+    np.savez(tmp_path / "head.npz", W=W, b=B)
+    (tmp_path / "vocab.json").write_text(json.dumps(HOSTILE))
+    model = {"name": "toy", "source": "file", "params": {"path": str(tmp_path / "head.npz"),
+                                                         "vocab": str(tmp_path / "vocab.json")}}
+    check_model(model, DETECT, tmp_path / "categories.parquet", tmp_path / "summary.json")
+    study_model(model, DETECT, tmp_path / "categories.parquet", tmp_path / "summary.json", tmp_path / "toy.json",
+                tmp_path / "toy_tokens.parquet", key="toy")
+    make_study([tmp_path / "toy.json"], [tmp_path / "toy_tokens.parquet"], tmp_path / "s.md", tmp_path / "s.parquet",
+               tmp_path / "t.parquet", tmp_path / "s.png")
+    text = (tmp_path / "s.md").read_text()
+    tables = text.split("\n\n")
+    for block in tables:
+        if block.startswith("|"):
+            assert len(_cells_per_row(block)) == 1, block  # every row has the header's cells
+    assert "<script>" not in text and "<img" not in text and "\n# pwned" not in text and "](javascript:" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text and "a&#124;copy" in text

@@ -6,9 +6,12 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 import argmaxable as am
+from argmaxable.constructions import dft_matrix
 from argmaxable.layers import DFTSigmoidHead, DFTSoftmaxHead, SphericalSoftmaxHead
 from argmaxable.topm.layers import check_rankings, verify_rankings
 
@@ -44,7 +47,7 @@ def test_spherical_head_keeps_every_category_where_a_plain_linear_loses_most():
     head = _train(SphericalSoftmaxHead(d, n, bias=False), d, n, "softmax")
     W, b = head.weights()
     assert b is None
-    np.testing.assert_allclose(np.linalg.norm(W, axis=1), np.exp(head.log_scale.item()), rtol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(W, axis=1), np.exp(head.log_scale.item()), rtol=1e-6)  # float32 rows
     x = torch.randn(3, d)
     np.testing.assert_allclose(head(x).detach().double().numpy(), x.double().numpy() @ W.T, atol=1e-5)
     res = am.check_categories(W, b=b, workers=1)
@@ -107,9 +110,9 @@ def test_dft_sigmoid_head_keeps_every_k_active_set_where_a_plain_linear_loses_so
 def test_bad_sizes_are_refused_with_one_line():
     with pytest.raises(ValueError, match="2k\\+1 <= n"):
         DFTSoftmaxHead(4, n=4, k=2)
-    with pytest.raises(ValueError, match="'k' parameter of DFTSoftmaxHead must be >= 1"):
+    with pytest.raises(ValueError, match=r"'k' parameter of DFTSoftmaxHead must be an integer >= 1\. Got 0"):
         DFTSoftmaxHead(4, n=10, k=0)
-    with pytest.raises(ValueError, match="'slack' parameter must be >= 0"):
+    with pytest.raises(ValueError, match=r"'slack' parameter of DFTSigmoidHead must be an integer >= 0\. Got -1"):
         DFTSigmoidHead(4, n=10, k=1, slack=-1)
 
 
@@ -120,17 +123,101 @@ def test_the_package_exposes_the_layers_lazily():
 def test_centred_order_is_a_row_permutation_gathering_low_indices_around_angle_zero():
     n, k = 9, 2
     torch.manual_seed(0)
-    head = DFTSoftmaxHead(3, n, k, slack=1, order="centred")
+    head = DFTSoftmaxHead(5, n, k, slack=1, order="centred")
     W, _ = head.weights()
     torch.manual_seed(0)
-    W_index, _ = DFTSoftmaxHead(3, n, k, slack=1).weights()
+    W_index, _ = DFTSoftmaxHead(5, n, k, slack=1).weights()
     fixed = W_index[:, :2 * k]
     angles = np.round(np.degrees(np.arctan2(W[:, 1], W[:, 0])))  # first frequency: cos t, sin t
     assert angles.tolist() == [0, -40, 40, -80, 80, -120, 120, -160, 160]
     np.testing.assert_array_equal(W[:, 2 * k:], W_index[:, 2 * k:])  # the slack column is not permuted
     np.testing.assert_array_equal(W[[0, 2, 4, 6, 8, 7, 5, 3, 1], :2 * k], fixed)
-    feats = torch.randn(2, 3)
+    feats = torch.randn(2, 5)
     x = head.projection(feats).detach().double().numpy()
     np.testing.assert_allclose(head(feats).detach().double().numpy(), x @ W.T, atol=1e-5)
     with pytest.raises(ValueError, match="'order' parameter of DFTSoftmaxHead"):
-        DFTSoftmaxHead(3, n, k, order="random")
+        DFTSoftmaxHead(5, n, k, order="random")
+
+
+# Issue 32: weights() is the matrix the module computes with; constructions outside the guarantee are refused.
+
+def _spherical(rows: torch.Tensor, log_scale: float) -> SphericalSoftmaxHead:
+    head = SphericalSoftmaxHead(rows.shape[1], rows.shape[0], bias=False)
+    with torch.no_grad():
+        head.weight.copy_(rows)
+        head.log_scale.fill_(log_scale)
+    return head
+
+
+def test_a_scale_that_underflows_is_checked_as_the_module_computes():
+    """Finding 8: trained to log_scale = -104.6, the module's float32 rows are all 0 and only category 0 ever wins
+    (first-index argmax), while the float64 matrix weights() gave had 300 argmaxable categories."""
+    torch.manual_seed(0)
+    head = _spherical(torch.randn(300, 16), -104.6)
+    x = torch.randn(64, 16)
+    assert (head(x) == 0).all()
+    W, b = head.weights()
+    assert not W.any()
+    res = am.check_categories(W, b=b, workers=1)
+    assert res.counts()["argmaxable"] == 0 and am.verify_certificate(res, W).all()
+
+
+def test_rows_equal_in_the_modules_dtype_are_ties():
+    """Rows one float32 unit apart in one entry normalise to the same float32 row (3e-9 apart in float64): the
+    module can never tell them apart, so neither can win strictly."""
+    torch.manual_seed(0)
+    for _ in range(3):
+        torch.randn(16)
+    v = torch.randn(16)
+    w = v.clone()
+    w[3] = torch.nextafter(w[3], torch.tensor(np.inf))
+    rows = torch.cat([torch.stack([v, w]), torch.randn(10, 16)])
+    head = _spherical(rows, 0.0)
+    W, _ = head.weights()
+    assert (W[0] == W[1]).all()
+    res = am.check_categories(W, workers=1)
+    assert res.status[:2].tolist() == ["unargmaxable"] * 2 and "duplicate" in res.message[0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(-120.0, 88.0), st.integers(0, 2**16), st.sampled_from([torch.float32, torch.float64,
+                                                                        torch.bfloat16, torch.float16]))
+def test_weights_are_the_matrix_the_module_computes_with(log_scale, seed, dtype):
+    """At any scale (float32 underflows below about e^-103, overflows above e^88) and in any dtype, the
+    module's logits of the unit vectors are the columns of weights(), exactly."""
+    g = torch.Generator().manual_seed(seed)
+    head = _spherical(torch.randn(12, 4, generator=g), log_scale).to(dtype)
+    W, _ = head.weights()
+    with torch.no_grad():
+        logits = head(torch.eye(4, dtype=dtype)).double().numpy()
+    if np.isfinite(W).all():  # e^88 * 1 overflows nothing; a float16 scale above e^11 does
+        np.testing.assert_array_equal(logits, W.T)
+        res = am.check_categories(W, workers=1)
+        assert am.verify_certificate(res, W).all()
+        if not W.any():
+            assert res.counts()["argmaxable"] == 0
+
+
+def test_dft_heads_hold_their_dtype_and_refuse_what_breaks_the_guarantee():
+    """Finding 8: DFTSoftmaxHead(1, 30, k=4) (one input feature for 2k = 8) was accepted, and only 8 of its 30
+    tokens could win; weights() now gives the float32 values the module multiplies by. Low findings: a float
+    k or slack was a torch TypeError, DFTSigmoidHead.bfloat16() a RuntimeError and .half() gave float64."""
+    with pytest.raises(ValueError, match=r"in_features = 1 < 2k \+ slack = 8"):
+        DFTSoftmaxHead(1, 30, k=4)
+    with pytest.raises(ValueError, match=r"'k' parameter of DFTSigmoidHead must be an integer >= 1. Got 2.0"):
+        DFTSigmoidHead(8, 12, k=2.0)
+    with pytest.raises(ValueError, match=r"'slack' parameter of DFTSoftmaxHead must be an integer >= 0. Got 1.5"):
+        DFTSoftmaxHead(8, 12, k=2, slack=1.5)
+    with pytest.raises(ValueError, match="a sphere in in_features = 1 dimension has two points"):
+        SphericalSoftmaxHead(1, 3)
+    head = DFTSoftmaxHead(4, 30, k=2)
+    W, _ = head.weights()
+    np.testing.assert_array_equal(W, head.fixed.double().numpy())  # float32 values, not the float64 DFT
+    assert not np.array_equal(W, np.sqrt(15) * dft_matrix(30, 2)[:, 1:])
+    for dtype in (torch.float16, torch.bfloat16):
+        sig = DFTSigmoidHead(8, 12, k=2, slack=1).to(dtype)
+        z = sig(torch.randn(3, 8).to(dtype))
+        assert z.dtype == dtype and z.shape == (3, 12)
+        soft = DFTSoftmaxHead(8, 12, k=2).to(dtype)
+        Ws, _ = soft.weights()
+        np.testing.assert_array_equal(Ws[:, :4], soft.fixed.double().numpy())

@@ -101,7 +101,7 @@ def test_witness_margin_survives_a_failing_lp(monkeypatch):
     assert res.status.tolist() == ["argmaxable"] and res.radius[0] > 1e-8  # the witness's certified margin
     assert res.answers["eps"].tolist() == ["yes"] and res.answers["1"].tolist() == ["undecided"]
     assert not res.one_argmaxable()[0] and "fake failure" in res.message[0]
-    assert am.verify_certificate(res, W, items=[[0]]).all()
+    assert am.verify_certificate(res, W, items=[[0]], bound=0.5).all()
 
 
 def test_stage_contradiction_is_undecided(monkeypatch):
@@ -285,7 +285,7 @@ def test_a_mask_is_only_what_loses_everywhere_in_the_box():
     b = np.array([0.0, 0.0, -400.0])  # loses by 100 inside |x| <= 100, but wins at (-300, -300) in a box of 1000
     assert am.check_categories(W, b=b, workers=1).message[2].startswith("masked:")
     wide = am.check_categories(W, b=b, bound=1000.0, workers=1)
-    assert wide.status[2] == "argmaxable" and am.verify_certificate(wide, W, b).all()
+    assert wide.status[2] == "argmaxable" and am.verify_certificate(wide, W, b, bound=1000.0).all()
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
@@ -311,3 +311,24 @@ def test_integral_numpy_counts_are_accepted_and_torch_bools_refused_like_numpy_b
             am.check_categories(bad)
         with pytest.raises(ValueError, match=r"W must be a real 2-D array\. Got dtype bool"):
             am.verify_certificate(res, bad)
+
+
+# Issue 32's low findings in the core's inputs.
+
+def test_eps_above_one_is_refused_for_sets():
+    """With eps = 2 check_rankings answered eps "no" and "1" "yes" for the same item: radius > 1 but not > eps."""
+    from argmaxable.topm.layers import check_rankings
+
+    W, b = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 0.0]]), np.array([0.0, 0.0, 3.0])
+    for call in (lambda: check_rankings(W, [[2]], b, eps=2.0), lambda: am.check_assignments(W, [[2]], b, eps=2.0),
+                 lambda: am.check_top_m(W, [[2]], b, eps=1.5)):
+        with pytest.raises(ValueError, match="'eps' parameter must be at most 1 for label sets and top-m sets"):
+            call()
+    assert am.check_assignments(W, [[0, 2]], b, eps=1.0, workers=1).status.tolist() == ["argmaxable"]
+
+
+def test_an_all_zero_layer_warns_nothing():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = am.check_categories(np.zeros((3, 2)), workers=1)
+    assert res.counts()["unargmaxable"] == 3 and am.verify_certificate(res, np.zeros((3, 2))).all()

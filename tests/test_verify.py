@@ -8,6 +8,8 @@ import inspect
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import argmaxable as am
 from argmaxable import verify as verify_module
@@ -47,17 +49,23 @@ def test_forged_certificates_fail(toy_result):
 
 
 def test_settings_come_from_the_caller(toy_result):
+    """The box and eps are the caller's, defaulting to the checks' documented ones: a record that disagrees is
+    refused, never followed (issue 32: the verifier trusts no value the result carries)."""
     r = copy.deepcopy(toy_result)
     r.settings["eps"] = -1.0  # would let any witness pass
-    with pytest.raises(ValueError, match="eps must be a non-negative number"):
+    with pytest.raises(ValueError, match=r"records eps=-1\.0 but eps=1e-08 applies \(the default\)"):
         am.verify_certificate(r, TOY)
     with pytest.raises(ValueError, match=r"records eps=-1\.0 but eps=1e-08 was given"):
         am.verify_certificate(r, TOY, eps=1e-8)
+    with pytest.raises(ValueError, match="eps must be a non-negative number"):
+        am.verify_certificate(r, TOY, eps=-1.0)
     with pytest.raises(ValueError, match=r"records bound=100\.0 but bound=50\.0"):
         am.verify_certificate(toy_result, TOY, bound=50.0)
     r = copy.deepcopy(toy_result)
     r.settings["lower"] = [0.0, 0.0]  # the ReLU box: category 2's witness (x1 + x2 < 0) leaves it
-    assert am.verify_certificate(r, TOY).tolist() == [True, True, False, True]
+    with pytest.raises(ValueError, match=r"records lower=0\.0 \(each of 2\) but lower=-100\.0 \(each of 2\)"):
+        am.verify_certificate(r, TOY)
+    assert am.verify_certificate(r, TOY, lower=0.0).tolist() == [True, True, False, True]
 
 
 def test_witness_outside_the_box_fails(toy_result):
@@ -153,7 +161,7 @@ def test_a_forged_witness_needing_subnormal_products_is_refused():
     forged = copy.deepcopy(res)
     forged.status[0] = "argmaxable"
     forged.witness[0] = (0.0, 6e307)  # (w_1 - w_0).x + b_1 - b_0 = 3e-16 - 1e-16 > 0 in exact arithmetic
-    assert not am.verify_certificate(forged, W, b)[0]
+    assert not am.verify_certificate(forged, W, b, eps=0.0, bound=1e308)[0]
 
 
 @pytest.mark.parametrize("bound", [1e-300, 1e-310])
@@ -161,7 +169,7 @@ def test_valid_witnesses_in_a_tiny_box_are_accepted(bound):
     W = np.random.default_rng(1).normal(size=(6, 3)) * 1e-305
     res = am.check_categories(W, bound=bound, eps=0.0, workers=1)
     assert (res.status == "argmaxable").sum() >= 3
-    assert am.verify_certificate(res, W).all()
+    assert am.verify_certificate(res, W, bound=bound, eps=0.0).all()
 
 
 def test_near_duplicate_witnesses_are_checked_row_by_row():
@@ -192,3 +200,162 @@ def test_near_duplicate_witnesses_are_checked_row_by_row():
     ok = am.verify_certificate(r, W)
     assert ok[:8].tolist() == expected
     assert ok[8:].all()
+
+
+# Issue 32: the verifier trusts no value the result carries: answer keys, radii, settings of the derived layers.
+
+def test_answers_for_other_thresholds_than_the_kind_are_refused():
+    """Label sets answer eps and 1: dropping the "1" answers (whose column a table then shows unchecked) or
+    renaming them to a threshold the kind never answers is refused, not skipped."""
+    W, b = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0]]), np.array([0.1, 0.1, 0.0])
+    sets = [[0, 1], [0, 1, 2], [0, 1]]  # the slab |x_1| < 0.1: radius 0.1 each
+    res = am.check_assignments(W, sets, b, workers=1)
+    assert res.answers["1"].tolist() == ["no"] * 3 and am.verify_certificate(res, W, b, items=sets).all()
+    for answers in ({"eps": res.answers["eps"]}, {"eps": res.answers["eps"], "0.001": res.answers["1"]}, {}):
+        forged = copy.deepcopy(res)
+        forged.answers = answers
+        with pytest.raises(ValueError, match="answers radius > eps and radius > 1; this one answers"):
+            am.verify_certificate(forged, W, b, items=sets)
+    forged = copy.deepcopy(res)
+    forged.answers = {"eps": res.answers["eps"], "0.001": res.answers["1"]}
+    assert "one_argmaxable" not in forged.to_frame() and "argmaxable_at_0.001" in forged.to_frame()
+
+
+def test_radii_are_verified():
+    """A lower bound needs a witness with that margin, an upper bound the certificate that gives it: a radius of
+    50 on an unargmaxable category, an upper bound of 1e-20 on argmaxable ones, or one below what the
+    certificate proves, fail; the check's own radii pass."""
+    res = am.check_categories(TOY, workers=1, exact_radius=True)
+    assert am.verify_certificate(res, TOY).all()
+    forged = copy.deepcopy(res)
+    forged.radius[3] = 50.0
+    assert am.verify_certificate(forged, TOY).tolist() == [True, True, True, False]
+    forged = copy.deepcopy(res)
+    forged.radius_upper[:3] = 1e-20
+    assert am.verify_certificate(forged, TOY).tolist() == [False, False, False, True]
+    forged = copy.deepcopy(res)
+    forged.radius_upper[3] = -1.0  # category 3's certificate shows a radius <= 1e-8, not <= -1
+    assert am.verify_certificate(forged, TOY).tolist() == [True, True, True, False]
+    forged = copy.deepcopy(res)
+    forged.radius[0] *= 1.01  # more than its witness's margin
+    assert not am.verify_certificate(forged, TOY)[0]
+
+
+def test_checked_radii_are_the_ones_the_evidence_backs():
+    from argmaxable.verify import checked_radii
+
+    W = np.random.default_rng(3).normal(size=(40, 3))
+    res = am.check_categories(W, workers=1, exact_radius=True)
+    radius, upper = checked_radii(res)
+    witnessed = np.isfinite(res.witness).all(axis=1) & (res.status == "argmaxable")
+    certified = np.array([len(r) > 0 for r, _ in res.certificates])
+    assert (res.status == "unargmaxable").any() and np.isfinite(res.radius[~witnessed]).any()  # LP radii, no point
+    np.testing.assert_array_equal(np.isnan(radius), ~witnessed | np.isnan(res.radius))
+    np.testing.assert_array_equal(np.isnan(upper), ~certified | np.isnan(res.radius_upper))
+    assert am.verify_certificate(res, W).all()
+
+
+def test_a_result_of_another_layer_is_one_line(tmp_path, capsys):
+    """Low finding: verify against the wrong model printed numpy's broadcasting message; a box that disagrees
+    printed all d values."""
+    res = am.check_categories(TOY, workers=1)
+    with pytest.raises(ValueError, match="witnesses have 2 coordinates and the layer given 3"):
+        am.verify_certificate(res, np.hstack([TOY, TOY[:, :1]]))
+    res.save(tmp_path / "r.evidence.npz")
+    np.savez(tmp_path / "wide.npz", W=np.hstack([TOY, TOY[:, :1]]))
+    assert main(["verify", str(tmp_path / "r.evidence.npz"), str(tmp_path / "wide.npz")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "verify against the layer the check ran on" in err
+    r = copy.deepcopy(res)
+    r.settings["lower"] = list(np.linspace(-1, 0, 2))
+    with pytest.raises(ValueError, match=r"records lower=2 values in \[-1, 0\] but lower=-100\.0 \(each of 2\)"):
+        am.verify_certificate(r, TOY)
+
+
+def test_ranking_and_prescribed_verifiers_read_the_callers_settings_and_items():
+    """Issue 32, finding 2: verify_prescribed read eps_ratio and delta from the result, verify_rankings took no
+    box or eps and ignored the result's items and its length."""
+    from argmaxable.topm.layers import achieved, check_prescribed, check_rankings, verify_prescribed, verify_rankings
+
+    loose = check_prescribed(TOY, [[0, 1, 3]], [[0.6, 0.3, 0.1]], delta=0.99, eps_ratio=0.9, workers=1)
+    inside, _ = achieved(TOY, None, loose.witness[0][:-1], [0, 1, 3])
+    assert loose.status.tolist() == ["argmaxable"] and not np.allclose(inside, [0.6, 0.3, 0.1], rtol=0.05)
+    with pytest.raises(ValueError, match=r"records eps_ratio=0\.9 but eps_ratio=0\.05 is verified"):
+        verify_prescribed(loose, TOY, [[0, 1, 3]], [[0.6, 0.3, 0.1]])
+    assert verify_prescribed(loose, TOY, [[0, 1, 3]], [[0.6, 0.3, 0.1]], eps_ratio=0.9, delta=0.99).all()
+    loose.settings.update(eps_ratio=0.05, delta=0.1)  # a record forged to the defaults: the witness is checked
+    assert not verify_prescribed(loose, TOY, [[0, 1, 3]], [[0.6, 0.3, 0.1]]).any()
+
+    W, b = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 0.0]]), np.array([0.0, 0.0, 0.1])
+    rankings = [[2], [2, 0]]
+    coarse = check_rankings(W, rankings, b, eps=0.5, workers=1)  # radii 0.1 and 0.05: below eps = 0.5
+    assert coarse.status.tolist() == ["unargmaxable"] * 2
+    with pytest.raises(ValueError, match=r"records eps=0\.5 but eps=1e-08 was given"):
+        verify_rankings(coarse, W, rankings, b)
+    assert verify_rankings(coarse, W, rankings, b, eps=0.5).all()
+    coarse.settings["eps"] = 1e-8  # forged: at eps = 1e-8 both rankings are argmaxable
+    assert not verify_rankings(coarse, W, rankings, b).any()
+    honest = check_rankings(W, rankings, b, workers=1)
+    assert honest.status.tolist() == ["argmaxable"] * 2 and verify_rankings(honest, W, rankings, b).all()
+
+    mixed = check_rankings(TOY, [[0], [3]], workers=1)
+    assert mixed.status.tolist() == ["argmaxable", "unargmaxable"] and verify_rankings(mixed, TOY, [[0], [3]]).all()
+    swapped = copy.deepcopy(mixed)
+    swapped.items = np.array([1, 0])  # each verdict now names the other ranking
+    assert not verify_rankings(swapped, TOY, [[0], [3]]).any()
+    with pytest.raises(ValueError, match="items must be positions among the 1 top-k rankings given"):
+        verify_rankings(mixed, TOY, [[0]])  # a longer result than the rankings given
+    with pytest.raises(ValueError, match="not one of prescribed probabilities"):
+        verify_prescribed(mixed, TOY, [[0], [3]], [[1.0], [1.0]])
+
+
+FORGERIES = ("status", "radius", "radius_upper", "answer", "answer_key", "eps", "bound", "items")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**16), st.sampled_from(["categories", "assignments"]), st.sampled_from(FORGERIES),
+       st.integers(0, 7))
+def test_forged_columns_and_settings_never_verify(seed, kind, forgery, at):
+    """Issue 32: whatever single claim of a genuine result is forged (a status, a radius above the Chebyshev
+    radius, an upper bound below the certificate's, an answer or its key, the recorded eps or box, the items),
+    verify_certificate refuses it (ValueError) or fails the item it forged."""
+    rng = np.random.default_rng(seed)
+    W, b = rng.normal(size=(8, 2)), rng.normal(size=8)
+    sets = [rng.permutation(8)[: rng.integers(0, 8)].tolist() for _ in range(8)] if kind == "assignments" else None
+    if kind == "categories":
+        res = am.check_categories(W, b=b, workers=1, exact_radius=True)
+    else:
+        res = am.check_assignments(W, sets, b, workers=1, exact_radius=True, bound=100.0)
+    box = {"items": sets, "bound": 100.0}
+    assert am.verify_certificate(res, W, b, **box).all()
+    k = at % len(res)
+    f = copy.deepcopy(res)
+    if forgery == "status":
+        f.status[k] = {"argmaxable": "unargmaxable", "unargmaxable": "argmaxable"}.get(f.status[k], "argmaxable")
+    elif forgery == "radius":  # above the Chebyshev radius (the LP ran to its optimum): no witness has it
+        assume(np.isfinite(res.radius[k]) and res.radius_exact[k])
+        f.radius[k] = abs(res.radius[k]) * 2 + 1e-3
+    elif forgery == "radius_upper":  # below the verified lower bound, or below what the certificate proves
+        assume(np.isfinite(res.radius_upper[k]))
+        f.radius_upper[k] = min(res.radius[k] if np.isfinite(res.radius[k]) else res.radius_upper[k],
+                                res.radius_upper[k]) - abs(res.radius_upper[k]) - 1e-3
+    elif forgery == "answer":
+        key = "eps" if kind == "categories" else ("eps", "1")[at % 2]
+        f.answers[key] = f.answers[key].copy()
+        f.answers[key][k] = {"yes": "no", "no": "yes"}.get(f.answers[key][k], "yes")
+        assume(f.answers[key][k] != res.answers[key][k] and not (key == "1" and res.status[k] == "undecided"))
+    elif forgery == "answer_key":
+        f.answers = {("0.5" if key == "1" else key): v for key, v in res.answers.items()} if kind != "categories" \
+            else {"eps": res.answers["eps"], "1": res.answers["eps"]}
+    elif forgery in ("eps", "bound"):
+        f.settings[forgery] = f.settings[forgery] * 2
+    else:
+        other = (k + 1 + at) % len(res)
+        assume(res.status[k] != res.status[other])
+        f.items = res.items.copy()
+        f.items[[k, other]] = f.items[[other, k]]
+    try:
+        ok = am.verify_certificate(f, W, b, **box)
+    except ValueError:
+        return
+    assert not ok[k] or (forgery == "items" and not ok.all())

@@ -5,7 +5,7 @@
     argmaxable check softmax model.gguf
     argmaxable check softmax HuggingFaceTB/SmolLM2-135M [--revision R]
     argmaxable check assignments layer.pt labels.txt [--out table.csv]
-    argmaxable verify table.parquet layer.npz [--labels labels.txt]
+    argmaxable verify table.parquet layer.npz [--labels labels.txt] [--vocab tokens.txt]
     argmaxable config show [experiment=paper detect.bound=50 ...]
 
 User errors (bad files, missing keys, bad settings) print one line to stderr and exit with status 2.
@@ -26,8 +26,10 @@ import numpy as np
 import argmaxable as am  # the checks through the package attributes, as users call them
 from argmaxable._version import __version__
 from argmaxable.core import CheckResult, SolverError, activation_bounds
-from argmaxable.core.box import ACTIVATIONS
+from argmaxable.core.box import ACTIVATIONS, DTYPES, activation_dtype
 from argmaxable.provenance import write_table
+from argmaxable.text import csv_frame, csv_uncell, printable
+from argmaxable.verify import DEFAULT_BOUND, DEFAULT_EPS, checked_radii
 
 EXIT_USAGE = 2  # argparse's own status for bad usage; we use it for every user error
 LISTED = 20  # unargmaxable tokens printed by `check softmax` (the full table goes to --out)
@@ -106,22 +108,25 @@ def _read_layer(args):
             raise UsageError("--weight-key/--bias-key do not apply to a GGUF model (its head is output.weight, "
                              "or token_embd.weight when tied)")
         layer = load_gguf(args.path)
-        print(f"head: {layer.origin}")
+        print(f"head: {printable(layer.origin)}")
     elif path.suffix.lower() == ".onnx":
         if args.bias_key:
             raise UsageError("--bias-key does not apply to an ONNX model (its head's bias is read from the graph)")
         layer = load_onnx(args.path, output=args.weight_key)
-        print(f"head: {layer.origin}" + (f"; for the activation-aware box add --activation {layer.activation}"
-                                         if layer.activation and getattr(args, "activation", None) is None
-                                         else ""))
+        print(f"head: {printable(layer.origin)}" + (
+            f"; for the activation-aware box add --activation {layer.activation}"
+            if layer.activation and getattr(args, "activation", None) is None else ""))
     else:
         W, b = load_layer(args.path, args.weight_key, args.bias_key, no_bias=args.no_bias)
         layer = Layer(W, b, str(path))
     if args.no_bias:
         layer.b = None
-    if getattr(args, "vocab", None) is not None:  # `verify` has no --vocab
-        _name_rows(layer, read_vocab(args.vocab, layer.W.shape[0])[0])
-        layer.token_types = None
+    if getattr(args, "vocab", None) is not None:
+        if layer.tokens is not None:
+            raise UsageError(f"{args.path} names its {len(layer.tokens)} tokens itself"
+                             f"{' (with their types)' if layer.token_types is not None else ''}: --vocab would "
+                             "replace them; leave it out")
+        _name_rows(layer, read_vocab(args.vocab, layer.W.shape[0], exact=True)[0])
     return layer
 
 
@@ -135,16 +140,28 @@ def _name_rows(layer, tokens) -> None:
         layer.tokens, layer.raw_tokens = (readable, tokens) if readable is not None else (tokens, None)
 
 
-def _settings(args, bound_default: float) -> dict:
+def _settings(args, bound_default: float, layer=None) -> dict:
     """Only the options the user gave: everything else keeps the core's documented defaults. ``--activation``
-    becomes the box ``lower``/``upper`` of :func:`argmaxable.core.activation_bounds`."""
+    becomes the box ``lower``/``upper`` of :func:`argmaxable.core.activation_bounds`, for the activation as the
+    model computes it (:func:`_activation_box`)."""
     names = ("bound", "lower", "upper", "patience", "eps", "solver", "workers")
     out = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
-    if args.activation is not None:
-        if args.lower is not None or args.upper is not None:
-            raise UsageError("give either --activation or --lower/--upper, not both")
-        out["lower"], out["upper"] = activation_bounds(args.activation, out.get("bound", bound_default))
+    out.update(_activation_box(args, out.get("bound", bound_default), layer))
     return out
+
+
+def _activation_box(args, bound: float, layer=None) -> dict:
+    """``lower``/``upper`` of ``--activation`` in the dtype of ``--activation-dtype``, else of the layer's stored
+    weights where the loader knows it (ONNX, GGUF, Hugging Face), else float32; {} without ``--activation``."""
+    if args.activation is None:
+        if args.activation_dtype is not None:
+            raise UsageError("--activation-dtype applies to the box of an --activation")
+        return {}
+    if args.lower is not None or args.upper is not None:
+        raise UsageError("give either --activation or --lower/--upper, not both")
+    dtype = args.activation_dtype or activation_dtype(None if layer is None else layer.precision)
+    lower, upper = activation_bounds(args.activation, bound, dtype)
+    return {"lower": lower, "upper": upper}
 
 
 def _list_tokens(res, tokens) -> None:
@@ -170,8 +187,8 @@ def _check_out(args) -> None:
     if out.is_dir():
         raise UsageError(f"--out {str(out)!r} is a directory; give a file name ending in .parquet or .csv")
     parent = out.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
+    if not parent.exists():
+        raise UsageError(f"--out {str(out)!r}: directory {str(parent)!r} does not exist; create it first")
     try:
         name_max = os.pathconf(parent, "PC_NAME_MAX")
     except (OSError, ValueError):
@@ -188,15 +205,27 @@ def _check_out(args) -> None:
         raise UsageError(f"--out {str(out)!r}: cannot write in directory {str(parent)!r}") from None
 
 
+TOKEN_COLUMNS = ("token", "raw_token", "token_type")  # readable, as stored (where they differ), GGUF's types
+
+
+def _table(res, layer=None):
+    """The ``--out`` table of a result: one row per item; its radii only where its own evidence backs them
+    (:func:`argmaxable.verify.checked_radii`: what ``verify`` checks); each category's token, stored name and
+    type where the layer names them."""
+    frame = res.to_frame().rename(columns={"item": "category" if res.kind == "categories" else "assignment"})
+    frame["radius"], frame["radius_upper"] = checked_radii(res)
+    if layer is not None and res.kind == "categories":
+        named = zip(TOKEN_COLUMNS, (layer.tokens, layer.raw_tokens, layer.token_types), strict=True)
+        for at, (column, values) in enumerate([(c, v) for c, v in named if v is not None], start=1):
+            frame.insert(at, column, [values[i] for i in frame["category"]])
+    return frame
+
+
 def _write(res, args, extra_inputs=(), layer=None) -> None:
     if args.out is None:
         return
     out = Path(args.out)
-    frame = res.to_frame().rename(columns={"item": "category" if res.kind == "categories" else "assignment"})
-    if layer is not None:  # token (readable), raw_token (as stored, where they differ), token_type (GGUF)
-        named = [("token", layer.tokens), ("raw_token", layer.raw_tokens), ("token_type", layer.token_types)]
-        for at, (column, values) in enumerate([(c, v) for c, v in named if v is not None], start=1):
-            frame.insert(at, column, [values[i] for i in frame["category"]])
+    frame = _table(res, layer)
     # the table, its .meta.json and its evidence are staged and renamed together: one unit, old or new
     write_table(frame, out, config={"command": sys.argv[1:], **res.settings}, inputs=[args.path, *extra_inputs],
                 companions=[(evidence_path(out), res.write_npz)])
@@ -205,8 +234,9 @@ def _write(res, args, extra_inputs=(), layer=None) -> None:
 
 def cmd_check_softmax(args) -> int:
     _check_out(args)
-    settings = _settings(args, 100.0)
+    _settings(args, 100.0)  # a bad combination of options is refused before the model is read
     layer = _read_layer(args)
+    settings = _settings(args, 100.0, layer)
     print(_describe(args.path, layer.W, layer.b))
     res = am.check_categories(layer.W, b=layer.b, progress=args.progress, **settings)
     print(res.summary())
@@ -217,8 +247,9 @@ def cmd_check_softmax(args) -> int:
 
 def cmd_check_assignments(args) -> int:
     _check_out(args)
-    settings = _settings(args, 1e4)
+    _settings(args, 1e4)  # a bad combination of options is refused before the model is read
     layer = _read_layer(args)
+    settings = _settings(args, 1e4, layer)
     W, b = layer.W, layer.b
     Y = read_labels(args.labels, W.shape[0])
     print(_describe(args.path, W, b))
@@ -229,38 +260,45 @@ def cmd_check_assignments(args) -> int:
     return 0
 
 
-def _table_mismatch(table: Path, res) -> str | None:
-    """Where the table disagrees with its evidence (item, status, radius, radius_upper, answers), or None."""
+FLOAT_COLUMNS = ("radius", "radius_upper", "witness_norm")
+
+
+def _table_mismatch(table: Path, res, layer) -> str | None:
+    """Where the table disagrees with what its evidence and the layer give (:func:`_table`), or None. Every
+    column is compared: one that cannot be checked (a token column without the names, one we never write) is a
+    mismatch, never skipped."""
     import pandas as pd
 
     try:
-        frame = pd.read_parquet(table) if table.suffix == ".parquet" else pd.read_csv(table, keep_default_na=False)
+        frame = pd.read_parquet(table) if table.suffix == ".parquet" else csv_frame(
+            pd.read_csv(table, keep_default_na=False, dtype=str), csv_uncell)
     except Exception as err:  # pyarrow, pandas and OS errors: the table is unreadable
         raise UsageError(f"cannot read the table {str(table)!r}: {str(err).strip().splitlines()[0]}") from None
-    want = res.to_frame()
+    want = _table(res, layer)
     if len(frame) != len(want):
         return f"{len(frame)} rows for {len(want)} items"
-    columns = {"item": "category" if res.kind == "categories" else "assignment", "status": "status",
-               "radius": "radius", "radius_upper": "radius_upper",
-               **{c: c for c in ("eps_argmaxable", "one_argmaxable") if c in want}}
-    for ours, theirs in columns.items():
-        if theirs not in frame:
-            return f"no column {theirs!r}"
-        a, b = want[ours].to_numpy(), frame[theirs].to_numpy()
-        if ours in ("radius", "radius_upper"):
+    for column in frame.columns:
+        if column not in want:
+            need = " without the names the check gave the rows (give its --vocab)" if column in TOKEN_COLUMNS else ""
+            return f"column {printable(column)!r} cannot be checked against the evidence{need}"
+    for column in want.columns:
+        if column not in frame:
+            return f"no column {column!r}"
+        a, b = want[column].to_numpy(), frame[column].to_numpy()
+        if column in FLOAT_COLUMNS:
             b = pd.to_numeric(pd.Series(b), errors="coerce").to_numpy(dtype=np.float64)
             same = (a == b) | (np.isnan(a) & np.isnan(b))
         else:
             same = a.astype(str) == b.astype(str)
         if not same.all():
             k = int(np.flatnonzero(~same)[0])
-            return f"column {theirs!r} differs at {int((~same).sum())} rows (first: row {k}, {b[k]!r} in the table, " \
-                   f"{a[k]!r} in the evidence)"
+            return f"column {column!r} differs at {int((~same).sum())} rows (first: row {k}, " \
+                   f"{printable(repr(b[k]))} in the table, {printable(repr(a[k]))} from the evidence)"
     return None
 
 
 def _box_text(settings: dict) -> str:
-    """The box and eps a result records, per coordinate where they differ from the bound."""
+    """The box and eps verified, per coordinate where they differ from the bound."""
     bound = settings.get("bound")
     text = f"bound {bound}, eps {settings.get('eps')}"
     for key, edge in (("lower", -1), ("upper", 1)):
@@ -296,17 +334,15 @@ def cmd_verify(args) -> int:
             raise UsageError(f"a {res.kind} result needs its label sets: --labels FILE")
         items = read_labels(args.labels, W.shape[0])
     given_settings = {k: getattr(args, k) for k in ("bound", "eps", "lower", "upper") if getattr(args, k) is not None}
-    if args.activation is not None:
-        if args.lower is not None or args.upper is not None:
-            raise UsageError("give either --activation or --lower/--upper, not both")
-        bound = given_settings.get("bound", res.settings.get("bound"))
-        given_settings["lower"], given_settings["upper"] = activation_bounds(args.activation, bound)
+    bound = given_settings.setdefault("bound", DEFAULT_BOUND.get(res.kind, 100.0))
+    given_settings.setdefault("eps", DEFAULT_EPS)
+    given_settings.update(_activation_box(args, bound, layer))
     valid = am.verify_certificate(res, W, b, items=items, **given_settings)
-    print(f"{path}: {int(valid.sum())} of {len(valid)} verdicts verified, answers and radii included (as recorded: "
-          f"{_box_text(res.settings)})")
+    print(f"{path}: {int(valid.sum())} of {len(valid)} verdicts verified, answers and radii included (at "
+          f"{_box_text(given_settings)})")
     failed = 0
     if table is not None:
-        mismatch = _table_mismatch(table, res)
+        mismatch = _table_mismatch(table, res, layer)
         print(f"{table}: " + (f"does not match its evidence: {mismatch}" if mismatch else "matches its evidence"))
         failed |= mismatch is not None
     decided = res.status != "undecided"
@@ -357,7 +393,11 @@ def _add_layer_options(p: argparse.ArgumentParser, bound_default: str) -> None:
     p.add_argument("--lower", type=float, help="narrow the box: x_j >= LOWER for every coordinate")
     p.add_argument("--upper", type=float, help="narrow the box: x_j <= UPPER for every coordinate")
     p.add_argument("--activation", choices=sorted(ACTIVATIONS), help="narrow the box to the range of the "
-                   "activation feeding the head (e.g. relu: x_j >= 0, silu: x_j >= -0.2785, tanh: |x_j| <= 1)")
+                   "activation feeding the head (e.g. relu: x_j >= 0, silu: x_j >= -0.2785, tanh: |x_j| <= 1; "
+                   "gelu is the erf form, gelu_tanh the tanh approximation)")
+    p.add_argument("--activation-dtype", choices=DTYPES, help="the dtype the model computes that activation in "
+                   "(float16/bfloat16 rounding reaches below the exact range; default: the stored weights' type "
+                   "where the model file says it, else float32)")
     p.add_argument("--patience", type=int, help="approximate-stage steps before the exact LP")
     p.add_argument("--eps", type=float, help="Chebyshev radius that counts as a region (default 1e-8)")
     p.add_argument("--solver", help="LP solver: highs (default) or gurobi")
@@ -397,6 +437,9 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--upper", type=float, help="x_j <= UPPER for every coordinate (must agree with the record)")
     verify.add_argument("--activation", choices=sorted(ACTIVATIONS), help="the box of that activation (as in "
                         "check; must agree with the record)")
+    verify.add_argument("--activation-dtype", choices=DTYPES, help="the activation's dtype (as in check)")
+    verify.add_argument("--vocab", metavar="FILE", help="the vocabulary the check named the rows with (its "
+                        "--vocab): the table's token column is checked against it")
     verify.add_argument("--eps", type=float, help="eps to verify at (must agree with the result's record)")
     verify.set_defaults(func=cmd_verify)
 
@@ -424,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (ValueError, OSError, SolverError) as err:  # our errors: WeightsError, ConfigError, UsageError...
         message = str(err).strip().splitlines() or [type(err).__name__]
-        print(f"argmaxable: error: {message[0]}", file=sys.stderr)
+        print(f"argmaxable: error: {printable(message[0])}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT, no partial file (atomic writes)
         print("argmaxable: interrupted", file=sys.stderr)

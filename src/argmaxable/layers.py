@@ -1,8 +1,9 @@
 """Output layers that cannot lose outputs: PyTorch heads argmaxable by construction (thesis ch. 5).
 
 Each is a drop-in for ``nn.Linear(in_features, n)`` at the end of a model, and :meth:`weights` returns the
-matrix W (n x D, float64) and bias b (or None) of the map ``z = W x + b`` that the checks read, so the guarantee
-can be verified on the trained layer with the core:
+matrix W (n x D, as float64) and bias b (or None) of the map ``z = W x + b`` that the checks read: the values the
+module computes with, in its own dtype and scale (a scale that underflows in float32 gives the zero matrix the
+module uses, not the float64 one it would like to), so the guarantee is verified on the layer as trained:
 
 - :class:`DFTSigmoidHead` (multi-label, sigmoid): a projection to ``x`` (2k+1+s features) and
   ``W = [W^DFT_{n,2k+1}, S]``; every label assignment with at most k active labels is argmaxable
@@ -18,7 +19,10 @@ can be verified on the trained layer with the core:
 
 The guarantees hold for the inputs x of W anywhere in a box around the origin (the checks' default box): a
 model that can only reach part of it (x after a ReLU, say) may still miss outputs. The DFT heads therefore end
-in their own unconstrained linear projection.
+in their own unconstrained linear projection, which reaches every x only when it is at least as wide as x: the
+softmax DFT head refuses a narrower one; the sigmoid DFT head's guarantee is over its projected features, as the
+thesis states it (its multi-label setup projects 64 features to 2k+1+s; that family checks the encoder space too).
+Sizes are integers (a float is refused with one line).
 """
 
 from __future__ import annotations
@@ -34,7 +38,15 @@ from argmaxable.constructions import check_dft_size, dft_matrix
 
 
 def _numpy(t: torch.Tensor) -> np.ndarray:
+    """A tensor's values as float64 (exactly: every float16, bfloat16 and float32 value is a float64 value)."""
     return t.detach().cpu().double().numpy()
+
+
+def _size(name: str, value, least: int, head: str) -> int:
+    """An integer size of a head, refused in one line when it is not an integer >= ``least``."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)) or value < least:
+        raise ValueError(f"The {name!r} parameter of {head} must be an integer >= {least}. Got {value!r}.")
+    return int(value)
 
 
 def dft_apply(x: torch.Tensor, n: int) -> torch.Tensor:
@@ -43,19 +55,21 @@ def dft_apply(x: torch.Tensor, n: int) -> torch.Tensor:
     The coefficients of frequency j (cosine x[2j-1], sine x[2j]) become the complex number
     sqrt(2/n)/2 (x_cos - i x_sin); ``irfft`` with ``norm="forward"`` then sums
     X_0 + 2 Re(sum_j X_j e^{i j t}), which is exactly the DFT layer's logit (2k+1 <= n, so no Nyquist term).
+    float16 and bfloat16 inputs are transformed in float32 and the logits rounded back to their dtype.
     """
     k = (x.shape[-1] - 1) // 2
     check_dft_size(n, k)
+    dtype = x.dtype
+    x = x if dtype == torch.float64 else x.float()  # float16 and bfloat16 (no FFT of their own): in float32
     scale = math.sqrt(2 / n) / 2
     dc = (x[..., :1] / math.sqrt(n)).to(torch.complex64 if x.dtype == torch.float32 else torch.complex128)
     waves = torch.complex(x[..., 1::2], -x[..., 2::2]) * scale  # (..., k)
-    return torch.fft.irfft(torch.cat([dc, waves], dim=-1), n=n, dim=-1, norm="forward")  # (..., n)
+    z = torch.fft.irfft(torch.cat([dc, waves], dim=-1), n=n, dim=-1, norm="forward")  # (..., n)
+    return z.to(dtype)
 
 
 def _slack(n: int, s: int) -> nn.Parameter:
     """s slack columns initialised like ``nn.Linear(s, n)`` weights (thesis Fig. 5.5: randomly initialised)."""
-    if s < 0:
-        raise ValueError(f"The 'slack' parameter must be >= 0. Got {s}.")
     slack = nn.Parameter(torch.empty(n, s))
     if s:
         nn.init.kaiming_uniform_(slack, a=math.sqrt(5))
@@ -70,6 +84,11 @@ class DFTSigmoidHead(nn.Module):
     slack columns S, which keep the guarantee (Prop. 5.2) and widen the regions (Fig. 5.5). The projection bias
     starts at ``[sqrt(n) logit(k/n), 0, ..., 0]``: since the DC column is 1/sqrt(n), every label starts with
     probability about k/n (§5.1.3, initialisation trick).
+
+    The guarantee is over the projected features x (thesis Thm 5.4); for the head's inputs e it needs a
+    projection that reaches every x (``in_features >= 2k+1+s``, of full rank), which this head does not require:
+    the thesis's multi-label setup is narrower, and :mod:`argmaxable.multilabel` checks its encoder space too.
+    :meth:`weights` is the exact DFT matrix the inverse FFT computes (to its float32 rounding, as any product).
 
     Parameters
     ----------
@@ -100,6 +119,9 @@ class DFTSigmoidHead(nn.Module):
 
     def __init__(self, in_features: int, n: int, k: int, slack: int = 0):
         super().__init__()
+        head = type(self).__name__
+        in_features, n, k = (_size(a, v, 1, head) for a, v in (("in_features", in_features), ("n", n), ("k", k)))
+        slack = _size("slack", slack, 0, head)
         check_dft_size(n, k)
         self.n, self.k = n, k
         self.projection = nn.Linear(in_features, 2 * k + 1 + slack)
@@ -118,7 +140,8 @@ class DFTSigmoidHead(nn.Module):
         return self.classify(self.projection(features))
 
     def weights(self) -> tuple[np.ndarray, None]:
-        """``(W, None)``: W = [W^DFT, S] (n x (2k+1+s), float64) over the projected features; no bias."""
+        """``(W, None)``: W = [W^DFT, S] (n x (2k+1+s), as float64: the DFT exact, S as the module stores it)
+        over the projected features; no bias."""
         return np.hstack([dft_matrix(self.n, self.k), _numpy(self.slack)]), None
 
 
@@ -128,7 +151,11 @@ class SphericalSoftmaxHead(nn.Module):
     Every row is a point of the sphere of radius r (one learnable scale, ``r = exp(log_scale)``), so every row is
     a vertex of their convex hull: without a bias, every category is argmaxable (category i wins at
     ``x = v_i``) unless two rows point the same way. A bias can move that point outside a bounded box, so
-    ``bias=False`` is the form that keeps the guarantee; with a bias it holds for unbounded inputs only.
+    ``bias=False`` is the form that keeps the guarantee; with a bias it holds for unbounded inputs only. The rows
+    the module computes with are ``exp(log_scale) * v_i / ||v_i||`` in its dtype: a scale trained so far down that
+    they underflow (float32: below about 1e-45) makes them all equal, which :meth:`weights` shows as it is, and a
+    check then finds (rows equal in the module's dtype are ties, whatever they were in float64). A sphere in one
+    dimension has two points, so ``in_features = 1`` is refused for n > 2.
 
     Parameters
     ----------
@@ -155,6 +182,11 @@ class SphericalSoftmaxHead(nn.Module):
 
     def __init__(self, in_features: int, n: int, bias: bool = True):
         super().__init__()
+        in_features, n = _size("in_features", in_features, 1, "SphericalSoftmaxHead"), _size(
+            "n", n, 1, "SphericalSoftmaxHead")
+        if in_features == 1 and n > 2:
+            raise ValueError(f"SphericalSoftmaxHead: a sphere in in_features = 1 dimension has two points; {n} "
+                             "categories need in_features >= 2.")
         self.weight = nn.Parameter(torch.empty(n, in_features))
         self.log_scale = nn.Parameter(torch.zeros(()))
         self.bias = nn.Parameter(torch.empty(n)) if bias else None
@@ -162,15 +194,18 @@ class SphericalSoftmaxHead(nn.Module):
         if self.bias is not None:
             nn.init.uniform_(self.bias, -1 / math.sqrt(in_features), 1 / math.sqrt(in_features))
 
+    def matrix(self) -> torch.Tensor:
+        """The rows the module computes with (n, d), in its dtype: ``exp(log_scale) * v_i / ||v_i||``."""
+        return self.log_scale.exp() * F.normalize(self.weight, dim=1)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits (B, d) -> (B, n)."""
-        return F.linear(x, self.log_scale.exp() * F.normalize(self.weight, dim=1), self.bias)
+        return F.linear(x, self.matrix(), self.bias)
 
     def weights(self) -> tuple[np.ndarray, np.ndarray | None]:
-        """``(W, b)``: the rows scaled onto the sphere (n x d, float64) and the bias (None without one)."""
-        V = _numpy(self.weight)
-        W = math.exp(float(self.log_scale.detach())) * V / np.linalg.norm(V, axis=1, keepdims=True)
-        return W, None if self.bias is None else _numpy(self.bias)
+        """``(W, b)``: :meth:`matrix` (n x d) and the bias (None without one), their values as float64."""
+        with torch.no_grad():
+            return _numpy(self.matrix()), None if self.bias is None else _numpy(self.bias)
 
 
 class DFTSoftmaxHead(nn.Module):
@@ -189,7 +224,8 @@ class DFTSoftmaxHead(nn.Module):
     n : int
         Number of categories.
     k : int
-        Length of the rankings guaranteed (k >= 1, 2k+1 <= n); the bottleneck has 2k+s features.
+        Length of the rankings guaranteed (k >= 1, 2k+1 <= n); the bottleneck has 2k+s features, and
+        ``in_features`` must be at least that (a narrower projection cannot reach every x: refused).
     slack : int, default 0
         Learnable slack columns s.
     order : {"index", "centred"}, default "index"
@@ -218,9 +254,13 @@ class DFTSoftmaxHead(nn.Module):
         super().__init__()
         if order not in ("index", "centred"):
             raise ValueError(f"The 'order' parameter of DFTSoftmaxHead must be 'index' or 'centred'. Got {order!r}.")
-        if k < 1:
-            raise ValueError(f"The 'k' parameter of DFTSoftmaxHead must be >= 1 (rankings of k categories). Got {k}.")
+        in_features, n = _size("in_features", in_features, 1, "DFTSoftmaxHead"), _size("n", n, 1, "DFTSoftmaxHead")
+        k, slack = _size("k", k, 1, "DFTSoftmaxHead"), _size("slack", slack, 0, "DFTSoftmaxHead")
         check_dft_size(n, k)
+        if in_features < 2 * k + slack:
+            raise ValueError(f"DFTSoftmaxHead: in_features = {in_features} < 2k + slack = {2 * k + slack}: the "
+                             "projection could not reach every input of the DFT layer, and the guarantee would not "
+                             "hold for the model. Lower k or slack, or widen the features.")
         self.n, self.k, self.order = n, k, order
         self.projection = nn.Linear(in_features, 2 * k + slack)
         self.slack = _slack(n, slack)
@@ -240,5 +280,6 @@ class DFTSoftmaxHead(nn.Module):
         return x[..., :fixed] @ self.fixed.T + x[..., fixed:] @ self.slack.T
 
     def weights(self) -> tuple[np.ndarray, None]:
-        """``(W, None)``: the fixed columns and the slack (n x (2k+s), float64) over the projected features."""
-        return np.hstack([self._fixed(), _numpy(self.slack)]), None
+        """``(W, None)``: the fixed columns as the module stores them (its dtype's rounding of the DFT values) and
+        the slack (n x (2k+s), as float64) over the projected features."""
+        return np.hstack([_numpy(self.fixed), _numpy(self.slack)]), None

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from argmaxable._version import __version__
+from argmaxable.text import csv_frame, markdown_table
 
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -133,6 +134,10 @@ def write_table(df, path: str | os.PathLike, *, config: Any = None, inputs: Iter
                 companions: Iterable = (), **extra) -> None:
     """Write a pandas DataFrame (.parquet, .csv or .md by suffix) atomically, with a ``.meta.json`` sidecar.
 
+    Text cells are escaped for their format (:mod:`argmaxable.text`): in CSV a cell a spreadsheet would run as a
+    formula starts with ``'`` (read back with ``csv_frame(df, csv_uncell)``), in Markdown HTML and table syntax
+    are character references.
+
     Parquet files also carry the record in their schema metadata under ``argmaxable``. ``companions``: more
     ``(path, write)`` pairs (``write(tmp)`` fills a temporary file) staged with the table and its sidecar and
     renamed with them as one unit (:func:`atomic_paths`).
@@ -153,9 +158,9 @@ def write_table(df, path: str | os.PathLike, *, config: Any = None, inputs: Iter
             )
             pq.write_table(table, tmp)
         elif path.suffix == ".csv":
-            df.to_csv(tmp, index=False)
+            csv_frame(df).to_csv(tmp, index=False)  # no cell a spreadsheet runs as a formula
         else:
-            tmp.write_text(df.to_markdown(index=False) + "\n")
+            tmp.write_text(markdown_table(df) + "\n")  # no cell that acts as HTML, a link or a new cell or row
         tmp_meta.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
         for (_, write), staged in zip(companions, tmp_more, strict=True):
             write(staged)

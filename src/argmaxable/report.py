@@ -39,6 +39,7 @@ import yaml
 
 from argmaxable.core.reflect import stall_window
 from argmaxable.provenance import atomic_path, code_version, metadata, sidecar, write_json
+from argmaxable.text import csv_frame, csv_uncell, markdown_table
 
 # How an item relates to the paper's, per experiment (declared).
 KINDS = ("same", "substitute", "not_run")
@@ -192,7 +193,7 @@ def load_declarations(report_dir: str | Path, catalogue: dict[str, dict]) -> dic
 
 
 def _read_table(path: Path) -> pd.DataFrame:
-    return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    return pd.read_parquet(path) if path.suffix == ".parquet" else csv_frame(pd.read_csv(path), csv_uncell)
 
 
 def _select(df: pd.DataFrame, where: dict | None) -> pd.DataFrame:
@@ -674,7 +675,7 @@ def render_markdown(catalogue: dict, items: list[Assessment], header: dict, resu
     """The report as Markdown; figures are linked relative to the results directory."""
     lines = ["# Replication report", "", *(f"- {k}: {v}" for k, v in header.items()), "",
              *_methods_md(list(methods)),
-             "## Coverage", "", coverage_line(items), "", coverage(items).to_markdown(index=False), "",
+             "## Coverage", "", coverage_line(items), "", markdown_table(coverage(items)), "",
              "| paper | item | title | status | relation |", "|---|---|---|---|---|"]
     lines += [f"| {a.paper} | [{a.item}](#{_anchor(a.paper, a.item)}) | {_cell(a.title)} | {a.status} | "
               f"{_cell(a.line)} |" for a in items]
@@ -686,18 +687,18 @@ def render_markdown(catalogue: dict, items: list[Assessment], header: dict, resu
             if a.claim:
                 lines += [_claim_text(a), ""]
             if a.paper_values is not None:
-                lines += [f"The paper's values (`{a.paper_cite}`):", "", a.paper_values.to_markdown(index=False), ""]
+                lines += [f"The paper's values (`{a.paper_cite}`):", "", markdown_table(a.paper_values), ""]
             lines += [f"- known difference: {d}" for d in a.differences]
             for fig in a.figures:
                 lines += ["", f"![{a.item}]({fig.relative_to(results_dir).as_posix()})"]
             if a.comparison is not None:
                 cited = f" (the paper's values: `{'`, `'.join(a.cited)}`)" if a.cited else ""
                 lines += ["", f"Ours beside the paper's values{cited}:", "",
-                          a.comparison.head(TABLE_ROWS).to_markdown(index=False)]
+                          markdown_table(a.comparison.head(TABLE_ROWS))]
             for tab in a.tables:
                 df, n = _table_preview(tab)
                 shown = f" (first {len(df)} of {n} rows)" if n > len(df) else ""
-                lines += ["", f"`{tab.relative_to(results_dir).as_posix()}`{shown}:", "", df.to_markdown(index=False)]
+                lines += ["", f"`{tab.relative_to(results_dir).as_posix()}`{shown}:", "", markdown_table(df)]
             for txt in a.texts:
                 lines += ["", f"`{txt.relative_to(results_dir).as_posix()}`:", "", txt.read_text().strip()]
             for rec in a.provenance:

@@ -18,8 +18,16 @@ Evidence checked, per kind of result (``result.kind``):
   row) with ``sup_{x in box} (-sum z_i a_i) - sum z_i c_i <= eps sum z_i ||a_i||`` where ``z_i = y_i / ||a_i||``
   (LP duality: the Chebyshev radius is at most eps), or one zero row with ``c_i >= 0`` (a duplicate).
 - "undecided" claims nothing and passes; any other status fails.
-- answers (``result.answers``): at "eps" the status's own; at a threshold r ("1": radius > 1), "yes" needs the
-  witness's margin above r, "no" a certificate bounding the radius by r.
+- answers (``result.answers``): exactly the thresholds the kind answers (every kind "eps", label and top-m sets
+  also "1"), any other set of keys is refused; at "eps" the status's own; at a threshold r ("1": radius > 1),
+  "yes" needs the witness's margin above r, "no" a certificate bounding the radius by r.
+- radii (to 6 digits): a lower bound above eps needs a witness with that margin (an unargmaxable item's cannot
+  exceed eps); an upper bound needs the item's certificate to give it, or, where the result keeps none (an LP
+  that sized a radius it did not refute), to lie at or above the verified lower bound. :func:`checked_radii`
+  names the radii the evidence itself backs: the only ones a table should show.
+
+The box and eps are the caller's (default: the checks' documented ones for the result's kind), never the result's
+record: a record that disagrees with them is refused, naming the setting.
 
 Categories (softmax): ``a_i = w_i - w_t``, ``c_i = b_i - b_t``. Label assignments (sigmoid, signs s_i = +1 for an
 active label): ``a_i = -s_i w_i``, ``c_i = -s_i b_i``. Top-m sets: the assignments of the layer ``[W, -1]`` over
@@ -42,6 +50,12 @@ import numpy as np
 
 STATUSES = ("argmaxable", "unargmaxable", "undecided")
 KINDS = ("categories", "assignments", "top-m sets")
+# The checks' documented boxes and eps (002 §4: 100; thesis §4.2: 1e4 for label sets, eps 1e-8), the defaults
+# the verifier applies where the caller gives none, and the thresholds each kind answers (sets: also 1).
+DEFAULT_BOUND = {"categories": 100.0, "assignments": 1e4, "top-m sets": 100.0}
+DEFAULT_EPS = 1e-8
+THRESHOLDS = {"categories": ("eps",), "assignments": ("eps", "1"), "top-m sets": ("eps", "1")}
+DIGITS = 1e-6  # radii a result claims are checked to 6 digits
 U64 = 2.0**-53  # unit roundoff of float64
 # Rows of W per block of the float64 re-checks and of the low-precision products.
 BLOCK = 4096
@@ -126,34 +140,74 @@ def _signs(items, n: int) -> np.ndarray:
     return out
 
 
-def _settings(result, d: int, bound, lower, upper, eps):
-    """The box (lo, hi) and eps: the caller's, checked against the result's record (a mismatch is refused)."""
-    rec = getattr(result, "settings", {}) or {}
-    given = {"bound": bound, "lower": lower, "upper": upper, "eps": eps}
-    vals = {}
-    for key, val in given.items():
-        r = rec.get(key)
-        if val is None:
-            val = r
-        elif r is not None and not np.array_equal(np.broadcast_to(np.asarray(val, dtype=np.float64), np.shape(r)),
-                                                  np.asarray(r, dtype=np.float64)):
-            raise ValueError(f"verify_certificate: the result records {key}={r!r} but {key}={val!r} was given: "
-                             "verify against the settings the check ran with.")
-        vals[key] = val
-    bound, eps = vals["bound"], vals["eps"]
-    if bound is None or eps is None:
-        raise ValueError("verify_certificate: give bound and eps (the result does not record them).")
+def _settings(result, kind: str, d: int, bound, lower, upper, eps):
+    """The box (lo, hi) and eps to verify at: the caller's, else the checks' documented ones for ``kind``; the
+    result's record is only compared with them (a record that disagrees is refused)."""
+    given = {"bound": bound, "eps": eps, "lower": lower, "upper": upper}
+    bound = DEFAULT_BOUND[kind] if bound is None else bound
+    eps = DEFAULT_EPS if eps is None else eps
     if not (isinstance(bound, (int, float, np.floating, np.integer)) and np.isfinite(bound) and bound > 0):
         raise ValueError(f"verify_certificate: bound must be a positive number. Got {bound!r}.")
     if not (isinstance(eps, (int, float, np.floating, np.integer)) and np.isfinite(eps) and eps >= 0):
         raise ValueError(f"verify_certificate: eps must be a non-negative number. Got {eps!r}.")
-    lo = np.full(d, -float(bound)) if vals["lower"] is None else np.maximum(
-        np.broadcast_to(np.asarray(vals["lower"], dtype=np.float64), (d,)), -bound)
-    hi = np.full(d, float(bound)) if vals["upper"] is None else np.minimum(
-        np.broadcast_to(np.asarray(vals["upper"], dtype=np.float64), (d,)), bound)
+    lo, hi = _box(d, float(bound), lower, upper, "")
     if not (lo < hi).all():
         raise ValueError("verify_certificate: the box is empty or flat (lower must be below upper).")
+    _agree(getattr(result, "settings", None) or {}, given, float(bound), lo, hi, float(eps))
     return float(bound), lo, hi, float(eps)
+
+
+def _box(d: int, bound: float, lower, upper, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """The ends (lo, hi), each (d,): ``[lower, upper]`` (scalars or d values, None: the bound) within |x_j| <= bound."""
+    ends = []
+    for name, value, edge in (("lower", lower, -bound), ("upper", upper, bound)):
+        if value is None:
+            ends.append(np.full(d, edge))
+            continue
+        arr = np.asarray(value, dtype=np.float64) if np.asarray(value).dtype.kind in "iuf" else None
+        if arr is None or arr.ndim > 1 or arr.size not in (1, d) or np.isnan(arr).any():
+            raise ValueError(f"verify_certificate: {where}{name} must be a number or {d} numbers. Got "
+                             f"{_shown(value)}.")
+        ends.append(np.maximum(np.broadcast_to(arr, (d,)), edge) if name == "lower" else
+                    np.minimum(np.broadcast_to(arr, (d,)), edge))
+    return ends[0], ends[1]
+
+
+def _agree(record: dict, given: dict, bound: float, lo: np.ndarray, hi: np.ndarray, eps: float) -> None:
+    """Refuse a record of the check's settings that disagrees with the box and eps verified."""
+    def refuse(key, recorded, verified):
+        how = "was given" if given[key] is not None else "applies (the default)"
+        raise ValueError(f"verify_certificate: the result records {key}={_shown(recorded)} but {key}="
+                         f"{_shown(verified)} {how}: verify against the settings the check ran with.")
+
+    for key, verified in (("bound", bound), ("eps", eps)):
+        recorded = record.get(key)
+        if recorded is not None and not (np.asarray(recorded).dtype.kind in "iuf" and np.ndim(recorded) == 0
+                                         and float(recorded) == verified):
+            refuse(key, recorded, verified)
+    if record.get("lower") is None and record.get("upper") is None:
+        return
+    try:
+        rec_bound = float(record.get("bound", bound))
+        rlo, rhi = _box(len(lo), rec_bound, record.get("lower"), record.get("upper"), "the recorded ")
+    except (TypeError, ValueError):
+        rlo = rhi = None
+    for key, recorded, mine in (("lower", rlo, lo), ("upper", rhi, hi)):
+        if recorded is None or not np.array_equal(recorded, mine):
+            refuse(key, record.get(key), mine)
+
+
+def _shown(value) -> str:
+    """A setting in one short phrase: a number, or an array's size and range (never all its values)."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return repr(value)[:60]
+    if arr.ndim == 0:
+        return repr(float(arr))
+    if arr.size and (arr == arr.flat[0]).all():
+        return f"{float(arr.flat[0])!r} (each of {arr.size})"
+    return f"{arr.size} values in [{np.nanmin(arr):g}, {np.nanmax(arr):g}]" if arr.size else "[]"
 
 
 def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None, upper=None,
@@ -171,13 +225,21 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
         The assignments / token sets the result's rows refer to (2-D 0/1 array or list of index lists); required
         for assignments and top-m sets. Categories name their rows in ``result.items``.
     bound, lower, upper, eps : optional
-        The box and eps to verify at. Default: the result's record; a value that disagrees with the record is
-        refused (ValueError), as is a record that is not a valid setting (e.g. a negative eps).
+        The box and eps to verify at. Default: the checks' documented ones for the result's kind (bound 100 for
+        categories and top-m sets, 1e4 for label sets; the whole box; eps 1e-8), never the result's record: a
+        record that disagrees with the values verified is refused (ValueError), naming the setting.
 
     Returns
     -------
     ndarray of bool, shape (len(result),)
-        True where the evidence holds (always for "undecided"; never for an unknown status).
+        True where the evidence holds for the status, the answers and the radii (an "undecided" status claims
+        nothing; an unknown status never holds).
+
+    Raises
+    ------
+    ValueError
+        Bad inputs, settings that disagree with the result's record, arrays of the wrong shape (a result of
+        another layer), or answers for other thresholds than the kind's.
 
     Examples
     --------
@@ -200,13 +262,15 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
     valid = status == "undecided"
     pos = np.flatnonzero(status == "argmaxable")
     with np.errstate(invalid="ignore"):
-        claim = np.isfinite(radius[pos]) & (radius[pos] * (1 - 1e-6) > eps)
+        claim = np.isfinite(radius[pos]) & (radius[pos] * (1 - DIGITS) > eps)
     valid[pos[~claim]] = witnesses(pos[~claim], eps)
     if claim.any():
-        valid[pos[claim]] = witnesses(pos[claim], radius[pos[claim]] * (1 - 1e-6))
-    pos = np.flatnonzero(status == "unargmaxable")
-    valid[pos] = certificates(pos, eps)
-    return valid & _answers_hold(result, status, witnesses, certificates, eps)
+        valid[pos[claim]] = witnesses(pos[claim], radius[pos[claim]] * (1 - DIGITS))
+    upper, certified = _upper_claims(result, status)
+    pos = np.flatnonzero(status == "unargmaxable")  # at eps, or at the upper bound claimed where smaller
+    valid[pos] = certificates(pos, np.fmin(eps, np.where(certified[pos], upper[pos], np.nan)))
+    return valid & _answers_hold(result, kind, status, witnesses, certificates, eps) & _radii_hold(
+        status, radius, upper, certified, witnesses, certificates, eps)
 
 
 def _inputs(result, W, b, bound, lower, upper, eps):
@@ -224,10 +288,13 @@ def _inputs(result, W, b, bound, lower, upper, eps):
     if kind == "top-m sets":  # tau's coefficient: -1, or -1/s for a layer the check rescaled by s (power of 2)
         W = np.hstack([W, np.full((n, 1), -_tau_scale(max(_abs_max(W), float(np.abs(b).max()))))])
     dim = W.shape[1]
-    bound, lo, hi, eps = _settings(result, d, bound, lower, upper, eps)
+    witness = np.asarray(result.witness, dtype=np.float64)
+    if witness.ndim == 2 and witness.shape[1] != dim:
+        raise ValueError(f"verify_certificate: the result's witnesses have {witness.shape[1]} coordinates and the "
+                         f"layer given {dim}: verify against the layer the check ran on.")
+    bound, lo, hi, eps = _settings(result, kind, d, bound, lower, upper, eps)
     if kind == "top-m sets":
         lo, hi = np.append(lo, -bound), np.append(hi, bound)
-    witness = np.asarray(result.witness, dtype=np.float64)
     if witness.shape != (k, dim) or len(result.items) != k or len(result.certificates) != k:
         raise ValueError(f"verify_certificate: the result's arrays do not match: {k} statuses, witnesses of shape "
                          f"{witness.shape} (expected ({k}, {dim})), {len(result.items)} items.")
@@ -258,9 +325,10 @@ def _category_checks(result, W, b, witness, lo, hi, eps):
         return out
 
     def certificates(pos, e):
+        e = np.broadcast_to(np.asarray(e, dtype=np.float64), (len(pos),))  # one margin per item, or all
         return np.array([bool(masked[rows[p]]) or _certificate_categories(W, b, int(rows[p]),
-                                                                          result.certificates[p], lo, hi, e)
-                         for p in pos], dtype=bool)
+                                                                          result.certificates[p], lo, hi, float(ek))
+                         for p, ek in zip(pos, e, strict=True)], dtype=bool)
 
     return witnesses, certificates
 
@@ -285,11 +353,17 @@ def _assignment_checks(result, W, b, witness, items, kind, lo, hi):
     return witnesses, certificates
 
 
-def _answers_hold(result, status, witnesses, certificates, eps) -> np.ndarray:
-    """Whether each item's answers hold. At "eps" the answer is the status's; at a threshold r, "yes" needs a
-    witness whose margin exceeds r and "no" a certificate bounding the radius by r (none: refused)."""
+def _answers_hold(result, kind, status, witnesses, certificates, eps) -> np.ndarray:
+    """Whether each item's answers hold. The thresholds answered must be the kind's (:data:`THRESHOLDS`): a
+    missing or renamed one is refused. At "eps" the answer is the status's; at a threshold r, "yes" needs a
+    witness whose margin exceeds r and "no" a certificate bounding the radius by r."""
+    answers = getattr(result, "answers", None) or {}
+    if sorted(answers) != sorted(THRESHOLDS[kind]):
+        want = " and radius > ".join(THRESHOLDS[kind])
+        raise ValueError(f"verify_certificate: a {kind} result answers radius > {want}; this one answers "
+                         f"{', '.join(map(repr, sorted(answers))) or 'nothing'}.")
     ok = np.ones(len(status), dtype=bool)
-    for key, answer in (getattr(result, "answers", None) or {}).items():
+    for key, answer in answers.items():
         answer = np.asarray(answer).astype(str)
         if answer.shape != status.shape or not np.isin(answer, ("yes", "no", "undecided")).all():
             ok[:] = False
@@ -297,15 +371,56 @@ def _answers_hold(result, status, witnesses, certificates, eps) -> np.ndarray:
         if key == "eps":
             ok &= answer == np.select([status == "argmaxable", status == "unargmaxable"], ["yes", "no"], "undecided")
             continue
-        try:
-            threshold = float(key)
-        except ValueError:
-            ok[:] = False
-            continue
+        threshold = float(key)
         yes, no = np.flatnonzero(answer == "yes"), np.flatnonzero(answer == "no")
         ok[yes] &= (status[yes] == "argmaxable") & witnesses(yes, max(threshold, eps))
         ok[no] &= certificates(no, threshold)
     return ok
+
+
+def _upper_claims(result, status) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's claimed upper bound on the radius, made 6 digits looser (NaN: none claimed; +inf claims
+    nothing, -inf that no point meets the item's rows), and whether the item keeps a certificate to check it with."""
+    upper = np.asarray(result.radius_upper, dtype=np.float64)
+    if upper.shape != status.shape:
+        raise ValueError(f"verify_certificate: the result has {upper.size} upper radii for {len(status)} items.")
+    certified = np.array([len(np.atleast_1d(c[0])) > 0 for c in result.certificates], dtype=bool)
+    with np.errstate(invalid="ignore"):
+        looser = np.where(np.isinf(upper), upper, upper + DIGITS * np.abs(upper))
+    return np.where(looser == np.inf, np.nan, looser), certified.reshape(status.shape)
+
+
+def _radii_hold(status, radius, upper, certified, witnesses, certificates, eps) -> np.ndarray:
+    """Whether each item's radii hold beyond its status (an argmaxable item's lower bound is checked with its
+    witness, an unargmaxable item's upper bound with its certificate): a lower bound above eps on any other item
+    needs a witness with that margin, and an unargmaxable item's cannot exceed eps; an upper bound needs the
+    item's certificate to give it, or, where the item keeps no certificate, to lie at or above the verified lower
+    bound (eps for an argmaxable item). To 6 digits."""
+    ok = np.ones(len(status), dtype=bool)
+    with np.errstate(invalid="ignore"):
+        high = np.flatnonzero((status != "argmaxable") & (radius * (1 - DIGITS) > eps))
+        ok[high] = (status[high] != "unargmaxable") & witnesses(high, radius[high] * (1 - DIGITS))
+        claimed = ~np.isnan(upper)
+        pos = np.flatnonzero(claimed & certified & (status != "unargmaxable"))
+        if pos.size:
+            ok[pos] &= certificates(pos, upper[pos])
+        floor = np.where(status == "argmaxable", np.fmax(radius, eps), radius)  # verified lower bounds (or NaN)
+        ok &= ~(claimed & ~certified & (upper < floor))
+    return ok
+
+
+def checked_radii(result) -> tuple[np.ndarray, np.ndarray]:
+    """The radii of ``result`` that its own evidence backs, as :func:`verify_certificate` checks them: the lower
+    bound of each argmaxable item that keeps its witness, each upper bound where the item keeps a certificate;
+    NaN elsewhere (a value the result carries with no evidence for it, such as an LP's radius of a refuted item,
+    whose point is not kept). A table of verified results shows these."""
+    X = np.asarray(result.witness)  # in its own dtype, a block of rows at a time: no copy of a whole vocabulary's
+    witnessed = np.concatenate([np.isfinite(X[s : s + BLOCK]).all(axis=1) for s in range(0, len(X), BLOCK)] or
+                               [np.zeros(0, dtype=bool)]) & (np.asarray(result.status).astype(str) == "argmaxable")
+    certified = np.array([len(np.atleast_1d(c[0])) > 0 for c in result.certificates], dtype=bool)
+    radius = np.where(witnessed, np.asarray(result.radius, dtype=np.float64), np.nan)
+    upper = np.where(certified, np.asarray(result.radius_upper, dtype=np.float64), np.nan)
+    return radius, upper
 
 
 def _tau_scale(top: float) -> float:
@@ -733,6 +848,7 @@ def _certificates_assignments(W, b, S, certs, lo, hi, eps) -> np.ndarray:
     sigma = np.sqrt(np.einsum("nd,nd->n", Wc[:, :d], Wc[:, :d]))
     r = np.abs(Wc[:, :d]) @ np.maximum(np.abs(lo), np.abs(hi))
     out = np.zeros(len(certs), dtype=bool)
+    eps = np.broadcast_to(np.asarray(eps, dtype=np.float64), (len(certs),))  # one margin per item, or all
     step = max(1, min(256, (1 << 27) // (8 * n)))
     for s0 in range(0, len(certs), step):
         batch = np.arange(s0, min(s0 + step, len(certs)))
@@ -756,6 +872,6 @@ def _certificates_assignments(W, b, S, certs, lo, hi, eps) -> np.ndarray:
             ysum[k], todo[k] = _norm_mass(y, sigma[rows]), True
         with np.errstate(over="ignore", invalid="ignore"):
             V, depth = _chunked(Q, Wc)
-            acc = _dual_accept(V[:, :d], V[:, d], Z @ r, Z @ np.abs(Wc[:, d]), ysum, depth, n, lo, hi, eps)
+            acc = _dual_accept(V[:, :d], V[:, d], Z @ r, Z @ np.abs(Wc[:, d]), ysum, depth, n, lo, hi, eps[batch])
         out[batch[todo]] = acc[todo]
     return out

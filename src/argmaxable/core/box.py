@@ -12,33 +12,51 @@ from __future__ import annotations
 
 import numpy as np
 
-# Lower ends of activations' ranges, rounded outward so the box contains every value the activation takes.
-# SiLU/swish: min of x*sigmoid(x) is -0.27846454 at x = -1.2785; GELU: min of x*Phi(x) is -0.16997 at x = -0.7518.
-SILU_MIN = -0.2785
-GELU_MIN = -0.17
+# Lower ends of activations' ranges per dtype of the activation as the model computes it, rounded outward so the
+# box contains every value it takes. float64/float32: the exact minimum with room for float32 rounding (SiLU/swish:
+# x*sigmoid(x) >= -0.27846454 at x = -1.2785; GELU, x*Phi(x) >= -0.16997 at x = -0.7518; tanh-approximate GELU,
+# x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) >= -0.17004 at x = -0.7525). float16 and bfloat16: the least value
+# over every finite input of the dtype, computed as frameworks do (in float32 and rounded once, or op by op in the
+# dtype: x * sigmoid(x), x/2 (1 + erf(x / sqrt 2)), ...), measured exhaustively and lowered by one unit in the last
+# place of the dtype (float16: SiLU -0.27856, GELU and tanh-GELU -0.17017; bfloat16: SiLU -0.27930, GELU and
+# tanh-GELU -0.17090). tests/test_box.py recomputes them over every value.
+LOWER_ENDS = {
+    "silu": {"float64": -0.2785, "float32": -0.2785, "float16": -0.2789, "bfloat16": -0.2813},
+    "gelu": {"float64": -0.17, "float32": -0.17, "float16": -0.1703, "bfloat16": -0.1719},
+    "gelu_tanh": {"float64": -0.1701, "float32": -0.1701, "float16": -0.1703, "bfloat16": -0.1719},
+}
+SILU_MIN = LOWER_ENDS["silu"]["float32"]
+GELU_MIN = LOWER_ENDS["gelu"]["float32"]
+DTYPES = ("float64", "float32", "float16", "bfloat16")
 
-# name -> (lower, upper) as a function of the paper's bound B (None: that end stays at B).
+# name -> (lower, upper) as a function of the paper's bound B (None: that end stays at B; a name: its row of
+# LOWER_ENDS). ReLU's 0, tanh's and sigmoid's 0 and +-1 are exact in every dtype (rounding keeps them).
 ACTIVATIONS = {
     "none": (None, None),
     "identity": (None, None),
-    "silu": (SILU_MIN, None),
-    "swish": (SILU_MIN, None),
+    "silu": ("silu", None),
+    "swish": ("silu", None),
     "relu": (0.0, None),
-    "gelu": (GELU_MIN, None),
+    "gelu": ("gelu", None),
+    "gelu_tanh": ("gelu_tanh", None),
     "tanh": (-1.0, 1.0),
     "sigmoid": (0.0, 1.0),
 }
 
 
-def activation_bounds(name: str | None, bound: float) -> tuple[float, float]:
+def activation_bounds(name: str | None, bound: float, dtype: str = "float32") -> tuple[float, float]:
     """The box ``(lower, upper)`` of inputs after activation ``name``, within the paper's box ``|x_j| <= bound``.
 
     Parameters
     ----------
     name : str or None
-        One of "none" (or None, "identity": the paper's box), "silu"/"swish", "relu", "gelu", "tanh", "sigmoid".
+        One of "none" (or None, "identity": the paper's box), "silu"/"swish", "relu", "gelu" (the exact, erf
+        form), "gelu_tanh" (the tanh approximation: it reaches lower), "tanh", "sigmoid".
     bound : float
         The paper's box half-width B; it caps the unbounded ends.
+    dtype : str, default "float32"
+        The dtype the model computes the activation in: "float64", "float32", "float16" or "bfloat16" (their
+        rounding takes SiLU and GELU below their exact minima, :data:`LOWER_ENDS`).
 
     Returns
     -------
@@ -51,14 +69,29 @@ def activation_bounds(name: str | None, bound: float) -> tuple[float, float]:
     (0.0, 100.0)
     >>> activation_bounds("tanh", 100.0)
     (-1.0, 1.0)
+    >>> activation_bounds("silu", 100.0), activation_bounds("silu", 100.0, "bfloat16")
+    ((-0.2785, 100.0), (-0.2813, 100.0))
     """
     key = "none" if name is None else str(name).lower()
     if key not in ACTIVATIONS:
         raise ValueError(f"Unknown activation {name!r}: use one of {', '.join(ACTIVATIONS)}.")
+    if dtype not in DTYPES:
+        raise ValueError(f"The 'dtype' parameter of activation_bounds must be one of {', '.join(DTYPES)}. "
+                         f"Got {dtype!r}.")
     lo, hi = ACTIVATIONS[key]
+    lo = LOWER_ENDS[lo][dtype] if isinstance(lo, str) else lo
     lower = -bound if lo is None else max(lo, -bound)
     upper = bound if hi is None else min(hi, bound)
     return float(lower), float(upper)
+
+
+def activation_dtype(precision: str | None) -> str:
+    """The dtype a model computes its activations in, from its stored weights' type: float16 and bfloat16 as
+    stored, float64 for float64 weights, float32 for everything else (float32, integer and block-quantised
+    weights, whose products run in float32; unknown)."""
+    name = str(precision or "").lower().removeprefix("torch.")
+    return {"float16": "float16", "f16": "float16", "half": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16",
+            "float64": "float64", "double": "float64"}.get(name, "float32")
 
 
 def _end(value, d: int, name: str) -> np.ndarray:

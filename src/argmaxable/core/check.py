@@ -174,7 +174,8 @@ def _finished(ledger: Ledger, prep: Prepared, items=None) -> CheckResult:
         return res
     from argmaxable.verify import verify_certificate
 
-    ledger.withdraw(~verify_certificate(res, prep.W0, prep.b0, items=items),
+    box = {k: res.settings[k] for k in ("bound", "lower", "upper", "eps")}  # the settings this check ran with
+    ledger.withdraw(~verify_certificate(res, prep.W0, prep.b0, items=items, **box),
                     "the layer's entries span more than one scale can hold (some underflow once it is scaled into "
                     "range): the evidence found does not hold on the layer as given")
     return ledger.result()
@@ -395,6 +396,9 @@ def check_assignments(W, items, b=None, *, bound: float = ASSIGNMENT_BOUND, lowe
 def _check_signs(W, items, b, settings: Settings, *, kind: str, given: Prepared | None = None) -> CheckResult:
     """:func:`check_assignments` with its settings built. ``given``: the layer as the user gave it where ``W`` was
     built from it (top-m sets: ``[W, -1]``); the result records its box and is re-verified on it."""
+    if settings.eps > 1.0:  # radius > eps would then be the stronger question, answered beside radius > 1
+        raise ValueError(f"The 'eps' parameter must be at most 1 for label sets and top-m sets, which also answer "
+                         f"radius > 1 (thesis §4.2's 1-argmaxable). Got {settings.eps!r} instead.")
     prep = _prepare(W, b, settings)
     signs = _as_signs(items, prep.W.shape[0])
     system = AssignmentSystem(prep.W, prep.b, signs)

@@ -10,6 +10,12 @@ ARGMAXABLE, UNARGMAXABLE, UNDECIDED = "argmaxable", "unargmaxable", "undecided"
 STATUSES = (ARGMAXABLE, UNARGMAXABLE, UNDECIDED)
 
 
+def answer_column(threshold: str) -> str:
+    """The table column of the answers at a threshold: eps_argmaxable, one_argmaxable (radius > 1), or
+    ``argmaxable_at_<threshold>`` for any other (never shown as one of the two)."""
+    return {"eps": "eps_argmaxable", "1": "one_argmaxable"}.get(threshold, f"argmaxable_at_{threshold}")
+
+
 @dataclass
 class CheckResult:
     """Verdicts aligned with the items checked.
@@ -104,7 +110,7 @@ class CheckResult:
             "lp_rounds": self.lp_rounds,
             "witness_norm": wnorm,
             "message": self.message,
-            **{("eps_argmaxable" if k == "eps" else "one_argmaxable"): v for k, v in self.answers.items()},
+            **{answer_column(k): v for k, v in self.answers.items()},
         })
 
     def save(self, path) -> None:

@@ -11,6 +11,9 @@ programme is always feasible and bounded, and its duals give a certificate eithe
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +27,35 @@ SOLVERS = ("highs", "gurobi")
 
 class SolverError(RuntimeError):
     """The LP backend failed in a way that is not a verdict (licence limit, crash, unknown status)."""
+
+
+_FIRST_HIGHS = threading.Lock()
+_banner_shown = False
+
+
+def _new_highs(highspy):
+    """``highspy.Highs()``; the process's first with the C-level stdout pointed at stderr: HiGHS prints its banner
+    there once per process, before any option can silence it, and a command's stdout holds its results."""
+    global _banner_shown
+    with _FIRST_HIGHS:
+        if _banner_shown:
+            return highspy.Highs()
+        sys.stdout.flush()
+        saved = os.dup(1)
+        try:
+            os.dup2(2, 1)
+            h = highspy.Highs()
+            try:
+                import ctypes
+
+                ctypes.CDLL(None).fflush(None)  # the banner out of C's buffer while stdout is still stderr
+            except (OSError, AttributeError):
+                pass
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        _banner_shown = True
+        return h
 
 
 @dataclass
@@ -44,7 +76,7 @@ class HighsLP:
         import highspy
 
         self._hs = highspy
-        h = highspy.Highs()
+        h = _new_highs(highspy)
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", 1)  # parallelism comes from solving many LPs at once
         h.setOptionValue("presolve", "off")  # small dense working sets: presolve only costs (measured 2x at d=128)

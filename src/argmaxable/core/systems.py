@@ -355,7 +355,8 @@ class CategorySystem:
         # Tier 1: each computed logit of a band is within kappa (||x|| max ||w_i|| + max |b_i|) of the exact one,
         # the norms' maximum taken over the band.
         band_up = band_top + kappa * (np.multiply.outer(xn, band_norm) + self.max_bias)  # (b, bands) >= l_i
-        margin = (low - band_up.max(axis=1)) / (self.norms[items] + self.max_norm)
+        with np.errstate(invalid="ignore"):  # an all-zero layer: 0 / 0, a NaN margin that proves nothing
+            margin = (low - band_up.max(axis=1)) / (self.norms[items] + self.max_norm)
         # l_worst > l_t for sure: reflect across the computed argmax, no measuring needed.
         beaten = top - kappa * (xn * self.norms[worst] + np.abs(self.b64[worst])) > 2 * own - low
         open_ = np.flatnonzero(~(margin > eps) & ~beaten)

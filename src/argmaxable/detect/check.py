@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from argmaxable.core import activation_bounds, check_categories
+from argmaxable.core.box import activation_dtype
 from argmaxable.detect.download import read_manifest
 from argmaxable.detect.loaders import load_model
 from argmaxable.detect.vocab import in_script
@@ -71,7 +72,7 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
         raise WeightsError(f"model {model['name']!r} names script {script!r} but no vocabulary file was found: "
                            "set params.vocab")
     frames, seconds, settings, checks = [], 0.0, {}, {}
-    for box, lower, upper in boxes(layer.activation, detect["bound"]):
+    for box, lower, upper in boxes(layer.activation, detect["bound"], activation_dtype(layer.precision)):
         start = time.perf_counter()
         res = check_categories(layer.W, None if shards == 1 else classes, b=layer.b, bound=detect["bound"],
                                lower=lower, upper=upper, patience=detect["patience"], eps=detect["eps"],
@@ -101,8 +102,9 @@ def check_shard(model: Mapping, detect: Mapping, *, root: str | os.PathLike | No
     return frame, facts
 
 
-def boxes(activation: str | None, bound: float) -> list[tuple[str, float | None, float | None]]:
-    """The boxes a model is checked in: (name, lower, upper); the paper's, then its activation's if any.
+def boxes(activation: str | None, bound: float, dtype: str = "float32") -> list[tuple[str, float | None, float | None]]:
+    """The boxes a model is checked in: (name, lower, upper); the paper's, then its activation's if any, as the
+    model computes it in ``dtype`` (:func:`argmaxable.core.activation_bounds`).
 
     Examples
     --------
@@ -113,7 +115,7 @@ def boxes(activation: str | None, bound: float) -> list[tuple[str, float | None,
     """
     out = [("paper", None, None)]
     if activation not in (None, "", "none", "identity"):
-        out.append((str(activation), *activation_bounds(activation, bound)))
+        out.append((str(activation), *activation_bounds(activation, bound, dtype)))
     return out
 
 

@@ -218,6 +218,8 @@ def join_parts(into: Path, parts: list[str], file: str, sha256: str = "") -> str
     sources, target = [inside(p) for p in parts], inside(file)
     if not sources:
         raise DownloadError("join: 'parts' is empty")
+    if target in sources:  # opening the target for writing would empty that part before it is read
+        raise DownloadError(f"join: the joined file {file!r} is also one of its parts; give it a name of its own")
     if missing := [p for p, path in zip(parts, sources, strict=True) if not path.is_file()]:
         raise DownloadError(f"join: part {missing[0]!r} is not among the unpacked files")
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ import pandas as pd
 
 from argmaxable.detect.check import detect_table
 from argmaxable.provenance import atomic_path, metadata, save_figure, sidecar, write_json, write_table
+from argmaxable.text import markdown_table
 
 # Where the papers report each group of models (the `paper.table` of a model config) and its source's name
 # in ACL Table 1 / thesis Table 4.3.
@@ -91,7 +92,7 @@ def make_paper_tables(summary_paths: Iterable[str | os.PathLike], out_path: str 
         group = [s for s in summaries if key[id(s)] == table]
         frame = detect_table(group).round({"mean steps": 2, "seconds": 1})
         title = f"{table}: {PAPER_SOURCES[table]}" if table in PAPER_SOURCES else table
-        sections += [f"## {title}", "", frame.to_markdown(index=False), ""]
+        sections += [f"## {title}", "", markdown_table(frame), ""]
     text = "\n".join(sections)
     with atomic_path(Path(out_path)) as tmp:
         Path(tmp).write_text(text, encoding="utf-8")

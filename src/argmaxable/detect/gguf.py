@@ -49,9 +49,16 @@ class GGUFHead:
 
 
 def _field(reader, key: str):
-    """A metadata value (a list for arrays), or None when the file lacks it."""
-    value = reader.fields.get(key)
-    return None if value is None else value.contents()
+    """A metadata value (a list for arrays), or None when the file lacks it; text that is not UTF-8 is one line
+    naming the file and the field."""
+    field = reader.fields.get(key)
+    if field is None:
+        return None
+    try:
+        return field.contents()
+    except UnicodeDecodeError as err:
+        raise WeightsError(f"{str(reader.data.filename)!r}: metadata field {key} holds text that is not UTF-8 "
+                           f"({err.reason} at byte {err.start} of a value)") from None
 
 
 def _reader_class():

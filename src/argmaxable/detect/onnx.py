@@ -18,8 +18,12 @@ only, no activation between: PP-OCRv2's two-layer CTC head) is one affine map of
 are multiplied, W = W₂ W₁ and b = W₂ b₁ + b₂ in float64, and the head reads the first layer's input.
 
 What feeds the head (the op producing x, past reshapes) names its activation where it is a known one: ``Relu``;
-``Tanh``; ``Sigmoid``; x·sigmoid(x) (SiLU/swish); ``Gelu`` or its ``Erf`` form; the hidden state
+``Tanh``; ``Sigmoid``; x·sigmoid(x) (SiLU/swish); ``Gelu`` or its ``Erf`` form ("gelu"), and ``Gelu`` with
+``approximate="tanh"``, ``FastGelu`` or the tanh form ("gelu_tanh", which reaches lower); the hidden state
 of an ``LSTM``/``GRU``, which lies in (-1, 1) like tanh's output.
+
+A hostile file is one line: an empty file, a graph with no outputs, or one whose nodes are not in topological
+order (ONNX requires it; a cycle breaks it) is refused before any walk.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ class OnnxHead:
     W: np.ndarray  # (n, d)
     b: np.ndarray | None  # (n,)
     node: str  # the op and node output that computes x Wᵀ, e.g. "Gemm -> 381"
-    activation: str | None  # what feeds the head, when known: relu, tanh, sigmoid, silu, gelu
+    activation: str | None  # what feeds the head, when known: relu, tanh, sigmoid, silu, gelu, gelu_tanh
     feeding: str  # the op found before the head, e.g. "LSTM -> 361"
     metadata: dict[str, str]  # the model's metadata_props
     precision: str = "float32"  # the stored weights' type (of the last layer's, when two were multiplied)
@@ -64,11 +68,21 @@ class _Graph:
 
         self._to_array = numpy_helper.to_array
         graph = model.graph
-        self.nodes = list(graph.node)  # topologically sorted (ONNX IR)
+        self.nodes = list(graph.node)  # topologically sorted (ONNX IR; checked by :meth:`order`)
         self.producer = {out: node for node in self.nodes for out in node.output if out}
+        self.position = {out: k for k, node in enumerate(self.nodes) for out in node.output if out}
         self.initializers = {t.name: t for t in graph.initializer}
         self.outputs = [o.name for o in graph.output]
         self._values: dict[str, np.ndarray | None] = {}  # const() memo
+
+    def order(self, path: Path) -> None:
+        """Refuse a graph whose nodes read a tensor that the same or a later node makes: ONNX requires nodes in
+        topological order, and a cycle (which no walk over the graph would leave) cannot be put in one."""
+        for k, node in enumerate(self.nodes):
+            late = next((i for i in node.input if i and self.position.get(i, -1) >= k), None)
+            if late is not None:
+                raise WeightsError(f"{str(path)!r}: node {node.name or node.op_type!r} reads {late!r}, which it or a "
+                                   "later node makes: the graph is not in topological order (a cycle?)")
 
     def const(self, name: str) -> np.ndarray | None:
         """The value of ``name`` when it is a constant (initializer, Constant, or a few ops over them)."""
@@ -139,11 +153,16 @@ def _load(path: Path):
 
     if not path.is_file():
         raise WeightsError(f"ONNX file {str(path)!r} does not exist")
+    if path.stat().st_size == 0:
+        raise WeightsError(f"ONNX file {str(path)!r} is empty")
     try:
-        return onnx.load(str(path))
+        model = onnx.load(str(path))
     except Exception as err:  # protobuf's DecodeError and onnx's own errors both mean "not a readable graph"
         msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise WeightsError(f"cannot read {str(path)!r} as an ONNX model: {msg}") from None
+    if not model.graph.output:
+        raise WeightsError(f"{str(path)!r} holds no ONNX graph outputs: not a model (or not an ONNX file)")
+    return model
 
 
 def _start(g: _Graph, output: str | None, path: Path) -> str:
@@ -285,8 +304,11 @@ def _feeding(g: _Graph, name: str) -> tuple[str | None, str]:
     if node is None:
         return None, f"graph input {name!r}"
     op, desc = node.op_type, f"{node.op_type} -> {node.output[0]}"
-    simple = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "Gelu": "gelu", "LSTM": "tanh", "GRU": "tanh",
+    simple = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "Gelu": "gelu", "BiasGelu": "gelu",
+              "FastGelu": "gelu_tanh", "LSTM": "tanh", "GRU": "tanh",
               "DynamicQuantizeLSTM": "tanh"}  # an LSTM/GRU hidden state lies in (-1, 1), as tanh's output
+    if op == "Gelu" and g.attr(node, "approximate", b"none") in ("tanh", b"tanh"):
+        return "gelu_tanh", f"Gelu (approximate=tanh) -> {node.output[0]}"
     if op in simple:
         return simple[op], desc
     if op == "Mul":
@@ -298,17 +320,19 @@ def _feeding(g: _Graph, name: str) -> tuple[str | None, str]:
                 if arg == other or (inner is not None and inner.op_type == "Mul" and other in inner.input
                                     and any(np.all(g.const(i) == 1.0) for i in inner.input if g.const(i) is not None)):
                     return "silu", f"x * sigmoid(x) -> {node.output[0]}"
-        if _has_erf(g, node, depth=3):  # 0.5 x (1 + erf(x / sqrt 2))
+        if _has_op(g, node, "Erf", depth=3):  # 0.5 x (1 + erf(x / sqrt 2))
             return "gelu", f"x * (1 + erf(x / sqrt 2)) / 2 -> {node.output[0]}"
+        if _has_op(g, node, "Tanh", depth=3):  # 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+            return "gelu_tanh", f"x * (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2 -> {node.output[0]}"
     return None, desc
 
 
-def _has_erf(g: _Graph, node, depth: int) -> bool:
+def _has_op(g: _Graph, node, op: str, depth: int) -> bool:
     if node is None or depth < 0:
         return False
-    if node.op_type == "Erf":
+    if node.op_type == op:
         return True
-    return any(_has_erf(g, g.producer.get(i), depth - 1) for i in node.input if i)
+    return any(_has_op(g, g.producer.get(i), op, depth - 1) for i in node.input if i)
 
 
 def read_onnx_head(path: str | os.PathLike, output: str | None = None) -> OnnxHead:
@@ -354,6 +378,7 @@ def read_onnx_head(path: str | os.PathLike, output: str | None = None) -> OnnxHe
     path = Path(path)
     model = _load(path)
     g = _Graph(model)
+    g.order(path)
     W, b, x, node, precision, weight = _fold_head(g, _start(g, output, path), path)
     names = {weight}
     while (src := g.producer.get(weight)) is not None and src.op_type in ("Transpose", "Identity", "Cast"):

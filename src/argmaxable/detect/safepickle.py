@@ -4,8 +4,10 @@ A pickle runs code through every global it names (``os.system``, a class's ``__r
 pickled files are never unpickled as they are. :func:`load_plain` reads one with an unpickler whose
 ``find_class`` refuses every global except the classes the caller names, and those become :class:`Record`,
 an inert attribute bag of ours: building one only fills its ``__dict__`` with the pickled state (plain data:
-dict, list, tuple, str, bytes, int, float, bool, None, which the pickle opcodes make without any global).
-Persistent ids (how torch files point at tensor storage) are refused too.
+dict, list, tuple, str, bytes, int, float, bool, None, which the pickle opcodes make without any global), and
+nothing can change the class itself. Protocols 0 and 1 make such an instance through
+``copyreg._reconstructor(cls, object, None)``, which is read as exactly that and nothing else. Persistent ids (how
+torch files point at tensor storage) are refused too.
 """
 
 from __future__ import annotations
@@ -19,8 +21,31 @@ from pathlib import Path
 from argmaxable.detect.weights import WeightsError
 
 
-class Record:
+class _Inert(type):
+    """The class of :class:`Record`: nothing may set or delete an attribute of the class itself (a pickle's BUILD
+    on the class, not on an instance, would change it for every later load in the process)."""
+
+    def __setattr__(cls, name, value):
+        raise TypeError(f"refused to set {name!r} on the class {cls.__name__} (a pickle fills instances only)")
+
+    def __delattr__(cls, name):
+        raise TypeError(f"refused to delete {name!r} from the class {cls.__name__}")
+
+
+class Record(metaclass=_Inert):
     """An object a pickle names by class: its pickled attributes and nothing else (no methods of its own)."""
+
+
+# How protocols 0 and 1 pickle a plain instance: copyreg._reconstructor(cls, object, None), spelled either way.
+_RECONSTRUCTOR = {("copyreg", "_reconstructor"), ("copy_reg", "_reconstructor")}
+_OBJECT = {("builtins", "object"), ("__builtin__", "object")}
+
+
+def _reconstruct(cls, base, state):
+    """``copyreg._reconstructor`` for what protocols 0 and 1 write for a plain instance: an empty Record."""
+    if cls is not Record or base is not object or state is not None:
+        raise TypeError("refused copyreg._reconstructor other than for an allowed class over object")
+    return Record.__new__(Record)
 
 
 class _Restricted(pickle.Unpickler):
@@ -31,6 +56,10 @@ class _Restricted(pickle.Unpickler):
     def find_class(self, module: str, name: str):
         if f"{module}.{name}" in self._classes:
             return Record
+        if self._classes and (module, name) in _RECONSTRUCTOR:
+            return _reconstruct
+        if self._classes and (module, name) in _OBJECT:
+            return object  # immutable and inert: only _reconstruct's second argument
         allowed = ", ".join(sorted(self._classes)) or "none"
         raise WeightsError(f"{self._path}: refused to unpickle global {module}.{name} (a pickle runs the code its "
                            f"globals name; classes read as plain records: {allowed})")

@@ -36,6 +36,7 @@ import pandas as pd
 from argmaxable.core import check_categories
 from argmaxable.detect.loaders import Layer, load_model
 from argmaxable.provenance import atomic_path, save_figure, write_json, write_table
+from argmaxable.text import markdown_table
 
 # Unargmaxable tokens listed per model in the Markdown, paper's box (all of them, every box, in the parquet): a
 # model whose tokens have types (the GGUF LLMs) lists up to LISTED_TYPED, any other up to LISTED.
@@ -308,9 +309,9 @@ def _markdown(table: pd.DataFrame, tokens: pd.DataFrame, types: pd.DataFrame) ->
              "merged: greedy decoding with first-index tie-break can still emit the group's lowest id (listed). "
              "*Strictly inside*: unargmaxable even with equal rows merged; of those, a *near-tie* is within "
              f"{NEAR_ULPS} float32 units in the last place of another row (at the row's largest entry).", "",
-             table.to_markdown(index=False), ""]
+             markdown_table(table), ""]
     if len(types):
-        lines += ["## Share of each token type that is unargmaxable", "", types.to_markdown(index=False), ""]
+        lines += ["## Share of each token type that is unargmaxable", "", markdown_table(types), ""]
     if len(tokens):
         lines += ["## Unargmaxable tokens", "",
                   "Nearest: the closest other row and the largest absolute difference of weights or bias to it (0: a "
@@ -324,7 +325,7 @@ def _markdown(table: pd.DataFrame, tokens: pd.DataFrame, types: pd.DataFrame) ->
                            paper[~typed].groupby("model", sort=False).head(LISTED)]).sort_index()
         cols = ["model", "box", "category", "token", "token_type", "kind", "group", "group_size", "emitted", "nearest",
                 "distance", "norm", "norm_percentile"]
-        lines += [shown[cols].round({"norm": 4, "norm_percentile": 1}).to_markdown(index=False, floatfmt="g"), ""]
+        lines += [markdown_table(shown[cols].round({"norm": 4, "norm_percentile": 1}), floatfmt="g"), ""]
     return "\n".join(lines)
 
 

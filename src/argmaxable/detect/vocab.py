@@ -76,7 +76,7 @@ def _read_file(path: Path) -> dict[int, str]:
                        "(SentencePiece .spm models are not read)")
 
 
-def read_vocab(where: str | Path, n: int) -> tuple[list[str] | None, list[Path]]:
+def read_vocab(where: str | Path, n: int, exact: bool = False) -> tuple[list[str] | None, list[Path]]:
     """Each of ``n`` output rows' token, from a vocabulary file or the first known one in a directory.
 
     Parameters
@@ -85,6 +85,9 @@ def read_vocab(where: str | Path, n: int) -> tuple[list[str] | None, list[Path]]
         A vocabulary file, or a model directory searched for :data:`VOCAB_FILES`.
     n : int
         Rows of the output layer. Ids the vocabulary lacks get ``""``; ids >= n are ignored.
+    exact : bool, default False
+        Require the vocabulary to name exactly the ids 0..n-1 (a file given for a head: one of another length
+        would name rows wrongly).
 
     Returns
     -------
@@ -96,7 +99,7 @@ def read_vocab(where: str | Path, n: int) -> tuple[list[str] | None, list[Path]]
     Raises
     ------
     WeightsError
-        A named file that is missing or not a vocabulary.
+        A named file that is missing or not a vocabulary; with ``exact``, one that does not name ids 0..n-1.
     """
     where = Path(where)
     if where.is_dir():
@@ -109,10 +112,16 @@ def read_vocab(where: str | Path, n: int) -> tuple[list[str] | None, list[Path]]
     else:
         raise WeightsError(f"vocabulary file {str(where)!r} does not exist")
     tokens = [""] * n
+    ids = set()
     for path in [*extra[::-1], main]:  # the main file last: its ids win
         for i, token in _read_file(path).items():
+            ids.add(i)
             if 0 <= i < n:
                 tokens[i] = token
+    if exact and ids != set(range(n)):
+        raise WeightsError(f"vocabulary {str(main)!r} names {len(ids)} tokens (ids {min(ids, default=0)}.."
+                           f"{max(ids, default=-1)}) for the head's {n} rows: give one naming each row, in row order "
+                           "(a model may add tokens its dictionary lacks, e.g. a CTC blank)")
     return tokens, [main, *extra]
 
 

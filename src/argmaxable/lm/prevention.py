@@ -73,9 +73,10 @@ def check_head(run_dir: str | os.PathLike, out_path: str | os.PathLike, *, ranki
     W, b = _load_head(run_dir)
     start = time.perf_counter()
     res = check_categories(W, b=b, **check)
+    box = {key: check[key] for key in ("bound", "eps") if key in check}  # verified where it was checked
     row = {"model": train["model"], "head": train["head"], "d": train["d"], "n": W.shape[0],
            **{f"tokens {s}": c for s, c in _counts(res).items()},
-           "token certificates verified": bool(verify_certificate(res, W, b).all())}
+           "token certificates verified": bool(verify_certificate(res, W, b, **box).all())}
     if train["k"] and rankings:
         k = train["k"]
         rng = np.random.default_rng(seed)
@@ -83,7 +84,7 @@ def check_head(run_dir: str | os.PathLike, out_path: str | os.PathLike, *, ranki
         ranked = check_rankings(W, sample, b, **check)
         row |= {"ranking k": k, "rankings sampled": rankings,
                 **{f"rankings {s}": c for s, c in _counts(ranked).items()},
-                "ranking certificates verified": bool(verify_rankings(ranked, W, sample, b).all())}
+                "ranking certificates verified": bool(verify_rankings(ranked, W, sample, b, **box).all())}
     row["check seconds"] = round(time.perf_counter() - start, 1)
     table = pd.DataFrame([row])
     write_table(table, out_path, config=config, inputs=[run_dir / "head.safetensors"], check=dict(check))

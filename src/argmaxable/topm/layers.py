@@ -146,10 +146,21 @@ def _item(result: CheckResult, k: int) -> CheckResult:
                        {key: value[one] for key, value in result.answers.items()})
 
 
-def verify_layers(result: CheckResult, layers: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
-    """Re-check each item's evidence with :func:`argmaxable.verify_certificate` on its own derived layer."""
-    return np.array([bool(verify_certificate(_item(result, k), V, e, items=active[None, :])[0])
-                     for k, (V, e, active) in enumerate(layers)], dtype=bool)
+def verify_layers(result: CheckResult, layers: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], kind: str, *,
+                  bound: float = 100.0, lower=None, upper=None, eps: float = 1e-8) -> np.ndarray:
+    """Re-check each item's evidence with :func:`argmaxable.verify_certificate` on its own derived layer: item p
+    is layer ``result.items[p]``, verified in the box and at the eps given (a result that records others, of
+    another kind, or whose items do not index the layers given, is refused with a ValueError)."""
+    layers = list(layers)
+    if result.kind != kind:
+        raise ValueError(f"verify: a {result.kind!r} result, not one of {kind}.")
+    which = np.asarray(result.items)
+    if which.ndim != 1 or which.dtype.kind not in "iu" or ((which < 0) | (which >= len(layers))).any():
+        raise ValueError(f"verify: the result's {len(which)} items must be positions among the {len(layers)} "
+                         f"{kind} given.")
+    box = {"bound": bound, "lower": lower, "upper": upper, "eps": eps}
+    return np.array([bool(verify_certificate(_item(result, p), V, e, items=active[None, :], **box)[0])
+                     for p, (V, e, active) in enumerate(layers[int(k)] for k in which)], dtype=bool)
 
 
 def _prescribed_layers(W, b, sets, probs, eps, delta):
@@ -196,12 +207,21 @@ def check_prescribed(W, sets: Sequence, probs: Sequence, b=None, *, eps_ratio: f
     return res
 
 
-def verify_prescribed(result: CheckResult, W, sets: Sequence, probs: Sequence, b=None) -> np.ndarray:
-    """Re-check every verdict of :func:`check_prescribed` without a solver (True where the evidence holds)."""
+def verify_prescribed(result: CheckResult, W, sets: Sequence, probs: Sequence, b=None, *, eps_ratio: float = 0.05,
+                      delta: float = 0.1, bound: float = 100.0, lower=None, upper=None, eps: float = 1e-8
+                      ) -> np.ndarray:
+    """Re-check every verdict of :func:`check_prescribed` without a solver (True where the evidence holds), for
+    the targets, ``eps_ratio``, ``delta``, box and eps given here (defaults: :func:`check_prescribed`'s); a result
+    that records other values is refused (ValueError)."""
     W = np.asarray(W, dtype=np.float64)
     b = None if b is None else np.asarray(b, dtype=np.float64)
-    s = result.settings
-    return verify_layers(result, _prescribed_layers(W, b, sets, probs, s["eps_ratio"], s["delta"]))
+    for key, value in (("eps_ratio", eps_ratio), ("delta", delta)):
+        recorded = result.settings.get(key)
+        if recorded is not None and recorded != value:
+            raise ValueError(f"verify_prescribed: the result records {key}={recorded!r} but {key}={value!r} is "
+                             "verified: verify against the settings the check ran with.")
+    return verify_layers(result, _prescribed_layers(W, b, sets, probs, eps_ratio, delta), "prescribed probabilities",
+                         bound=bound, lower=lower, upper=upper, eps=eps)
 
 
 def check_rankings(W, rankings: Sequence, b=None, **check) -> CheckResult:
@@ -219,11 +239,14 @@ def check_rankings(W, rankings: Sequence, b=None, **check) -> CheckResult:
     return check_layers((ranking_layer(W, b, s) for s in rankings), "top-k rankings", **check)
 
 
-def verify_rankings(result: CheckResult, W, rankings: Sequence, b=None) -> np.ndarray:
-    """Re-check every verdict of :func:`check_rankings` without a solver."""
+def verify_rankings(result: CheckResult, W, rankings: Sequence, b=None, *, bound: float = 100.0, lower=None,
+                    upper=None, eps: float = 1e-8) -> np.ndarray:
+    """Re-check every verdict of :func:`check_rankings` without a solver, in the box and at the eps given
+    (defaults: :func:`check_rankings`'s); a result that records others is refused (ValueError)."""
     W = np.asarray(W, dtype=np.float64)
     b = None if b is None else np.asarray(b, dtype=np.float64)
-    return verify_layers(result, (ranking_layer(W, b, s) for s in rankings))
+    return verify_layers(result, (ranking_layer(W, b, s) for s in rankings), "top-k rankings", bound=bound,
+                         lower=lower, upper=upper, eps=eps)
 
 
 def achieved(W, b, x: np.ndarray, tokens) -> tuple[np.ndarray, float]:

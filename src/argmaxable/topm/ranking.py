@@ -31,7 +31,7 @@ def _rankings(n: int, k: int, samples: int | None, rng: np.random.Generator) -> 
 
 def _count(W: np.ndarray, rankings, check: CheckSettings) -> dict:
     res = check_rankings(W, rankings, **asdict(check))
-    if not verify_rankings(res, W, rankings).all():
+    if not verify_rankings(res, W, rankings, bound=check.bound, eps=check.eps).all():
         raise ReproductionError("a top-k ranking verdict failed its float64 certificate check")
     counts = res.counts()
     return {"argmaxable": counts["argmaxable"], "unargmaxable": counts["unargmaxable"],
