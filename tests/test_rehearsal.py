@@ -109,3 +109,10 @@ def test_the_rehearsal_slice_runs_to_the_report(tmp_path):
                                                                  "fig6_unargmaxable_per_model.png").is_file()
     detect = (tmp_path / "results" / "detect" / "tables" / "detect.md").read_text()
     assert all(f"`{key}`" in detect or key in detect for key in ("gpt2", "wmt19-en-de", "opus-mt-ja-en"))
+    readme = tmp_path / "README.md"
+    readme.write_text("a\n<!-- generated:rehearsal -->\nold\n<!-- /generated:rehearsal -->\nb\n")
+    subprocess.run([sys.executable, "scripts/rehearse_paper.py", "--work", str(tmp_path), "--readme", str(readme)],
+                   cwd=ROOT, check=True, timeout=300)
+    block = readme.read_text()
+    assert "old" not in block and block.startswith("a\n<!-- generated:rehearsal -->\n5 replicas (fsmt 1, gpt2 1, " \
+        "llama 1, marian 1, wmt17 1) at tiny scale") and "10 planted rows, 10 unargmaxable found; every " in block

@@ -120,7 +120,7 @@ def _snakemake(tree: Path, work: Path, overrides: Sequence[str], targets: Sequen
         run = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     if run.returncode != 0:
         raise RuntimeError(f"snakemake failed (exit {run.returncode}); see {log.name}")
-        return time.perf_counter() - start
+    return time.perf_counter() - start
 
 
 def _benchmark(path: Path) -> dict[str, float]:
@@ -286,13 +286,15 @@ def readme_block(record: dict) -> str:
     largest = models.sort_values("check peak MB", ascending=False).head(3)
     big = "; ".join(f"`{r['model']}` ({r['n']} x {r['d']}): check {r['check s']:.0f} s, peak "
                     f"{r['check peak MB'] / 1024:.2f} GiB" for _, r in largest.iterrows())
-    problems = f" ({len(totals['problems'])} problems: see rehearsal.md)" if totals["problems"] else ""
-    return (f"{totals['models']} replicas at {totals['scale']} scale on {totals['cores']} cores: "
+    families = ", ".join(f"{family} {count}" for family, count in sorted(Counter(models["family"]).items()))
+    problems = (f"{len(totals['problems'])} problems (see rehearsal.md)" if totals["problems"] else
+                "every unargmaxable row a planted one, every planted one found")
+    return (f"{totals['models']} replicas ({families}) at {totals['scale']} scale on {totals['cores']} cores: "
             f"{totals['wall_s'] / 60:.0f} min of Snakemake runs (checks {totals['check_s'] / 60:.0f} min summed); "
             f"{totals['fetched_bytes'] / 1e9:.2f} GB fetched of the replicas' {totals['repo_bytes'] / 1e9:.1f} GB; "
             f"disk at most {totals['disk_peak_bytes'] / 1e9:.2f} GB (one batch of heads and the hub cache); "
-            f"{totals['planted_found']} of {totals['planted']} planted rows found, nothing else unargmaxable"
-            f"{problems}. Largest check jobs by peak memory: {big}.")
+            f"{totals['planted']} planted rows, {totals['planted_found']} unargmaxable found; {problems}. "
+            f"Largest check jobs by peak memory: {big}.")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
