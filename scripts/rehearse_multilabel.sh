@@ -14,7 +14,8 @@
 # 5. results/rehearsal/jobs.md: wall time and peak RSS of every job (Snakemake's benchmark files) and of the
 #    stand-ins' generation.
 #
-# A rerun does only what is missing. Disk: about 13 GB under data/rehearsal and results/rehearsal.
+# A rerun does only what is missing. Disk: the stand-ins about 4.3 GB (20 x a 5 % run's, benchmarks/RESULTS.md;
+# the true-size total is not measured), plus the PubMedBERT replica (0.4 GB) and the built datasets.
 # EXTRA='key=value,...' adds Hydra overrides (plain values, no lists) to experiment=rehearsal, e.g.
 # EXTRA='multilabel.runs.mimic3.max_steps=300'.
 set -euo pipefail

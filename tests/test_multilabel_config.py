@@ -21,7 +21,10 @@ def test_offline_default_sweeps_bsl_and_dft_on_debtags_over_three_seeds():
 
 
 def test_paper_runs_have_the_settings_of_thesis_table_a4():
-    runs = load_config(["experiment=paper"]).multilabel.runs
+    from argmaxable.pipeline import dataset_resources
+
+    cfg = load_config(["experiment=paper"])
+    runs = cfg.multilabel.runs
     expected = {  # dataset: (encoder, e, lr encoder, batch, eval every, criterion, metric k, k)
         "mimic3": ("cnn", 500, 0.001, 16, 0, "p@k", 8, 80),
         "bioasq": ("hf", None, 5e-5, 32, 500, "loss", 10, 50),
@@ -39,6 +42,9 @@ def test_paper_runs_have_the_settings_of_thesis_table_a4():
     assert runs.bioasq.encoder.pretrained == "microsoft/BiomedNLP-BiomedBERT-base-uncased-abstract"
     # OpenImages fine-tunes ASL's OpenImages TResNet-L (thesis A.6.1), never the hub's ImageNet weights.
     assert runs.openimages.encoder.checkpoint == "data/openimages/Open_ImagesV6_TRresNet_L_448.pth"
+    # On SLURM every training job asks for one GPU and verification for none (the profile no longer sets them).
+    assert {name: (dataset_resources(cfg, name)["train"]["gpu"], dataset_resources(cfg, name)["verify"]["gpu"])
+            for name in expected} == {name: (1, 0) for name in expected}
 
 
 def test_unknown_multilabel_key_is_rejected():

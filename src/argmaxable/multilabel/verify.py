@@ -9,10 +9,10 @@ Every dev and test gold assignment, and every assignment the model predicts, is 
 Identical assignments are solved once per space, :data:`CHUNK` distinct ones per call of the core: the core
 holds each call's assignments as an (m, n) sign matrix, so the label sets stream through it in chunks (BioASQ's
 dev and test sets, gold and predicted, would be 30k x 20k at once). The result has one row per (split, source,
-space, example). For the heads named in ``verify.regions`` (the DFT: thesis §5.1.3's regions
-thinner than eps), the head-space assignments not shown eps-argmaxable also get their region settled exactly
-(``region``: yes / no, rational evidence from the core's exact stage; "" where its budget ran out first); ``exact`` says what the exact stage decided
-for each row ("radius", "region" or "").
+space, example). For the heads named in ``verify.regions`` (the DFT: thesis §5.1.3's regions thinner than eps),
+the head-space assignments not shown eps-argmaxable also get their region settled exactly (``region``: yes / no,
+rational evidence from the core's exact stage; "" where its budget ran out first); ``exact`` says what the exact
+stage decided for each row ("radius", "region" or "").
 """
 
 from __future__ import annotations
