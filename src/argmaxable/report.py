@@ -898,9 +898,11 @@ def _sections(catalogue: dict, items: list[Assessment]) -> list[tuple[str, str, 
 def _claim_parts(c: dict) -> tuple[str, list[str]]:
     """A claim's sentence after the verdict (the checks, why it cannot decide, the cause, the evidence, the items
     that share the check) and the list of what it read."""
-    why = f" It cannot decide: {c['why']}." if c["why"] else ""
-    cause = f" Cause: {c['cause']}" if c["cause"] else ""
-    evidence = f" Evidence: {c['evidence']}" if c["evidence"] else ""
+    def sentence(text: str) -> str:  # declared prose, ended with a full stop where it has none
+        return text if text.endswith((".", "!", "?")) else f"{text}."
+    why = f" It cannot decide: {sentence(c['why'])}" if c["why"] else ""
+    cause = f" Cause: {sentence(c['cause'])}" if c["cause"] else ""
+    evidence = f" Evidence: {sentence(c['evidence'])}" if c["evidence"] else ""
     shared = (f" The same check as {', '.join(c['shared'])} (counted once)." if c["shared"] else "")
     return f"({c['detail']}).{why}{cause}{evidence}{shared}", c["read"]
 
