@@ -55,6 +55,7 @@ TABLE_SUFFIXES = (".parquet", ".csv")
 FIGURE_SUFFIXES = (".png",)
 TEXT_SUFFIXES = (".md",)
 BEYOND = "beyond"  # the paper key of items the papers do not have
+SIDECAR = ".meta.json"  # a result's provenance record (argmaxable.provenance.sidecar), never a value's file
 ORIGIN = "origin"  # a table's column marking the paper's rows ("paper") beside ours (:func:`ours_only`)
 # A placeholder in prose: {name} (a declared value) or {cfg:dotted.key} (the composed config).
 PLACEHOLDER = re.compile(r"\{(cfg:[\w.]+|[A-Za-z_]\w*)\}")
@@ -245,11 +246,12 @@ def ours_only(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def value_files(spec: dict, results_dir: Path) -> list[Path]:
-    """The files a ``values`` entry reads: ``file``, or every match of ``glob`` (both under the results)."""
+    """The files a ``values`` entry reads: ``file``, or every match of ``glob`` (both under the results) that is
+    not a provenance sidecar (``detect/study/*.json`` would also match ``<name>.parquet.meta.json``)."""
     if "glob" in spec:
         if ".." in Path(spec["glob"]).parts or Path(spec["glob"]).is_absolute():
             raise DeclarationError(f"values: glob {spec['glob']!r} must stay under the results directory")
-        return sorted(results_dir.glob(spec["glob"]))
+        return sorted(p for p in results_dir.glob(spec["glob"]) if not p.name.endswith(SIDECAR))
     return [results_dir / spec["file"]]
 
 
