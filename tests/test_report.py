@@ -23,6 +23,7 @@ from argmaxable.report import (
     load_catalogue,
     load_declarations,
     make_report,
+    render_markdown,
 )
 
 REPORT_DIR = Path(__file__).resolve().parents[1] / "workflow" / "report"
@@ -242,6 +243,9 @@ def test_note_numbers_are_read_back_from_the_files_they_cite(tmp_path):
                       "m(16) = 3, bound 100; ours differs from the paper's claim")
     assert a.claim["verdict"] == "differs" and a.claim["cause"] == "DFT 32 s vs BSL 29.88 s"
     assert a.claim["cite"] == "s.txt:7"
+    # the declared cause has no full stop; the rendered sentence ends one before whatever follows
+    catalogue = {"p": {"title": "P", "seed": "s.txt"}}
+    assert "Cause: DFT 32 s vs BSL 29.88 s.\n" in render_markdown(catalogue, [a], {}, results)
     # every number the note states is one the files hold
     for number in re.findall(r"\d+(?:\.\d+)?", a.line.split("bound")[0]):
         assert float(number) in {32.0, 29.88, 5.0, round(slope, 4), abs(round(intercept, 4)), 3.0, 16.0, 1.0}

@@ -248,12 +248,14 @@ def test_table_4_reads_the_real_llm_heads_whatever_models_the_run_has(tmp_path):
             {"box": "paper", "unargmaxable": unarg, "ties": ties, "near_ties": 0, "strictly_inside": unarg - ties}]}
     study = {"detect/study/smol.json": record("SmolLM2", llm, 15, 15), "detect/study/gemma.json":
              record("Gemma", llm, 0, 0), "detect/study/lm4.json": record("debtags_lm_d4", "", 3782, 0),
-             "detect/tables/lm_study.parquet": pd.DataFrame({"model": ["SmolLM2"], "model group": [llm]})}
+             "detect/tables/lm_study.parquet": pd.DataFrame({"model": ["SmolLM2"], "model group": [llm]}),
+             "detect/study/smol_tokens.parquet.meta.json": {"code_version": "x"}}  # a sidecar: not a record
     for item in (("acl2022", "Table 4"), ("thesis", "Fig. A.2")):
         a = _run(tmp_path / item[1], item, study)
         assert a.claim["verdict"] == "differs" and "llm_unarg 15 == the paper's 0: fails" in a.claim["detail"]
         assert "15 ties" in a.claim["cause"] and "0 strictly inside" in a.claim["cause"]
         assert [title for title, _, _ in a.views] and a.views[0][1]["model"].tolist() == ["SmolLM2"]
+        assert any("detect/study/*.json (3 files), 2 of 3 records" in r for r in a.claim["read"])
     study.pop("detect/study/smol.json"), study.pop("detect/study/gemma.json")
     assert _run(tmp_path / "none", ("acl2022", "Table 4"), study).claim["verdict"] == "inconclusive"
 

@@ -56,6 +56,7 @@ TABLE_SUFFIXES = (".parquet", ".csv")
 FIGURE_SUFFIXES = (".png",)
 TEXT_SUFFIXES = (".md",)
 BEYOND = "beyond"  # the paper key of items the papers do not have
+SIDECAR = ".meta.json"  # a result's provenance record (argmaxable.provenance.sidecar), never a value's file
 ORIGIN = "origin"  # a table's column marking the paper's rows ("paper") beside ours (:func:`ours_only`)
 # A placeholder in prose: {name} (a declared value) or {cfg:dotted.key} (the composed config).
 PLACEHOLDER = re.compile(r"\{(cfg:[\w.]+|[A-Za-z_]\w*)\}")
@@ -246,11 +247,12 @@ def ours_only(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def value_files(spec: dict, results_dir: Path) -> list[Path]:
-    """The files a ``values`` entry reads: ``file``, or every match of ``glob`` (both under the results)."""
+    """The files a ``values`` entry reads: ``file``, or every match of ``glob`` (both under the results) that is
+    not a provenance sidecar (``detect/study/*.json`` would also match ``<name>.parquet.meta.json``)."""
     if "glob" in spec:
         if ".." in Path(spec["glob"]).parts or Path(spec["glob"]).is_absolute():
             raise DeclarationError(f"values: glob {spec['glob']!r} must stay under the results directory")
-        return sorted(results_dir.glob(spec["glob"]))
+        return sorted(p for p in results_dir.glob(spec["glob"]) if not p.name.endswith(SIDECAR))
     return [results_dir / spec["file"]]
 
 
@@ -894,9 +896,11 @@ def _sections(catalogue: dict, items: list[Assessment]) -> list[tuple[str, str, 
 def _claim_parts(c: dict) -> tuple[str, list[str]]:
     """A claim's sentence after the verdict (the checks, why it cannot decide, the cause, the evidence, the items
     that share the check) and the list of what it read."""
-    why = f" It cannot decide: {c['why']}." if c["why"] else ""
-    cause = f" Cause: {c['cause']}" if c["cause"] else ""
-    evidence = f" Evidence: {c['evidence']}" if c["evidence"] else ""
+    def sentence(text: str) -> str:  # declared prose, ended with a full stop where it has none
+        return text if text.endswith((".", "!", "?")) else f"{text}."
+    why = f" It cannot decide: {sentence(c['why'])}" if c["why"] else ""
+    cause = f" Cause: {sentence(c['cause'])}" if c["cause"] else ""
+    evidence = f" Evidence: {sentence(c['evidence'])}" if c["evidence"] else ""
     shared = (f" The same check as {', '.join(c['shared'])} (counted once)." if c["shared"] else "")
     return f"({c['detail']}).{why}{cause}{evidence}{shared}", c["read"]
 
