@@ -20,9 +20,11 @@ from argmaxable.report import (
     assess_all,
     coverage,
     coverage_counts,
+    fill,
     load_catalogue,
     load_declarations,
     make_report,
+    read_value,
     render_markdown,
 )
 
@@ -249,6 +251,14 @@ def test_note_numbers_are_read_back_from_the_files_they_cite(tmp_path):
     # every number the note states is one the files hold
     for number in re.findall(r"\d+(?:\.\d+)?", a.line.split("bound")[0]):
         assert float(number) in {32.0, 29.88, 5.0, round(slope, 4), abs(round(intercept, 4)), 3.0, 16.0, 1.0}
+
+
+def test_a_value_over_no_row_is_a_zero_count_or_none_in_prose(tmp_path):
+    """A quantisation run whose only type was bit-identical has no checked head: prose said 'of nan model(s)'."""
+    pd.DataFrame({"model": ["smol"], "identical": [True]}).to_parquet(tmp_path / "q.parquet")
+    spec = {"file": "q.parquet", "column": "model", "where": {"identical": False}}
+    models, names = (read_value(spec | {"agg": agg}, tmp_path) for agg in ("nunique", "distinct"))
+    assert fill("of {m} model(s) ({n})", {"m": models, "n": names}, {}) == "of 0 model(s) (none)"
 
 
 def test_a_placeholder_naming_no_value_is_one_line_error(tmp_path):

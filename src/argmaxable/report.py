@@ -64,6 +64,7 @@ AGGREGATES = {"first": lambda v: v[0], "last": lambda v: v[-1], "min": np.min, "
               "median": np.median, "sum": np.sum, "count": len, "positive": lambda v: int((v > 0).sum()),
               "nunique": lambda v: len(set(v.tolist())), "list": lambda v: ", ".join(map(str, v.tolist())),
               "distinct": lambda v: ", ".join(map(str, dict.fromkeys(v.tolist())))}  # labels, in order
+COUNTS = ("count", "positive", "sum", "nunique")  # aggregates whose value over no row is 0
 FITS = ("slope", "intercept", "ratio_min", "ratio_max", "through_origin")  # of column against x
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
        "!=": operator.ne}
@@ -299,7 +300,7 @@ def read_value(spec: dict, results_dir: Path) -> Any:
     select the records); for a table ``column``, optional ``where`` ({column: value, [values], "max", "min" or
     {op: value}}), ``agg`` (one of :data:`AGGREGATES` or :data:`FITS`, default first) and ``x`` (the column a fit
     runs against); ``scale`` multiplies the result; ``empty`` is the value when no row is selected (default: NaN,
-    which no claim check decides; a count is 0). A table's rows marked as the paper's are never read
+    which no claim check decides; a count (:data:`COUNTS`) is 0). A table's rows marked as the paper's are never read
     (:func:`ours_only`).
     """
     paths = value_files(spec, results_dir)
@@ -311,7 +312,7 @@ def read_value(spec: dict, results_dir: Path) -> Any:
             fields = [f / _json_field(r, spec["per"]) for f, r in zip(fields, records, strict=True)]
         data = np.array(fields).ravel()
         data = data.astype(float) if data.dtype.kind in "biuf" else data  # numbers as floats, labels as they are
-        value: Any = data[0] if len(data) else (0 if agg in ("count", "positive", "sum") else float("nan"))
+        value: Any = data[0] if len(data) else (0 if agg in COUNTS else float("nan"))
     elif spec.get("per_file"):  # the aggregate within each file, then the median over the files
         per = [read_value({k: v for k, v in spec.items() if k not in ("glob", "per_file", "scale")}
                           | {"file": str(p.relative_to(results_dir))}, results_dir) for p in paths]
@@ -321,7 +322,7 @@ def read_value(spec: dict, results_dir: Path) -> Any:
         if spec["column"] not in df:
             raise KeyError(spec["column"])
         if len(df) == 0:  # nothing selected: a count of 0, else ``empty`` or no number (a claim on it is
-            return 0 if agg in ("count", "positive", "sum") else spec.get("empty", float("nan"))  # inconclusive)
+            return 0 if agg in COUNTS else spec.get("empty", float("nan"))  # inconclusive)
         value, data = df[spec["column"]].iloc[0], df[spec["column"]].to_numpy()
         if agg in FITS:
             x, y = df[spec["x"]].to_numpy(dtype=float), data.astype(float)
@@ -373,6 +374,8 @@ def describe_value(name: str, spec: dict, results_dir: Path) -> str:
 def _format(value: Any, fmt: str | None) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return str(value)
+    if value != value:  # NaN: no row selected
+        return "none"
     if fmt:
         return format(value, fmt)
     return str(int(value)) if float(value).is_integer() else f"{value:.3g}"
