@@ -433,3 +433,19 @@ def test_a_joined_file_named_as_one_of_its_parts_is_refused(tmp_path):
     with pytest.raises(DownloadError, match="the joined file 'a' is also one of its parts"):
         join_parts(tmp_path, ["a", "b"], "a", "")
     assert (tmp_path / "a").read_bytes() == b"first" and (tmp_path / "b").read_bytes() == b"second"
+
+
+def test_a_file_cut_after_its_head_is_read_and_names_the_absent_tensors(tmp_path):
+    """The first byte parts of a longer file (issue 33: Qwen2.5-Coder's two of six wheels) hold the header and the
+    head; the tensors beyond the cut are named, not read. A cut inside the head is one line."""
+    W = head_rows(32)
+    whole = write_gguf(tmp_path / "whole.gguf", W, tied=False).read_bytes()
+    tail = 32 * 4  # output_norm.weight, the last tensor: 32 float32 values, no padding after it
+    (tmp_path / "cut.gguf").write_bytes(whole[:-tail])
+    head = read_gguf_head(tmp_path / "cut.gguf")
+    assert head.tensor == "output.weight" and not head.tied
+    np.testing.assert_array_equal(head.W, W.astype(np.float32))
+    assert head.absent == ["output_norm.weight"] and head.norm is None
+    (tmp_path / "short.gguf").write_bytes(whole[: -tail - 4])
+    with pytest.raises(WeightsError, match=r"stops before the end of its head tensor output\.weight"):
+        read_gguf_head(tmp_path / "short.gguf")
