@@ -61,7 +61,7 @@ def test_a_radius_within_2_to_the_64_of_eps_takes_the_second_pass(eps_hex, u_hex
     res = am.check_assignments(W, items, b, eps=eps)
     assert res.status[0] == ("argmaxable" if slab_truth(u, eps=eps) else "unargmaxable")
     assert "256 bits" in res.message[0]
-    assert am.verify_certificate(res, W, b, items=items).all()
+    assert am.verify_certificate(res, W, b, items=items, eps=eps).all()
 
 
 @pytest.mark.parametrize("beta", [EPS, np.nextafter(EPS, 1.0), np.nextafter(EPS, 0.0)])
