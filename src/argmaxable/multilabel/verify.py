@@ -48,7 +48,8 @@ def check_distinct(W: np.ndarray, b: np.ndarray | None, bound: float, assignment
     res = check_assignments(W, [list(a) for a in index], b, bound=bound, eps=cfg.eps, solver=cfg.solver,
                             workers=cfg.workers, regions=regions)
     status, radius = np.asarray(res.status, dtype=object), np.asarray(res.radius, dtype=np.float64)
-    if res.exact and not verify_certificate(res, W, b, items=[list(a) for a in index])[list(res.exact)].all():
+    if res.exact and not verify_certificate(res, W, b, items=[list(a) for a in index], bound=bound,
+                                           eps=cfg.eps)[list(res.exact)].all():
         raise RuntimeError("the exact stage's rational evidence fails the independent verifier")
     exact = {"exact": np.full(len(res), "", dtype=object), "region": np.full(len(res), "", dtype=object)}
     for pos, rec in res.exact.items():

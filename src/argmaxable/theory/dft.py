@@ -75,7 +75,7 @@ def radius_table(n_values, k_values, *, slack: int, samples: int, quantile: floa
                 Ws = np.hstack([W, rng.standard_normal((n, s)) / np.sqrt(n)])  # (n, 2k+1+s)
                 res = check_assignments(Ws, Y, bound=bound, eps=eps, workers=1, exact_radius=True, regions=True)
                 counts = res.counts()
-                if res.exact and not verify_certificate(res, Ws, items=Y)[list(res.exact)].all():
+                if res.exact and not verify_certificate(res, Ws, items=Y, bound=bound, eps=eps)[list(res.exact)].all():
                     raise ReproductionError(f"DFT n={n}, k={k}, slack={s}: exact evidence fails the verifier")
                 regions = [rec.region for pos, rec in res.exact.items() if res.status[pos] != "argmaxable"]
                 # An undecided LP showed no ball larger than eps: count its radius as 0 (below the LP's reach).
