@@ -318,5 +318,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         record = json.loads((Path(args.work) / "rehearsal.json").read_text())
         args.readme.write_text(update_readme(args.readme.read_text(), {"rehearsal": readme_block(record)}))
         return 0
-    return rehearse(Path(args.work), args.models, args.scale, args.cores, args.batch, args.fault, args.keep,
-                    args.lock)
+    try:
+        return rehearse(Path(args.work), args.models, args.scale, args.cores, args.batch, args.fault, args.keep,
+                        args.lock)
+    except RuntimeError as error:  # a failed Snakemake run or pinning: one line, its log named
+        print(f"rehearse_paper: {error}", file=sys.stderr)
+        return 1
