@@ -10,7 +10,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from argmaxable.report import assess, check_claim, coverage_counts, load_catalogue, load_declarations, mark_shared
+from argmaxable.report import (
+    _claim_text,
+    assess,
+    check_claim,
+    coverage_counts,
+    load_catalogue,
+    load_declarations,
+    mark_shared,
+)
 
 REPORT_DIR = Path(__file__).resolve().parents[1] / "workflow" / "report"
 CATALOGUE = load_catalogue(REPORT_DIR / "papers.yaml")
@@ -87,10 +95,15 @@ def test_tables_5_1_and_5_2_read_the_caption_whole(tmp_path, item):
     only, mostly undecided, are that caveat; an exception at the widest slack run is not."""
     sweep = pd.DataFrame({"d": [2, 8, 32, 64, 128]})
     small = _exceptions([(2, "dev", 3, 0), (2, "test", 5, 1), (8, "test", 2, 0)])
+    summary = pd.DataFrame({"head": "dft", "source": "gold", "space": "head", "split": ["dev", "test"],
+                            "thin_within_k": [2, 3], "empty_within_k": [0, 0]})
     files = {"multilabel/tables/table_5_1.csv": sweep, "multilabel/tables/table_5_2.csv": sweep,
-             "multilabel/tables/table_dft_exceptions.csv": small}
+             "multilabel/tables/table_dft_exceptions.csv": small, "multilabel/tables/summary.csv": summary}
     a = _run(tmp_path, ("thesis", item), files)
     assert a.claim["verdict"] == "agrees" and "exc_d_max 8 < d_max 128: holds" in a.claim["detail"]
+    thin = 5 if item == "Table 5.1" else 3  # the exact stage's thin regions: dev and test, or test alone
+    assert f"finds {thin} of the gold head-space ones with a non-empty region thinner than eps" in "\n".join(
+        _claim_text(a))
     files["multilabel/tables/table_dft_exceptions.csv"] = _exceptions([(2, "test", 5, 1), (128, "test", 1, 0)])
     assert _run(tmp_path / "wide", ("thesis", item), files).claim["verdict"] == "differs"
     files["multilabel/tables/table_dft_exceptions.csv"] = _exceptions([])

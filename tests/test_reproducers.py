@@ -105,13 +105,32 @@ def test_witness_margin_survives_a_failing_lp(monkeypatch):
 
 
 def test_stage_contradiction_is_undecided(monkeypatch):
+    """Without the exact stage, two float stages that contradict each other leave the item undecided."""
+    import argmaxable.core.stages as stages
+
+    W = np.array([[1.0, 0.0], [0.0, 1.0]])
+    monkeypatch.setattr(stages, "chebyshev", _failing_lp("infeasible", -np.inf, 0.0))
+    import argmaxable.core.check as check
+
+    without_exact = lambda *a, **k: [s for s in stages.stages_for(*a, **k) if s.name != "exact"]  # noqa: E731
+    monkeypatch.setattr(check, "stages_for", without_exact)  # the float stages alone
+    res = am.check_assignments(W, [[0]], bound=0.5, workers=1)
+    assert res.status.tolist() == ["undecided"] and res.message[0].startswith("stages disagree")
+    assert res.answers["eps"].tolist() == ["undecided"]
+
+
+def test_a_stage_contradiction_is_settled_by_the_exact_stage(monkeypatch):
+    """The float LP's bogus refutation (radius <= 0) contradicts reflection's witness; the exact stage decides
+    the item in rational arithmetic (radius 0.5: x = (1/2, -1/2)), and its bounds, not the bogus LP's, go with its
+    evidence, so the verifier accepts the result."""
     import argmaxable.core.stages as stages
 
     W = np.array([[1.0, 0.0], [0.0, 1.0]])
     monkeypatch.setattr(stages, "chebyshev", _failing_lp("infeasible", -np.inf, 0.0))
     res = am.check_assignments(W, [[0]], bound=0.5, workers=1)
-    assert res.status.tolist() == ["undecided"] and res.message[0].startswith("stages disagree")
-    assert res.answers["eps"].tolist() == ["undecided"]
+    assert res.status.tolist() == ["argmaxable"] and res.exact[0].decided == "radius"
+    assert res.radius[0] <= 0.5 <= res.radius_upper[0] and res.answers["1"].tolist() == ["no"]
+    assert am.verify_certificate(res, W, items=[[0]], bound=0.5).all()
 
 
 def _strict_hull_vertices(points) -> set:

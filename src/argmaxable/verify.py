@@ -84,10 +84,13 @@ def _pow2_scale(A: np.ndarray) -> np.ndarray:
 
 
 def _norm_up(A: np.ndarray) -> np.ndarray:
-    """Upper bound on the row norms of A, whose entries are at most 1 in magnitude (squares cannot overflow;
-    the 1e-150 covers squares lost to underflow)."""
+    """Upper bound on the row norms of A, whose entries are at most 1 in magnitude. Each row is first scaled by a
+    power of two (exact) to a largest entry in [0.5, 1), so the floor that covers squares lost to underflow
+    (1e-150) is relative to the row: a row of entries near 1e-144 keeps its norm to 16 digits, not to 1e-150."""
     d = A.shape[-1]
-    return np.sqrt(np.einsum("...d,...d->...", A, A)) * (1 + gamma(d + 2)) + 1e-150
+    k = np.ldexp(1.0, np.frexp(np.abs(A).max(axis=-1, keepdims=True))[1])  # 2^e > largest |entry| (1 for zeros)
+    As = A / k
+    return k[..., 0] * (np.sqrt(np.einsum("...d,...d->...", As, As)) * (1 + gamma(d + 2)) + 1e-150)
 
 
 def _as_real(a, name: str, ndim: int, masks: bool = False) -> np.ndarray:

@@ -148,7 +148,8 @@ def _witness_holds(rows, layer: _Layer, witness, r: float) -> bool:
 
 
 def _weights_hold(rows, layer: _Layer, record, r: float) -> bool:
-    """Whether the record's rational weights over its rows bound the radius by r (N <= 0 for r = 0)."""
+    """Whether the record's rational weights over its rows bound the radius by r (N <= 0 for r = 0; a negative r,
+    a region that misses the box by that much, with the norms bounded from above)."""
     try:
         names = np.asarray(record.rows)
     except (TypeError, AttributeError):
@@ -159,7 +160,7 @@ def _weights_hold(rows, layer: _Layer, record, r: float) -> bool:
     block, allowed = rows
     if (y is None or names.ndim != 1 or names.dtype.kind not in "iu" or len(y) != len(names) or not len(y)
             or len(np.unique(names)) != len(names) or not np.isin(names, allowed).all()
-            or any(v < 0 for v in y) or not any(v > 0 for v in y) or not np.isfinite(r) or r < 0):
+            or any(v < 0 for v in y) or not any(v > 0 for v in y) or not np.isfinite(r)):
         return False
     A, C = block(names.astype(np.int64))
     d = A.shape[1]
@@ -167,13 +168,16 @@ def _weights_hold(rows, layer: _Layer, record, r: float) -> bool:
     v = [sum((w * int(a) for w, a in zip(y, A[:, j], strict=True)), Fraction(0)) for j in range(d)]
     num = sum((max(-vj * lo, -vj * hi) for vj, (lo, hi) in zip(v, layer.box, strict=True)), Fraction(0)) - sum(
         (w * int(c) for w, c in zip(y, C, strict=True)), Fraction(0))
-    if num <= 0:
+    if num <= 0 and r >= 0:
         return True
     if r == 0:
         return False
-    total = Fraction(0)
+    total = Fraction(0)  # sum y_i ||A_i|| bounded from below for r > 0, from above for r < 0 (a negative radius)
     for w, row in zip(y, A, strict=True):
         square = sum(int(a) * int(a) for a in row)
         k = max(0, SQRT_BITS - square.bit_length() // 2)
-        total += w * Fraction(isqrt(square << (2 * k)), 1 << k)  # at most ||A_i||
+        root = isqrt(square << (2 * k))
+        if r < 0 and root * root != square << (2 * k):
+            root += 1
+        total += w * Fraction(root, 1 << k)
     return num <= Fraction(float(r)) * total

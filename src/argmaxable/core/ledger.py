@@ -99,6 +99,8 @@ class Ledger:
                 self.exact[pos] = out.record(rows, "region")
                 self.message[pos] = "; ".join(filter(None, [self.message[pos], f"exact stage: {out.inside}"]))
             return
+        if out.status != UNDECIDED:  # its witness and weights replace the float stages' (which may contradict
+            self.lower[pos] = self.upper[pos] = self.radius[pos] = np.nan  # each other): so do its bounds
         self.bound(pos, out.lower, out.upper)
         self.message[pos] = out.message
         if out.status == UNDECIDED:
