@@ -2,12 +2,13 @@
 #   make run   - create .venv, install, run the offline default pipeline (snakemake)
 #   make test  - create .venv, install with dev extras, lint (make lint) and run the test suite
 #   make lint  - ruff and snakemake --lint; either one's finding fails it
+#   make fuzz  - the property tests with new random examples (make test repeats the same ones)
 PYTHON ?= python3
 VENV ?= .venv
 CORES ?= 2
 BIN := $(VENV)/bin
 
-.PHONY: run test test-slurm bench lint clean browser rehearse-paper
+.PHONY: run test fuzz test-slurm bench lint clean browser rehearse-paper
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +23,11 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.installed lint
 	$(BIN)/pytest
+
+# The property tests with new random examples (make test draws the same ones every run); a failure found here
+# becomes an @example of its test.
+fuzz: $(VENV)/.installed
+	HYPOTHESIS_PROFILE=explore $(BIN)/pytest -q $$(grep -l '@given' tests/*.py)
 
 # Debian's chromium for tests/test_report.py (renders results/report.html headless) and a CJK font
 # (fonts-noto-cjk: the report embeds the subset its OCR tokens need, argmaxable.glyphs); needs root and apt.

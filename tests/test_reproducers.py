@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import argmaxable as am
@@ -272,6 +272,9 @@ MASK = st.sampled_from([-np.inf, np.finfo(float).min, -1e200])
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(MAGNITUDE, MAGNITUDE | MASK), min_size=2, max_size=7))
+@example([(0.0, 0.0), (-1e198, -1e200), (-1e-259, 0.0), (0.0, -1.0)])  # rational weights beyond float range
+@example([(-1.0, -1.0), (-1e145, -np.inf), (-1.0, -1.0), (-1e-172, 1e137)])  # a margin of 1e137 at x = -1e-172
+@example([(0.0, 0.0), (-1e-18, 0.0), (-6e197, -1e200), (0.0, -1.0)])  # exact evidence beside a masked row
 def test_mixed_scale_and_masked_layers_match_exact_arithmetic(rows):
     """Entries spanning 1e-300..1e300 in one layer, biases masked with -inf, finfo.min or -1e200: every verdict
     is the exact one or undecided, and its evidence holds."""

@@ -266,7 +266,8 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
     regions = True
     if getattr(result, "exact", None):  # what the exact stage settled: its rational evidence, checked exactly
         signs = None if kind == "categories" else _signs(items, W.shape[0])[np.asarray(result.items, dtype=np.int64)]
-        witnesses, certificates, regions = with_exact(result, W, b, signs, lo, hi, witnesses, certificates)
+        masked = _masked(W, b, lo, hi, eps) if kind == "categories" else None
+        witnesses, certificates, regions = with_exact(result, W, b, signs, lo, hi, witnesses, certificates, masked)
     status = np.asarray(result.status).astype(str)
     # An argmaxable item's witness is checked at eps, or at the radius it claims (to 6 digits) where larger
     radius = np.asarray(result.radius, dtype=np.float64)
@@ -467,14 +468,16 @@ def _row_check(A: np.ndarray, c: np.ndarray, x: np.ndarray, eps: float) -> bool:
     A, c = A[~zero], c[~zero]
     if not len(A):
         return True
-    xm = float(_pow2_scale(x[None])[0])
-    xs = x / xm  # s_i / xm = a_i . xs + c_i / xm, in units of xm: no overflow, no absolute floor of its own
-    cs = np.clip(c / xm, -(2.0**1000), 2.0**1000)  # |a_i . xs| <= d: a clipped offset still decides the sign
+    # One unit u (a power of two) at least the point's, the offsets' and the margin's size: s_i / u = a_i . x / u +
+    # c_i / u, every term at most d in magnitude (no overflow: a bias of 1e137 and a margin to match beside a point
+    # of 1e-172), no absolute floor of its own (a point, offsets and margin all near 1e-300 keep their digits)
+    u = max(float(_pow2_scale(x[None])[0]), float(_pow2_scale(np.array([[np.abs(c).max(), eps]]))[0]))
+    xs, cs, margin = x / u, c / u, _scaled_up(eps, u) * _norm_up(A)
     d = A.shape[1]
     s = A @ xs + cs
     # Rounding, and up to 2^-1075 lost by each scaled entry, product and offset that underflowed (subnormal rows)
-    err = gamma(d + 4) * (np.abs(A) @ np.abs(xs) + np.abs(cs)) + (2 * d + 2) * 2.0**-1074
-    return bool(np.all(s + err + _scaled_up(eps, xm) * _norm_up(A) < 0))
+    err = gamma(d + 4) * (np.abs(A) @ np.abs(xs) + np.abs(cs) + margin) + (2 * d + 2) * 2.0**-1074
+    return bool(np.all(s + err + margin < 0))
 
 
 def _scaled_up(eps: float, m: float) -> float:

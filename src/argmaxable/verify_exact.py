@@ -31,15 +31,17 @@ SQRT_BITS = 600
 ROWS = 2048
 
 
-def with_exact(result, W, b, signs, lo, hi, witnesses, certificates):
+def with_exact(result, W, b, signs, lo, hi, witnesses, certificates, masked=None):
     """The verifier's ``witnesses(pos, e)`` and ``certificates(pos, e)`` with the items whose status the exact stage
     decided (``decided == "radius"``) checked on their rational evidence (the others as before), and whether each
     item's region holds (True where the result records none; a record for no item of the result fails all).
-    ``signs``: the label sets of the result's items (bool, one row per item), None for categories."""
+    ``signs``: the label sets of the result's items (bool, one row per item), None for categories; ``masked``: the
+    categories the float checks leave out of the others' systems (bool per category; radii are those of the
+    systems without them, as the check reports them), None for none."""
     exact = result.exact
     k = len(result.status)
     region = np.ones(k, dtype=bool)
-    layer = _Layer(W, b, lo, hi)
+    layer = _Layer(W, b, lo, hi, masked)
     known = {int(p): rec for p, rec in exact.items() if isinstance(p, (int, np.integer)) and 0 <= p < k}
     decided = {p for p, rec in known.items() if rec.decided == "radius"}
 
@@ -77,10 +79,12 @@ def with_exact(result, W, b, signs, lo, hi, witnesses, certificates):
 
 
 class _Layer:
-    """W and b as integers times 2^E (one exponent for all), and the box as Fractions."""
+    """W and b as integers times 2^E (one exponent for all), the box as Fractions, and the categories left out of
+    the others' systems (a bias of -inf, or ``masked``)."""
 
-    def __init__(self, W, b, lo, hi):
+    def __init__(self, W, b, lo, hi, masked=None):
         self.W, self.b = W, b
+        self.kept = np.isfinite(b) if masked is None else np.isfinite(b) & ~np.asarray(masked, dtype=bool)
         values = np.concatenate([W[np.isfinite(W)].ravel(), b[np.isfinite(b)]])
         nonzero = values[values != 0]
         self.E = int(np.frexp(nonzero)[1].min()) - 53 if nonzero.size else 0
@@ -93,11 +97,11 @@ class _Layer:
         return np.left_shift(mant, np.where(mant != 0, e - 53 - self.E, 0).astype(object))
 
     def category(self, t: int):
-        """Rows of category t: (block maker, row names) with a_i = W_i - W_t, c_i = b_i - b_t, i != t, b_i finite;
-        None for a masked category (bias -inf), which no evidence can make win."""
-        if not np.isfinite(self.b[t]):
+        """Rows of category t: (block maker, row names) with a_i = W_i - W_t, c_i = b_i - b_t, i != t, i kept;
+        None for a masked category, which no evidence can make win."""
+        if not self.kept[t]:
             return None
-        names = np.flatnonzero((np.arange(len(self.W)) != t) & np.isfinite(self.b))
+        names = np.flatnonzero((np.arange(len(self.W)) != t) & self.kept)
         wt, bt = self.ints(self.W[t]), self.ints(self.b[t])
 
         def block(idx):

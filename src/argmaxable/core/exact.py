@@ -99,6 +99,14 @@ class Settled:
             return "the region {x in box : A x + c < 0} is non-empty (a rational point inside it)"
         return "the region {x in box : A x + c < 0} is empty (rational Farkas weights)" if self.region else ""
 
+    def float_weights(self) -> np.ndarray:
+        """The weights rounded to floats. A certificate is homogeneous in its weights, so weights too large for a
+        float are first scaled by a power of two (their largest to about 1; tiny ones may round to zero, and any
+        subset of a certificate's non-negative weights is checked as one of its own)."""
+        top = max(self.weights, default=Fraction(0))
+        shift = top.numerator.bit_length() - top.denominator.bit_length() if top > 2**1000 else 0
+        return np.array([float(w / 2**shift) for w in self.weights], dtype=np.float64)
+
     def record(self, rows: np.ndarray, decided: str) -> ExactRecord:
         """The rational evidence as the result keeps it, its weights over ``rows`` (the result's names for
         :attr:`rows`) scaled to coprime integers."""

@@ -109,7 +109,7 @@ class Ledger:
             return
         self.exact[pos] = out.record(rows, "radius")
         self.status[pos], self.stage[pos], self.radius_exact[pos] = out.status, stage, True
-        self.certificates[pos] = (rows, np.array([float(w) for w in out.weights]))
+        self.certificates[pos] = (rows, out.float_weights())
         if out.status == ARGMAXABLE:
             if self.witness.dtype != np.float64:
                 self.witness = self.witness.astype(np.float64)
