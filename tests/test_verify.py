@@ -28,7 +28,8 @@ def toy_result():
 def test_shares_no_code_with_the_stages():
     """The verifier's modules import nothing of the project but each other: the rational checks of the exact stage's
     evidence (verify_exact) are the verifier's own too."""
-    for module, allowed in ((verify_module, {"from argmaxable.verify_exact import with_exact"}), (verify_exact, set())):
+    allowed_here = {"from argmaxable.verify_exact import with_exact, with_exact_certificates"}
+    for module, allowed in ((verify_module, allowed_here), (verify_exact, set())):
         imports = [line.strip() for line in inspect.getsource(module).splitlines()
                    if line.lstrip().startswith(("import ", "from "))]
         assert imports and not [line for line in imports if "argmaxable" in line and line not in allowed]
@@ -363,3 +364,18 @@ def test_forged_columns_and_settings_never_verify(seed, kind, forgery, at):
     except ValueError:
         return
     assert not ok[k] or (forgery == "items" and not ok.all())
+
+
+def test_an_upper_radius_finer_than_float_rounding_is_checked_exactly():
+    """A DFT head's thin label set (W^DFT_{512,9}, box 1e4): the LP's dual bound 4.99e-9 is a true bound whose
+    float64 re-check needs ~1e-10 of rounding room; the verifier re-checks that certificate in rational arithmetic,
+    and still refuses the same certificate for a bound below the set's witnessed radius."""
+    from argmaxable.theory.dft import dft_matrix
+
+    W, Y = dft_matrix(512, 4), np.zeros((1, 512), dtype=bool)
+    Y[0, [151, 176, 178, 190]] = True
+    res = am.check_assignments(W, Y, bound=1e4, eps=1e-8, workers=1, exact_radius=True)
+    assert res.status[0] == "unargmaxable" and 4e-9 < res.radius[0] < res.radius_upper[0] < 5e-9
+    assert am.verify_certificate(res, W, items=Y, bound=1e4, eps=1e-8).all()
+    res.radius_upper = np.array([0.99 * res.radius[0]])  # below a witnessed radius: no certificate can give it
+    assert not am.verify_certificate(res, W, items=Y, bound=1e4, eps=1e-8).any()

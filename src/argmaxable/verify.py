@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from argmaxable.verify_exact import with_exact
+from argmaxable.verify_exact import with_exact, with_exact_certificates
 
 STATUSES = ("argmaxable", "unargmaxable", "undecided")
 KINDS = ("categories", "assignments", "top-m sets")
@@ -264,8 +264,9 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
     else:
         witnesses, certificates = _assignment_checks(result, W, b, witness, items, kind, lo, hi)
     regions = True
+    signs = None if kind == "categories" else _signs(items, W.shape[0])[np.asarray(result.items, dtype=np.int64)]
+    certificates = with_exact_certificates(result, W, b, signs, lo, hi, certificates)
     if getattr(result, "exact", None):  # what the exact stage settled: its rational evidence, checked exactly
-        signs = None if kind == "categories" else _signs(items, W.shape[0])[np.asarray(result.items, dtype=np.int64)]
         masked = _masked(W, b, lo, hi, eps) if kind == "categories" else None
         witnesses, certificates, regions = with_exact(result, W, b, signs, lo, hi, witnesses, certificates, masked)
     status = np.asarray(result.status).astype(str)

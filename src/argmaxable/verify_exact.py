@@ -14,12 +14,17 @@ arithmetic, with no square root taken where a square decides:
 - the region (radius > 0, no norms involved): "yes" needs the witness at margin 0, "no" the weights with N <= 0;
   "" (left open) is allowed only beside a decided status.
 
-Categories' rows are every other category with a finite bias (a bias of -inf never binds); label sets' rows are
-every label.
+Categories' rows are every other category with a finite bias (a bias of -inf never binds; nor, where the
+verifier names them, the categories the float checks leave out); label sets' rows are every label.
+
+It also re-checks, exactly, the float certificates that the float check refuses (:func:`with_exact_certificates`):
+their weights are dyadic rationals too, and a bound the stages certified with a tighter rounding analysis than
+the verifier's (an upper radius within 1e-10 of its true value, at a box of 1e4) is still a true bound.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from math import isqrt, lcm
 
@@ -29,6 +34,9 @@ import numpy as np
 SQRT_BITS = 600
 # Rows per block of the exact witness checks (object arrays of Python ints: memory stays one block's).
 ROWS = 2048
+# Largest float certificate (its rows times the layer's columns) re-checked in rational arithmetic where the float
+# check refuses it; a larger one keeps the float verdict (a forged status on a whole vocabulary stays cheap).
+EXACT_TERMS = 200_000
 
 
 def with_exact(result, W, b, signs, lo, hi, witnesses, certificates, masked=None):
@@ -76,6 +84,49 @@ def with_exact(result, W, b, signs, lo, hi, witnesses, certificates, masked=None
     if len(known) != len(exact):  # evidence for no item of the result: the whole result is suspect
         region[:] = False
     return exact_witnesses, exact_certificates, region
+
+
+def with_exact_certificates(result, W, b, signs, lo, hi, certificates):
+    """The verifier's ``certificates(pos, e)`` with each float certificate it refuses re-checked in rational
+    arithmetic (weights and rows exact; :data:`EXACT_TERMS` at most). ``signs`` as for :func:`with_exact`."""
+    layer = _Layer(W, b, lo, hi)
+    d = W.shape[1]
+
+    def checked(pos, e):
+        out = certificates(pos, e)
+        margins = np.broadcast_to(np.asarray(e, dtype=np.float64), (len(pos),))
+        for j in np.flatnonzero(~out):
+            p = int(pos[j])
+            record = _float_record(result.certificates[p])
+            if record is None or not 0 < len(record.rows) * d <= EXACT_TERMS or not np.isfinite(margins[j]):
+                continue
+            rows = layer.category(int(result.items[p])) if signs is None else layer.labels(signs[p])
+            out[j] = _weights_hold(rows, layer, record, float(margins[j]))
+        return out
+
+    return checked
+
+
+@dataclass(frozen=True)
+class _FloatRecord:
+    """A float certificate as exact rationals: its rows and its weights as "p/q" strings."""
+
+    rows: tuple
+    weights: tuple
+
+
+def _float_record(cert) -> _FloatRecord | None:
+    """The certificate ``(rows, weights)`` with its positive weights as exact rationals; None if malformed."""
+    try:
+        rows, weights = (np.asarray(v) for v in cert)
+    except (TypeError, ValueError):
+        return None
+    if rows.ndim != 1 or rows.shape != weights.shape or rows.dtype.kind not in "iu" or weights.dtype.kind != "f":
+        return None
+    keep = weights > 0
+    if not np.isfinite(weights).all() or (weights < 0).any() or not keep.any():
+        return None
+    return _FloatRecord(tuple(int(r) for r in rows[keep]), tuple(str(Fraction(float(w))) for w in weights[keep]))
 
 
 class _Layer:
