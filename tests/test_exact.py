@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -259,3 +260,16 @@ def test_a_checks_budget_of_bases_leaves_the_rest_undecided(monkeypatch):
     assert res.exact[0].decided == "radius" and res.status[0] == "argmaxable"
     assert res.status[1] == "undecided" and 1 not in res.exact
     assert "budget of 1 rational bases is spent" in res.message[1]
+
+
+def test_a_trained_dft_heads_thin_label_set_is_decided():
+    """A DFT head the offline default trained (debtags, d = 2, seed 1: 527 labels in head space d = 35; saved in
+    tests/data) and a 16-active label set whose region is thinner than eps: the float LP leaves it open, the exact
+    stage's degenerate pivots need 68 bases (the old budget of 60 left it undecided), and its rational weights bound
+    the radius by eps; the verifier re-checks them exactly."""
+    W = np.load(Path(__file__).parent / "data" / "debtags_dft_d2_head.npz")["W"]
+    labels = [[2, 5, 7, 10, 20, 26, 46, 73, 78, 96, 107, 110, 125, 134, 294, 306]]
+    res = am.check_assignments(W, labels, bound=1e4, eps=EPS, workers=1)
+    assert res.status.tolist() == ["unargmaxable"] and res.exact[0].decided == "radius"
+    assert 0 < res.radius[0] <= res.radius_upper[0] <= EPS  # a rational point inside: thin, not empty
+    assert am.verify_certificate(res, W, items=labels, bound=1e4, eps=EPS).all()

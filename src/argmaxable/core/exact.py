@@ -43,15 +43,16 @@ BITS = (64, 256)
 # A rational solve costs O(d^3) big-number operations: wider items stay undecided, with that reason.
 MAX_COLUMNS = 256
 # Bases evaluated in rational arithmetic per item (two rational solves each; then a HiGHS solve on the tableau or
-# one rational pivot): the thin DFT regions measured took 1 to 40, about 0.1 s each at d = 35; beyond this budget
-# the item stays undecided, with that reason.
-STEPS = 60
+# one rational pivot): on a trained DFT head (debtags, d = 2, head space d = 35) most items the float LP leaves
+# open take 1 to 60, about 0.07 s each; the thinnest six took 68 to 251 (their last bases are slow, degenerate
+# primal pivots). Beyond this budget the item stays undecided, with that reason.
+STEPS = 400
 # Bases spent on the region of an item once its status is decided (by this stage or, with ``regions``, before).
 REGION_STEPS = 20
-# Bases per check, all items together: on a trained DFT head (debtags, d = 2, 843 distinct assignments) the 28
-# items its float LP left undecided took about 1150 bases, 73 CPU-seconds; past this budget the rest stay
-# undecided, with that reason (regions: left unsettled), so one check's exact stage stays near 100 CPU-seconds.
-CHECK_STEPS = 1500
+# Bases per check, all items together: on that head (843 distinct assignments, regions on) the exact stage took
+# 1725 bases, 96 CPU-seconds of the check's 117, and left nothing undecided; past this budget the rest stay
+# undecided, with that reason (regions: left unsettled), so one check's exact stage stays near 200 CPU-seconds.
+CHECK_STEPS = 3000
 # Working precision (bits) of the tableau handed to HiGHS: its rows in the basis' coordinates, near enough to exact
 # that HiGHS's float64 pivots see the thin region's geometry.
 TABLEAU_BITS = 128
