@@ -379,3 +379,22 @@ def test_an_upper_radius_finer_than_float_rounding_is_checked_exactly():
     assert am.verify_certificate(res, W, items=Y, bound=1e4, eps=1e-8).all()
     res.radius_upper = np.array([0.99 * res.radius[0]])  # below a witnessed radius: no certificate can give it
     assert not am.verify_certificate(res, W, items=Y, bound=1e4, eps=1e-8).any()
+
+
+def test_the_exact_recheck_reads_float_weights_on_normalised_rows():
+    """A float certificate weighs the rows a_i / ||a_i|| (as the float stages and checks do): on rows of norms 1
+    and 1000 the weights (0.5, 0.5) cancel exactly (N = 0) and (0.5, 0.4) bound the radius by exactly
+    0.1 * 100 / 0.9; the rational re-check, run where the float check refuses, agrees on both sides of it."""
+    from types import SimpleNamespace
+
+    from argmaxable.verify_exact import with_exact_certificates
+
+    W, signs, lo, hi = np.array([[1.0, 0.0], [-1000.0, 0.0]]), np.array([[True, True]]), np.full(2, -100.0), \
+        np.full(2, 100.0)
+    result = SimpleNamespace(items=np.array([0]), certificates=[(np.array([0, 1]), np.array([0.5, 0.5]))])
+    check = with_exact_certificates(result, W, np.zeros(2), signs, lo, hi, lambda pos, e: np.zeros(len(pos), bool))
+    assert check(np.array([0]), 0.0).all()
+    result.certificates = [(np.array([0, 1]), np.array([0.5, 0.4]))]
+    bound = 10.0 / 0.9
+    assert check(np.array([0]), bound * (1 + 1e-12)).all()
+    assert not check(np.array([0]), bound * (1 - 1e-12)).any() and not check(np.array([0]), 0.0).any()

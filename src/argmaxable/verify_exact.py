@@ -24,7 +24,6 @@ the verifier's (an upper radius within 1e-10 of its true value, at a box of 1e4)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from math import isqrt, lcm
 
@@ -88,7 +87,8 @@ def with_exact(result, W, b, signs, lo, hi, witnesses, certificates, masked=None
 
 def with_exact_certificates(result, W, b, signs, lo, hi, certificates):
     """The verifier's ``certificates(pos, e)`` with each float certificate it refuses re-checked in rational
-    arithmetic (weights and rows exact; :data:`EXACT_TERMS` at most). ``signs`` as for :func:`with_exact`."""
+    arithmetic (:func:`_normalised_weights_hold`; :data:`EXACT_TERMS` at most). ``signs`` as for
+    :func:`with_exact`."""
     layer = _Layer(W, b, lo, hi)
     d = W.shape[1]
 
@@ -97,26 +97,18 @@ def with_exact_certificates(result, W, b, signs, lo, hi, certificates):
         margins = np.broadcast_to(np.asarray(e, dtype=np.float64), (len(pos),))
         for j in np.flatnonzero(~out):
             p = int(pos[j])
-            record = _float_record(result.certificates[p])
-            if record is None or not 0 < len(record.rows) * d <= EXACT_TERMS or not np.isfinite(margins[j]):
+            cert = _float_certificate(result.certificates[p])
+            if cert is None or not 0 < len(cert[0]) * d <= EXACT_TERMS or not np.isfinite(margins[j]):
                 continue
             rows = layer.category(int(result.items[p])) if signs is None else layer.labels(signs[p])
-            out[j] = _weights_hold(rows, layer, record, float(margins[j]))
+            out[j] = _normalised_weights_hold(rows, layer, *cert, float(margins[j]))
         return out
 
     return checked
 
 
-@dataclass(frozen=True)
-class _FloatRecord:
-    """A float certificate as exact rationals: its rows and its weights as "p/q" strings."""
-
-    rows: tuple
-    weights: tuple
-
-
-def _float_record(cert) -> _FloatRecord | None:
-    """The certificate ``(rows, weights)`` with its positive weights as exact rationals; None if malformed."""
+def _float_certificate(cert) -> tuple[np.ndarray, list] | None:
+    """A float certificate's rows and positive weights, the weights as exact rationals; None if malformed."""
     try:
         rows, weights = (np.asarray(v) for v in cert)
     except (TypeError, ValueError):
@@ -124,9 +116,39 @@ def _float_record(cert) -> _FloatRecord | None:
     if rows.ndim != 1 or rows.shape != weights.shape or rows.dtype.kind not in "iu" or weights.dtype.kind != "f":
         return None
     keep = weights > 0
-    if not np.isfinite(weights).all() or (weights < 0).any() or not keep.any():
+    if not np.isfinite(weights).all() or (weights < 0).any() or not keep.any() or len(np.unique(rows)) != len(rows):
         return None
-    return _FloatRecord(tuple(int(r) for r in rows[keep]), tuple(str(Fraction(float(w))) for w in weights[keep]))
+    return rows[keep].astype(np.int64), [Fraction(float(w)) for w in weights[keep]]
+
+
+def _normalised_weights_hold(rows, layer: _Layer, names: np.ndarray, y: list, r: float) -> bool:
+    """Whether float weights ``y`` over the *normalised* rows ``a_i / ||a_i||`` (the float stages' and the float
+    checks' convention) bound the radius by r: with ``z_i = y_i / ||a_i||`` (irrational), the radius is at most
+    ``N(z) / sum y_i``. Each z_i lies between y_i / U_i and y_i / L_i (integer square roots to :data:`SQRT_BITS`
+    bits), so N(z) is bounded from above over those intervals, exactly."""
+    if rows is None or not np.isfinite(r):
+        return False
+    block, allowed = rows
+    if not np.isin(names, allowed).all():
+        return False
+    A, C = block(names)
+    intervals = []
+    for w, row in zip(y, A, strict=True):
+        square = sum(int(a) * int(a) for a in row)
+        if square == 0:
+            return False
+        k = max(0, SQRT_BITS - square.bit_length() // 2)
+        root = isqrt(square << (2 * k))
+        exact = root * root == square << (2 * k)
+        low, high = Fraction(root, 1 << k), Fraction(root + (not exact), 1 << k)  # low <= ||a_i|| <= high
+        intervals.append((w / high, w / low))
+    num = Fraction(0)
+    for j, (lo, hi) in enumerate(layer.box):
+        terms = [(za * int(a), zb * int(a)) for (za, zb), a in zip(intervals, A[:, j], strict=True)]
+        v_lo, v_hi = sum((min(t) for t in terms), Fraction(0)), sum((max(t) for t in terms), Fraction(0))
+        num += max(-v_lo * lo, -v_lo * hi, -v_hi * lo, -v_hi * hi)  # sup over the box and over v's interval
+    num += sum((max(-za * int(c), -zb * int(c)) for (za, zb), c in zip(intervals, C, strict=True)), Fraction(0))
+    return num <= Fraction(r) * sum(y, Fraction(0)) if r >= 0 else False
 
 
 class _Layer:
