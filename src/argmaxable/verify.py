@@ -259,15 +259,16 @@ def verify_certificate(result, W, b=None, *, items=None, bound=None, lower=None,
     [True, True, True, True]
     """
     kind, W, b, witness, (bound, lo, hi, eps) = _inputs(result, W, b, bound, lower, upper, eps)
+    masked = None
     if kind == "categories":
-        witnesses, certificates = _category_checks(result, W, b, witness, lo, hi, eps)
+        masked = _masked(W, b, lo, hi, eps)
+        witnesses, certificates = _category_checks(result, W, b, witness, masked, lo, hi, eps)
     else:
         witnesses, certificates = _assignment_checks(result, W, b, witness, items, kind, lo, hi)
     regions = True
     signs = None if kind == "categories" else _signs(items, W.shape[0])[np.asarray(result.items, dtype=np.int64)]
     certificates = with_exact_certificates(result, W, b, signs, lo, hi, certificates)
     if getattr(result, "exact", None):  # what the exact stage settled: its rational evidence, checked exactly
-        masked = _masked(W, b, lo, hi, eps) if kind == "categories" else None
         witnesses, certificates, regions = with_exact(result, W, b, signs, lo, hi, witnesses, certificates, masked)
     status = np.asarray(result.status).astype(str)
     # An argmaxable item's witness is checked at eps, or at the radius it claims (to 6 digits) where larger
@@ -316,15 +317,14 @@ def _inputs(result, W, b, bound, lower, upper, eps):
     return kind, W, b, witness, (bound, lo, hi, eps)
 
 
-def _category_checks(result, W, b, witness, lo, hi, eps):
+def _category_checks(result, W, b, witness, masked, lo, hi, eps):
     """``witnesses(pos, e)`` and ``certificates(pos, e)`` of a categories result: whether the evidence of the items
-    at positions ``pos`` holds at margin ``e`` (a number, or one per item)."""
+    at positions ``pos`` holds at margin ``e`` (a number, or one per item); ``masked``: :func:`_masked`."""
     n = W.shape[0]
     rows = np.asarray(result.items)
     if rows.dtype.kind not in "iu" or ((rows < 0) | (rows >= n)).any():
         raise ValueError(f"verify_certificate: a categories result's items must be indices in [0, {n}).")
     rows = rows.astype(np.int64)
-    masked = _masked(W, b, lo, hi, eps)
     # masked categories never win and never bind the others: the others are checked without their rows
     keep = np.flatnonzero(~masked)
     Wk, bk, rk = (W[keep], b[keep], np.searchsorted(keep, rows)) if masked.any() else (W, b, rows)

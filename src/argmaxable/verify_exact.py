@@ -89,8 +89,8 @@ def with_exact_certificates(result, W, b, signs, lo, hi, certificates):
     """The verifier's ``certificates(pos, e)`` with each float certificate it refuses re-checked in rational
     arithmetic (:func:`_normalised_weights_hold`; :data:`EXACT_TERMS` at most). ``signs`` as for
     :func:`with_exact`."""
-    layer = _Layer(W, b, lo, hi)
     d = W.shape[1]
+    layers = []  # the rational layer, made at the first refused certificate (a whole vocabulary's is costly)
 
     def checked(pos, e):
         out = certificates(pos, e)
@@ -100,6 +100,9 @@ def with_exact_certificates(result, W, b, signs, lo, hi, certificates):
             cert = _float_certificate(result.certificates[p])
             if cert is None or not 0 < len(cert[0]) * d <= EXACT_TERMS or not np.isfinite(margins[j]):
                 continue
+            if not layers:
+                layers.append(_Layer(W, b, lo, hi))
+            layer = layers[0]
             rows = layer.category(int(result.items[p])) if signs is None else layer.labels(signs[p])
             out[j] = _normalised_weights_hold(rows, layer, *cert, float(margins[j]))
         return out
@@ -134,13 +137,9 @@ def _normalised_weights_hold(rows, layer: _Layer, names: np.ndarray, y: list, r:
     A, C = block(names)
     intervals = []
     for w, row in zip(y, A, strict=True):
-        square = sum(int(a) * int(a) for a in row)
-        if square == 0:
+        low, high = _norm_interval(row)
+        if low == 0:
             return False
-        k = max(0, SQRT_BITS - square.bit_length() // 2)
-        root = isqrt(square << (2 * k))
-        exact = root * root == square << (2 * k)
-        low, high = Fraction(root, 1 << k), Fraction(root + (not exact), 1 << k)  # low <= ||a_i|| <= high
         intervals.append((w / high, w / low))
     num = Fraction(0)
     for j, (lo, hi) in enumerate(layer.box):
@@ -251,10 +250,14 @@ def _weights_hold(rows, layer: _Layer, record, r: float) -> bool:
         return False
     total = Fraction(0)  # sum y_i ||A_i|| bounded from below for r > 0, from above for r < 0 (a negative radius)
     for w, row in zip(y, A, strict=True):
-        square = sum(int(a) * int(a) for a in row)
-        k = max(0, SQRT_BITS - square.bit_length() // 2)
-        root = isqrt(square << (2 * k))
-        if r < 0 and root * root != square << (2 * k):
-            root += 1
-        total += w * Fraction(root, 1 << k)
+        total += w * _norm_interval(row)[int(r < 0)]
     return num <= Fraction(float(r)) * total
+
+
+def _norm_interval(row) -> tuple[Fraction, Fraction]:
+    """``low <= ||row|| <= high`` for a row of Python ints: integer square roots to :data:`SQRT_BITS` bits (equal
+    where the square root is exact)."""
+    square = sum(int(a) * int(a) for a in row)
+    k = max(0, SQRT_BITS - square.bit_length() // 2)
+    root = isqrt(square << (2 * k))
+    return Fraction(root, 1 << k), Fraction(root + (root * root != square << (2 * k)), 1 << k)
