@@ -40,7 +40,7 @@ test-slurm: $(VENV)/.installed
 	VENV=$(VENV) scripts/test_slurm.sh
 
 bench: $(VENV)/.installed
-	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks $(if $(AGAINST),--against $(AGAINST))
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .

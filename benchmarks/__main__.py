@@ -1,4 +1,5 @@
-"""Benchmarks of the detection core. Run: ``python -m benchmarks [--quick] [--only NAME ...]`` (or ``make bench``).
+"""Benchmarks of the detection core. Run: ``python -m benchmarks [--quick] [--only NAME ...] [--against REV]``
+(or ``make bench [AGAINST=REV]``).
 
 Each benchmark runs in its own subprocess (so its peak memory is its own), measures a simple baseline in the
 same run, prints the ratio, and appends a row to the markdown table printed at the end (paste it into
@@ -573,23 +574,59 @@ BENCHMARKS = {
 }
 
 
+def _run_child(name: str, quick: bool, src: Path | None = None) -> tuple[dict | None, str]:
+    """One benchmark in a fresh process, with the library of this tree or, given ``src``, the one under it."""
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
+    cmd = [sys.executable, "-m", "benchmarks", "--child", name] + (["--quick"] if quick else [])
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[1])
+    if out.returncode:
+        return None, (out.stderr.strip().splitlines() or ["no output"])[-1]
+    return json.loads(out.stdout.strip().splitlines()[-1]), ""
+
+
+def _old_source(rev: str) -> Path:
+    """The library (``src/``) as it was at git revision ``rev``, unpacked into a temporary directory."""
+    import tempfile
+
+    root = Path(__file__).resolve().parents[1]
+    dest = Path(tempfile.mkdtemp(prefix=f"bench-{rev}-"))
+    archive = subprocess.run(["git", "-C", str(root), "archive", rev, "src"], capture_output=True)
+    if archive.returncode:
+        raise SystemExit(f"--against {rev}: git cannot read that revision ({archive.stderr.decode().strip()})")
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    return dest / "src"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, to check the benchmarks run")
     parser.add_argument("--only", nargs="*", choices=sorted(BENCHMARKS), help="run only these")
+    parser.add_argument("--against", metavar="REV",
+                        help="also run each row with the library of git revision REV, right before or after "
+                             "today's (alternating), and print today's time over that one")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:  # run one benchmark in this process and print its row as JSON
         print(json.dumps(BENCHMARKS[args.child](args.quick)))
         return 0
+    old = _old_source(args.against) if args.against else None
     rows = []
-    for name in args.only or BENCHMARKS:
-        cmd = [sys.executable, "-m", "benchmarks", "--child", name] + (["--quick"] if args.quick else [])
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        if out.returncode:
-            print(out.stderr, file=sys.stderr)
-            return out.returncode
-        row = json.loads(out.stdout.strip().splitlines()[-1])
+    for i, name in enumerate(args.only or BENCHMARKS):
+        if old is not None and i % 2:  # the older library first on every other row: neither always runs warm
+            before, why_not = _run_child(name, args.quick, old)
+        row, error = _run_child(name, args.quick)
+        if row is None:
+            print(error, file=sys.stderr)
+            return 1
+        if old is not None:
+            if not i % 2:
+                before, why_not = _run_child(name, args.quick, old)
+            row["old_s"] = before["ours_s"] if before else f"not runnable at {args.against}: {why_not[:120]}"
+            row["new/old"] = (round(row["ours_s"] / before["ours_s"], 3)
+                              if before and before["ours_s"] and row["ours_s"] else None)
+            row["old_notes"] = before["notes"] if before else None
         print(json.dumps(row), flush=True)
         rows.append(row)
     from threadpoolctl import threadpool_info
@@ -597,11 +634,12 @@ def main(argv=None) -> int:
     blas = next((f"{i['internal_api']} {i['version']} ({i['architecture']} kernel, {i['num_threads']} threads)"
                  for i in threadpool_info() if i["user_api"] == "blas"), "unknown BLAS")
     print(f"\nmachine: {platform.processor() or platform.machine()}, Python {platform.python_version()}, {blas}, "
-          f"quick={args.quick}\n")
+          f"quick={args.quick}" + (f", against {args.against}" if args.against else "") + "\n")
     keys = ["benchmark", "ours_s", "baseline", "ratio", "notes", "peak_mib"]
+    keys += ["old_s", "new/old"] if args.against else []
     print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
     for row in rows:
-        print("| " + " | ".join(str(row[k]) for k in keys) + " |")
+        print("| " + " | ".join(str(row.get(k)) for k in keys) + " |")
     return 0
 
 
