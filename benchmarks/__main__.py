@@ -587,12 +587,13 @@ def _run_child(name: str, quick: bool, src: Path | None = None) -> tuple[dict | 
 
 
 def _old_source(rev: str) -> Path:
-    """The library (``src/``) as it was at git revision ``rev``, unpacked into a temporary directory."""
+    """The library (``src/``) as it was at git revision ``rev``, with its ``config/`` tree (which the library reads
+    beside itself), unpacked into a temporary directory."""
     import tempfile
 
     root = Path(__file__).resolve().parents[1]
     dest = Path(tempfile.mkdtemp(prefix=f"bench-{rev}-"))
-    archive = subprocess.run(["git", "-C", str(root), "archive", rev, "src"], capture_output=True)
+    archive = subprocess.run(["git", "-C", str(root), "archive", rev, "src", "config"], capture_output=True)
     if archive.returncode:
         raise SystemExit(f"--against {rev}: git cannot read that revision ({archive.stderr.decode().strip()})")
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
