@@ -1,7 +1,7 @@
 # Two entry points, each self-contained on a fresh machine with Python 3.11:
 #   make run   - create .venv, install, run the offline default pipeline (snakemake)
 #   make test  - create .venv, install with dev extras, lint (make lint) and run the test suite
-#   make lint  - ruff and snakemake --lint; either one's finding fails it
+#   make lint  - ruff, lint-imports (the package's layer order) and snakemake --lint; any finding fails it
 #   make fuzz  - the property tests with new random examples (make test repeats the same ones)
 PYTHON ?= python3
 VENV ?= .venv
@@ -44,6 +44,7 @@ bench: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/snakemake --lint --cores 1
 
 clean:

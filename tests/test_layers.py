@@ -12,8 +12,8 @@ from torch import nn
 
 import argmaxable as am
 from argmaxable.constructions import dft_matrix
+from argmaxable.core.derived import check_rankings, verify_rankings
 from argmaxable.layers import DFTSigmoidHead, DFTSoftmaxHead, SphericalSoftmaxHead
-from argmaxable.topm.layers import check_rankings, verify_rankings
 
 
 def _train(head: nn.Module, in_features: int, n: int, loss: str, steps: int = 30) -> nn.Module:

@@ -11,7 +11,7 @@ import pytest
 
 import argmaxable as am
 from argmaxable.constructions import dft_ranking_layer, uniform_probabilities
-from argmaxable.topm.layers import (
+from argmaxable.core.derived import (
     achieved,
     check_prescribed,
     check_rankings,

@@ -9,10 +9,9 @@ one message naming the key.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -23,7 +22,7 @@ from argmaxable.lm.schema import LMConfig
 from argmaxable.multilabel.datasets.schema import DatasetConfig
 from argmaxable.multilabel.schema import RULES as MULTILABEL_RULES
 from argmaxable.multilabel.schema import MultilabelConfig
-from argmaxable.rules import DIRECTORY, NAME, broken
+from argmaxable.rules import DIRECTORY, NAME, ConfigError, broken, one_line
 from argmaxable.theory.schema import RULES as THEORY_RULES
 from argmaxable.theory.schema import TheoryConfig
 from argmaxable.topm.schema import RULES as TOPM_RULES
@@ -39,32 +38,6 @@ RULES = {"results_dir": DIRECTORY, "data_dir": DIRECTORY, **DETECT_RULES, **THEO
 KEY_RULES = {"model": NAME, "datasets": NAME}
 # Config groups renamed to match their packages: an override that names the old one gets the new name back.
 RENAMED_GROUPS = {"dataset": "datasets"}
-
-
-class ConfigError(ValueError):
-    """A user-facing configuration error; its message is one line naming the offending key."""
-
-
-Schema = TypeVar("Schema")
-
-
-def typed(schema: type[Schema], value: Schema | Mapping) -> Schema:
-    """``value`` as the schema's dataclass: an instance as it is, a mapping (a rule's plain params) merged over
-    the schema's defaults and type-checked, so that family entry points read attributes, not string keys.
-
-    Examples
-    --------
-    >>> from argmaxable.theory.schema import RegionsConfig
-    >>> typed(RegionsConfig, {"max_n": 4, "bound": 100}).bound
-    100.0
-    """
-    if isinstance(value, schema):
-        return value
-    try:
-        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), value))  # type: ignore[return-value]
-    except OmegaConfBaseException as err:
-        key = getattr(err, "full_key", None) or "?"
-        raise ConfigError(f"invalid {schema.__name__} key '{key}': {_one_line(err)}") from None
 
 
 @dataclass
@@ -86,20 +59,6 @@ class RootConfig:
     topm: TopmConfig = field(default_factory=TopmConfig)
 
 
-def _one_line(err: Exception) -> str:
-    """Reduce a Hydra/OmegaConf exception to its first meaningful line."""
-    text = str(err).strip()
-    first = text.splitlines()[0] if text else type(err).__name__
-    if "Could not find" in first:
-        # Hydra lists the available options on the following lines; keep them on the same line.
-        lines = text.splitlines()[1:]
-        end = next((i for i, ln in enumerate(lines) if ln.startswith("Config search path")), len(lines))
-        options = [ln.strip() for ln in lines[:end] if ln.startswith("\t")]
-        if options:
-            first += f" (available: {', '.join(options)})"
-    return first
-
-
 def _renamed_group(override: str) -> str | None:
     """A one-line hint when ``override`` names a renamed group (``dataset=...``, ``++dataset.x.y=...``)."""
     key = re.match(r"[+~]*([\w-]+)", override)
@@ -117,7 +76,7 @@ def validate(cfg: DictConfig) -> DictConfig:
         plain = OmegaConf.to_container(merged, resolve=True, throw_on_missing=True)
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None) or "?"
-        msg = getattr(err, "msg", None) or _one_line(err)
+        msg = getattr(err, "msg", None) or one_line(err)
         raise ConfigError(f"invalid config key '{key}': {msg.splitlines()[0]}") from None
     problem = broken(plain, RULES, KEY_RULES)
     if problem:
@@ -160,7 +119,7 @@ def load_config(overrides: list[str] | tuple[str, ...] = (), config_dir: Path | 
         with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
             cfg = compose("config", overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as err:
-        raise ConfigError(f"bad override or config: {_one_line(err)}") from None
+        raise ConfigError(f"bad override or config: {one_line(err)}") from None
     return validate(cfg)
 
 

@@ -3,14 +3,20 @@
 A rule is ``(description, predicate)``; a schema's ``RULES`` maps a dotted key pattern to a rule, where ``*``
 matches any key of a mapping or any element of a list (``multilabel.runs.*.d.*``: every width of every run).
 :func:`argmaxable.config.validate` applies them all before any job runs and names the first broken one in a line.
+
+Below every family (which read their settings through :func:`typed`) and below :mod:`argmaxable.config` (which
+composes their schemas): the families never import the config module, so no package imports one above it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 Rule = tuple[str, Callable[[Any], bool]]
 
@@ -81,3 +87,43 @@ def broken(tree: Any, rules: dict[str, Rule], key_rules: dict[str, Rule] | None 
             if value is not None and not ok(value):
                 return f"invalid config value {key}={value!r}: must be {text}"
     return None
+
+
+class ConfigError(ValueError):
+    """A user-facing configuration error; its message is one line naming the offending key."""
+
+
+Schema = TypeVar("Schema")
+
+
+def typed(schema: type[Schema], value: Schema | Mapping) -> Schema:
+    """``value`` as the schema's dataclass: an instance as it is, a mapping (a rule's plain params) merged over
+    the schema's defaults and type-checked, so that family entry points read attributes, not string keys.
+
+    Examples
+    --------
+    >>> from argmaxable.theory.schema import RegionsConfig
+    >>> typed(RegionsConfig, {"max_n": 4, "bound": 100}).bound
+    100.0
+    """
+    if isinstance(value, schema):
+        return value
+    try:
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), value))  # type: ignore[return-value]
+    except OmegaConfBaseException as err:
+        key = getattr(err, "full_key", None) or "?"
+        raise ConfigError(f"invalid {schema.__name__} key '{key}': {one_line(err)}") from None
+
+
+def one_line(err: Exception) -> str:
+    """Reduce a Hydra/OmegaConf exception to its first meaningful line."""
+    text = str(err).strip()
+    first = text.splitlines()[0] if text else type(err).__name__
+    if "Could not find" in first:
+        # Hydra lists the available options on the following lines; keep them on the same line.
+        lines = text.splitlines()[1:]
+        end = next((i for i, ln in enumerate(lines) if ln.startswith("Config search path")), len(lines))
+        options = [ln.strip() for ln in lines[:end] if ln.startswith("\t")]
+        if options:
+            first += f" (available: {', '.join(options)})"
+    return first

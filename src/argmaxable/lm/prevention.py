@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from argmaxable.core import check_categories
+from argmaxable.core.derived import check_rankings, verify_rankings
 from argmaxable.provenance import save_figure, write_table
-from argmaxable.topm.layers import check_rankings, verify_rankings
 from argmaxable.verify import verify_certificate
 
 TABLE = "lm_prevention"

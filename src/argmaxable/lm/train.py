@@ -30,12 +30,12 @@ import pandas as pd
 import torch
 from torch import nn
 
-from argmaxable.config import typed
 from argmaxable.lm.corpus import UNK, build_vocab, encode, windows
 from argmaxable.lm.model import WindowLM
 from argmaxable.lm.schema import LMConfig
 from argmaxable.multilabel.datasets.debtags import load_snapshot
 from argmaxable.provenance import atomic_path, write_json, write_table
+from argmaxable.rules import typed
 
 log = logging.getLogger(__name__)
 

@@ -26,13 +26,13 @@ import pandas as pd
 import torch
 from torch import nn
 
-from argmaxable.config import typed
 from argmaxable.multilabel.datasets import load_built
 from argmaxable.multilabel.encoders import build_encoder
 from argmaxable.multilabel.heads import Head, composite, make_head, trainable_parameters
 from argmaxable.multilabel.metrics import MetricTotals, labels_to_dense
 from argmaxable.multilabel.schema import RunConfig
 from argmaxable.provenance import atomic_path, write_json, write_table
+from argmaxable.rules import typed
 
 log = logging.getLogger(__name__)
 SPLITS = ("dev", "test")

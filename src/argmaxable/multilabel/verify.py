@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from argmaxable.config import typed
 from argmaxable.core import check_assignments
 from argmaxable.multilabel.datasets import load_built
 from argmaxable.multilabel.schema import VerifyConfig
 from argmaxable.provenance import write_table
+from argmaxable.rules import typed
 from argmaxable.verify import verify_certificate
 
 CHUNK = 1024  # distinct assignments per call of the core: at BioASQ's n = 20000 its peak is about 0.8 GB

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import log_ndtr, ndtri
 
-from argmaxable.config import typed
 from argmaxable.outputs import write_figure, write_tables
+from argmaxable.rules import typed
 from argmaxable.theory.reference import BASRI_JACOBS_APPENDIX_B, BASRI_JACOBS_TABLE1, compare_cells
 from argmaxable.theory.schema import BasriJacobsConfig
 

@@ -16,9 +16,9 @@ from decimal import Decimal
 import numpy as np
 import pandas as pd
 
-from argmaxable.config import typed
 from argmaxable.core import check_assignments
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
+from argmaxable.rules import typed
 from argmaxable.theory.reference import compare_cells
 from argmaxable.theory.schema import CoverConfig
 

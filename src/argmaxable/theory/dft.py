@@ -16,10 +16,10 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from argmaxable.config import typed
 from argmaxable.constructions import dft_matrix
 from argmaxable.core import check_assignments
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
+from argmaxable.rules import typed
 from argmaxable.theory.cover import all_assignments
 from argmaxable.theory.schema import DftConfig
 from argmaxable.verify import verify_certificate

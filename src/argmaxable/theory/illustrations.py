@@ -22,9 +22,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from argmaxable.config import typed
 from argmaxable.core import check_assignments, check_categories
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
+from argmaxable.rules import typed
 from argmaxable.theory.cover import all_assignments
 from argmaxable.theory.reference import compare_cells
 from argmaxable.theory.regions import enumerate_rankings

@@ -15,11 +15,11 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from argmaxable.config import typed
 from argmaxable.constructions import random_layer
 from argmaxable.core import check_categories
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.provenance import write_table
+from argmaxable.rules import typed
 from argmaxable.theory.schema import RandomLayersConfig
 
 # 002 §5 / thesis §4.2.4: with n = 10000 and U(-1, 1) weights no unargmaxable token is expected from d = 30.

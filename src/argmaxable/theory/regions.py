@@ -24,9 +24,9 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-from argmaxable.config import typed
 from argmaxable.core import LPSettings, chebyshev
 from argmaxable.outputs import ReproductionError, write_tables
+from argmaxable.rules import typed
 from argmaxable.theory.reference import REGIONS_BIAS, REGIONS_NO_BIAS, compare_cells
 from argmaxable.theory.schema import RegionsConfig
 

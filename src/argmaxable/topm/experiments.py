@@ -19,13 +19,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from argmaxable.config import typed
 from argmaxable.constructions import gaussian_like, uniform_probabilities
 from argmaxable.core import check_top_m
+from argmaxable.core.derived import check_prescribed
 from argmaxable.outputs import write_figure, write_tables
 from argmaxable.provenance import write_table
+from argmaxable.rules import typed
 from argmaxable.theory.basri_jacobs import bound, largest_m
-from argmaxable.topm.layers import check_prescribed
 from argmaxable.topm.schema import CheckSettings, PrescribedSettings, TopmConfig
 
 # 004 §6 and Fig. 1 / Fig. 6 captions: largest m with the share near 1 (read from the text, not the plots).

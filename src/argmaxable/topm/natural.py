@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from argmaxable.config import typed
+from argmaxable.core.derived import check_prescribed
 from argmaxable.outputs import write_figure, write_tables
 from argmaxable.provenance import atomic_path, metadata, sidecar, write_json
+from argmaxable.rules import typed
 from argmaxable.topm.experiments import PAPER_FIG1, load_trained, share_feasible
-from argmaxable.topm.layers import check_prescribed
 from argmaxable.topm.schema import CheckSettings, PrescribedSettings, TopmConfig
 
 NATURAL, UNIFORM = "prescribed, natural", "prescribed, uniform"

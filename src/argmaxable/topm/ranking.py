@@ -15,10 +15,10 @@ from dataclasses import asdict, replace
 import numpy as np
 import pandas as pd
 
-from argmaxable.config import typed
 from argmaxable.constructions import dft_ranking_layer
+from argmaxable.core.derived import check_rankings, verify_rankings
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
-from argmaxable.topm.layers import check_rankings, verify_rankings
+from argmaxable.rules import typed
 from argmaxable.topm.schema import CheckSettings, TopmConfig
 
 

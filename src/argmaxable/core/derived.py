@@ -1,4 +1,4 @@
-"""Top-m questions as label assignments of derived layers: prescribed probabilities and top-k rankings.
+"""Questions answered as label assignments of derived layers: prescribed probabilities and top-k rankings.
 
 Each question about one item (a token set with target probabilities, a ranking of k tokens) is a halfspace
 system ``A x' + c < 0`` over ``x' = (x, tau)``. Written as a sigmoid label assignment ``y_i (v_i . x' + e_i) > 0``
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from argmaxable.core import check_assignments
+from argmaxable.core.check import check_assignments
 from argmaxable.core.result import CheckResult
 from argmaxable.verify import verify_certificate
 
