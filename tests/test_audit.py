@@ -282,7 +282,7 @@ def test_the_pipeline_audits_from_the_checks_evidence(tmp_path):
     check's) and the index links each card."""
     from argmaxable.audit.models import audit_model, make_audit_index
     from argmaxable.detect.check import check_model
-    from argmaxable.report import _html_table
+    from argmaxable.report.render import _html_table
 
     model = {"name": "toy", "source": "random", "params": {"n": 200, "d": 4, "seed": 1}}
     detect = {"bound": 100.0, "patience": 50, "eps": 1e-8, "solver": "highs", "workers": 1,

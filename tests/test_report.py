@@ -287,7 +287,7 @@ SEEDS = Path(os.environ.get("ARGMAXABLE_SEEDS", "/work/shared/seeds"))
 
 
 def _all_prose(decls: dict, methods: list[dict]) -> list[tuple[str, str]]:
-    from argmaxable.report import _prose
+    from argmaxable.report.declarations import _prose
 
     return [(f"{k[0]} {k[1]} {w}", t) for k, v in decls.items() for w, t in _prose(v)] + \
         [(f"methods: {m['what']}", m["ours"]) for m in methods]
@@ -295,7 +295,8 @@ def _all_prose(decls: dict, methods: list[dict]) -> list[tuple[str, str]]:
 
 def test_no_declared_prose_types_a_measured_number_and_every_placeholder_resolves():
     from argmaxable.config import load_config, to_plain
-    from argmaxable.report import PLACEHOLDER, _config_value, bare_numbers, load_methods
+    from argmaxable.report import PLACEHOLDER, bare_numbers, load_methods
+    from argmaxable.report.query import _config_value
 
     catalogue = load_catalogue(REPORT_DIR / "papers.yaml")
     decls = load_declarations(REPORT_DIR, catalogue)

@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from argmaxable.report import (
-    _claim_text,
     assess,
     check_claim,
     coverage_counts,
@@ -19,6 +18,7 @@ from argmaxable.report import (
     load_declarations,
     mark_shared,
 )
+from argmaxable.report.render import _claim_text
 
 REPORT_DIR = Path(__file__).resolve().parents[1] / "workflow" / "report"
 CATALOGUE = load_catalogue(REPORT_DIR / "papers.yaml")
