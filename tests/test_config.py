@@ -77,6 +77,22 @@ def test_every_eps_is_the_one_detect_eps(overrides):
         assert len(found) >= 8 and set(found.values()) == {eps}, found
 
 
+# Which question's box each family's `bound` is (issue 36: one box default per question, one override each).
+CATEGORY_BOXES = {"detect.bound", "theory.random_layers.bound", "theory.illustrations.bound", "topm.check.bound"}
+
+
+@pytest.mark.parametrize("overrides", [[], ["experiment=paper"]])
+def test_every_box_is_one_of_the_questions_boxes(overrides):
+    """The box is stated once per question (config.yaml's box.categories, box.assignments); every family's bound
+    refers to one, so one override changes it for every experiment."""
+    tree = to_plain(load_config(overrides))
+    assert tree["box"] == {"categories": 100.0, "assignments": 1e4}
+    moved = to_plain(load_config([*overrides, "box.categories=50", "box.assignments=500"]))
+    found = {".".join(path): value for path, value in _leaves(moved) if path[-1] == "bound"}
+    assert len(found) >= 9, found
+    assert found == {key: 50.0 if key in CATEGORY_BOXES else 500.0 for key in found}
+
+
 def test_group_files_that_extend_the_default_state_only_differences():
     """A group file whose defaults list starts from the group's default sets no value the default already has."""
     extending = [f for f in CONFIG_DIR.glob("*/*.yaml") if "default" in OmegaConf.load(f).get("defaults", [])]
@@ -129,6 +145,18 @@ def test_group_files_that_extend_the_default_state_only_differences():
         ("++model.random_uniform.activation=softplus", "activation='softplus': must be one of none, identity"),
         ("model.random_uniform.source=pickle", "source='pickle': must be one of random, huggingface"),
         ("model.random_uniform.params.n=-5", "params.n=-5: must be an integer >= 1"),
+        # the LM family's value rules (issue 36: every family declares them)
+        ("lm.activation=softplus", "lm.activation='softplus': must be one of gelu, silu, relu, tanh"),
+        ("lm.prevention.heads=[linear]", "lm.prevention.heads.0='linear': must be one of spherical, dft, dft_slack"),
+        ("lm.d=[0]", "lm.d.0=0: must be an integer >= 1"),
+        # checks across keys (issue 36: beside the value rules, so config show runs them as the Snakefile does)
+        ("model=[random_uniform]", "lm.d asks for model 'debtags_lm_d4', which is not in the model list"),
+        ("lm.prevention.d=[4,12]", "lm.prevention.d has 12, which lm.d lacks"),
+        ("model.debtags_lm_d4.download.path=elsewhere",
+         "model.debtags_lm_d4.download.path must be train_lm's output results/lm/debtags_lm_d4; got 'elsewhere'"),
+        ("topm.fraction.models=[nope]", "topm.fraction.models names ['nope'], which the composed 'model' group lacks"),
+        ("topm.natural.model=nope", "topm.natural.model is 'nope', which the composed 'model' group lacks"),
+        ("datasets=[]", "multilabel.runs.debtags has no dataset config; add 'debtags' to the datasets group"),
     ],
 )
 def test_bad_config_is_one_clear_error(override, message):
@@ -152,6 +180,16 @@ def test_missing_required_value_names_the_key(tmp_path):
     (tmp_path / "config.yaml").write_text("experiment: ???\n")
     with pytest.raises(ConfigError, match="experiment"):
         load_config(config_dir=tmp_path)
+
+
+def test_config_show_runs_the_checks_across_keys(capsys):
+    """`argmaxable config show` validates as the Snakefile does: a check across keys is one line, exit 1."""
+    from argmaxable.cli import main
+
+    assert main(["config", "show", "topm.natural.model=nope"]) != 0
+    err = capsys.readouterr().err
+    assert "topm.natural.model is 'nope', which the composed 'model' group lacks" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
 def test_config_is_read_only():

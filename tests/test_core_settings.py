@@ -58,8 +58,10 @@ def test_the_public_checks_keep_their_defaults():
 def test_detection_config_shares_the_checks_defaults_and_rules():
     code = Settings()
     written = yaml.safe_load((REPO / "config" / "detect" / "default.yaml").read_text())
+    root = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    assert written["bound"] == "${box.categories}" and root["box"]["categories"] == code.bound  # the one box
     for name in ALLOWED:
-        assert written[name] == getattr(code, name), name
+        assert name == "bound" or written[name] == getattr(code, name), name
         assert load_config().detect[name] == getattr(code, name), name
 
 

@@ -16,15 +16,20 @@ from typing import Any
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from argmaxable.core.settings import ASSIGNMENT_BOUND, BOUND
 from argmaxable.detect.schema import RULES as DETECT_RULES
 from argmaxable.detect.schema import DetectConfig, ModelConfig
+from argmaxable.lm.schema import CHECKS as LM_CHECKS
+from argmaxable.lm.schema import RULES as LM_RULES
 from argmaxable.lm.schema import LMConfig
 from argmaxable.multilabel.datasets.schema import DatasetConfig
+from argmaxable.multilabel.schema import CHECKS as MULTILABEL_CHECKS
 from argmaxable.multilabel.schema import RULES as MULTILABEL_RULES
 from argmaxable.multilabel.schema import MultilabelConfig
-from argmaxable.rules import DIRECTORY, NAME, ConfigError, broken, one_line
+from argmaxable.rules import DIRECTORY, NAME, POSITIVE, ConfigError, broken, first_failed, one_line
 from argmaxable.theory.schema import RULES as THEORY_RULES
 from argmaxable.theory.schema import TheoryConfig
+from argmaxable.topm.schema import CHECKS as TOPM_CHECKS
 from argmaxable.topm.schema import RULES as TOPM_RULES
 from argmaxable.topm.schema import TopmConfig
 
@@ -32,12 +37,23 @@ CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 
 
 # Every value rule of the tree (the schemas declare theirs beside their dataclasses).
-RULES = {"results_dir": DIRECTORY, "data_dir": DIRECTORY, **DETECT_RULES, **THEORY_RULES, **MULTILABEL_RULES,
-         **TOPM_RULES}
+# The LM family's first: its models' settings interpolate lm's (lm.activation), so a broken one is named at its source.
+RULES = {"results_dir": DIRECTORY, "data_dir": DIRECTORY, "box.*": POSITIVE, **LM_RULES, **DETECT_RULES, **THEORY_RULES,
+         **MULTILABEL_RULES, **TOPM_RULES}
+# Every check across keys, run once the value rules hold.
+CHECKS = (*LM_CHECKS, *TOPM_CHECKS, *MULTILABEL_CHECKS)
 # Keys that become directory names (data/models/<key>, data/<dataset>, results/.../<key>).
 KEY_RULES = {"model": NAME, "datasets": NAME}
 # Config groups renamed to match their packages: an override that names the old one gets the new name back.
 RENAMED_GROUPS = {"dataset": "datasets"}
+
+
+@dataclass
+class BoxConfig:
+    """The box of each question (config/config.yaml's ``box``): every family's ``bound`` refers to one."""
+
+    categories: float = BOUND  # softmax categories, top-m sets, prescribed probabilities (002 §4)
+    assignments: float = ASSIGNMENT_BOUND  # sigmoid label assignments, regions, the DFT layer's rankings (A.3)
 
 
 @dataclass
@@ -47,6 +63,7 @@ class RootConfig:
     experiment: str = MISSING  # name of the experiment file that was applied (offline, paper, ...)
     seed: int = 0
     results_dir: str = "results"
+    box: BoxConfig = field(default_factory=BoxConfig)
     data_dir: str = "data"  # downloaded inputs: data/models/<key>/ (models), and the datasets placed by hand
     # URL prefix -> replacement for the models' URL downloads (an institutional mirror; the rehearsal's local one)
     mirrors: dict[str, str] = field(default_factory=dict)
@@ -69,8 +86,9 @@ def _renamed_group(override: str) -> str | None:
 
 
 def validate(cfg: DictConfig) -> DictConfig:
-    """Merge ``cfg`` into :class:`RootConfig` and check every value rule (:data:`RULES`); raise
-    :class:`ConfigError` naming the bad key and what is allowed."""
+    """Merge ``cfg`` into :class:`RootConfig`, check every value rule (:data:`RULES`), then every check across keys
+    (:data:`CHECKS`); raise :class:`ConfigError` naming the bad key and what is allowed. The Snakefile, ``argmaxable
+    config show`` and every other caller of :func:`load_config` run the same validation."""
     try:
         merged = OmegaConf.merge(OmegaConf.structured(RootConfig), cfg)
         plain = OmegaConf.to_container(merged, resolve=True, throw_on_missing=True)
@@ -78,7 +96,7 @@ def validate(cfg: DictConfig) -> DictConfig:
         key = getattr(err, "full_key", None) or "?"
         msg = getattr(err, "msg", None) or one_line(err)
         raise ConfigError(f"invalid config key '{key}': {msg.splitlines()[0]}") from None
-    problem = broken(plain, RULES, KEY_RULES)
+    problem = broken(plain, RULES, KEY_RULES) or first_failed(plain, CHECKS)
     if problem:
         raise ConfigError(problem)
     OmegaConf.set_readonly(merged, True)

@@ -19,6 +19,10 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 Rule = tuple[str, Callable[[Any], bool]]
+# A check across keys (a value that must name another key of the tree, a list that must hold another's values):
+# the plain tree in, one line out where it is broken (None where it holds). Declared beside the value rules
+# (``CHECKS`` in the schema modules), run after them by :func:`argmaxable.config.validate`.
+Check = Callable[[dict], "str | None"]
 
 
 def _number(v) -> bool:
@@ -87,6 +91,11 @@ def broken(tree: Any, rules: dict[str, Rule], key_rules: dict[str, Rule] | None 
             if value is not None and not ok(value):
                 return f"invalid config value {key}={value!r}: must be {text}"
     return None
+
+
+def first_failed(tree: dict, checks: Iterable[Check]) -> str | None:
+    """The first broken cross-key check's line, or None."""
+    return next((line for check in checks if (line := check(tree)) is not None), None)
 
 
 class ConfigError(ValueError):

@@ -9,28 +9,15 @@ import re
 
 # Imported under lm_ names: every rules file shares one namespace (multilabel.smk has its own TABLES).
 from argmaxable.lm.report import FIGURES as LM_FIGURES, TABLES as LM_TABLES
-from argmaxable.lm.model import HEADS as LM_HEADS
 from argmaxable.lm.prevention import FIGURE as LM_PREVENTION_FIGURE, TABLE as LM_PREVENTION_TABLE
-from argmaxable.lm.train import HEAD_KEY as LM_HEAD_KEY, MODEL_KEY as LM_MODEL_KEY
+from argmaxable.lm.schema import HEAD_KEY as LM_HEAD_KEY, MODEL_KEY as LM_MODEL_KEY
 
 LM = f"{RESULTS}/lm"
 # The runs' settings: prevention's choice of runs is left out, so that changing it retrains nothing.
 LM_SETTINGS = {k: v for k, v in settings(CFG.lm).items() if k != "prevention"}
+# Each width's model is in the list and each prevention width has its plain run: argmaxable.lm.schema.CHECKS,
+# run when the config is composed.
 LM_MODELS = {LM_MODEL_KEY.format(d=d): d for d in CFG.lm.d} if CFG.lm.enabled else {}
-for _key in LM_MODELS:
-    if _key not in CFG.model:
-        sys.exit(f"argmaxable: lm.d asks for model '{_key}', which is not in the model list; add it to the "
-                 "model defaults of config/config.yaml or set lm.enabled=false")
-    if CFG.model[_key].download.path != f"{LM}/{_key}":
-        sys.exit(f"argmaxable: model.{_key}.download.path must be train_lm's output {LM}/{_key}; "
-                 f"got {CFG.model[_key].download.path!r}")
-for _head in CFG.lm.prevention.heads:
-    if _head not in LM_HEADS or _head == "linear":
-        sys.exit(f"argmaxable: lm.prevention.heads has {_head!r}; use heads of {[h for h in LM_HEADS if h != 'linear']}")
-for _d in CFG.lm.prevention.d:
-    if _d not in CFG.lm.d:
-        sys.exit(f"argmaxable: lm.prevention.d has {_d}, which lm.d lacks (its plain run is the baseline); "
-                 f"use widths of {list(CFG.lm.d)}")
 LM_RUNS = {LM_HEAD_KEY.format(head=h, d=d): (h, d) for h in CFG.lm.prevention.heads for d in CFG.lm.prevention.d}
 LM_BASELINES = [LM_MODEL_KEY.format(d=d) for d in CFG.lm.prevention.d]
 if not CFG.lm.enabled:

@@ -5,11 +5,7 @@
 from argmaxable.multilabel.aggregate import FIGURES, TABLES
 from argmaxable.multilabel.setup_tables import SETUP_TABLES
 ML = f"{RESULTS}/multilabel"
-ML_RUNS = settings(CFG.multilabel.runs) if CFG.multilabel.enabled else {}
-for _name in ML_RUNS:
-    if _name not in CFG.datasets:
-        sys.exit(f"argmaxable: multilabel.runs.{_name} has no dataset config; add '{_name}' to the datasets "
-                 f"group (available: {', '.join(CFG.datasets)})")
+ML_RUNS = settings(CFG.multilabel.runs) if CFG.multilabel.enabled else {}  # each a data set: multilabel CHECKS
 ML_RUN_DIR = f"{ML}/{{dataset}}/{{head}}/d{{d}}/seed{{seed}}"
 ML_WILDCARDS = {"dataset": "|".join(ML_RUNS) or "none", "head": "bsl|dft", "d": r"\d+", "seed": r"\d+"}
 # Every run directory of the sweep: dataset x head x d x seed.

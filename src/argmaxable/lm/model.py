@@ -14,12 +14,12 @@ import torch
 from torch import nn
 
 from argmaxable.layers import DFTSoftmaxHead, SphericalSoftmaxHead
+from argmaxable.lm.schema import HEADS
 
 ACTIVATIONS = {"gelu": nn.GELU, "silu": nn.SiLU, "relu": nn.ReLU, "tanh": nn.Tanh}  # names of core.activation_bounds
 # Softmax heads of width d: plain; rows on a sphere, no bias (every token argmaxable, thesis §5.2.1); the DFT head
 # (Prop. 5.3) with k = d/2, or with k = d/4 and d - 2k learnable slack columns (every top-k ranking argmaxable),
 # its rows in "centred" order: the vocabulary is sorted by frequency, so a cosine feature can carry the unigram prior.
-HEADS = ("linear", "spherical", "dft", "dft_slack")
 
 
 def dft_sizes(kind: str, d: int) -> tuple[int, int]:

@@ -32,15 +32,13 @@ from torch import nn
 
 from argmaxable.lm.corpus import UNK, build_vocab, encode, windows
 from argmaxable.lm.model import WindowLM
-from argmaxable.lm.schema import LMConfig
+from argmaxable.lm.schema import HEAD_KEY, MODEL_KEY, LMConfig
 from argmaxable.multilabel.datasets.debtags import load_snapshot
 from argmaxable.provenance import atomic_path, write_json, write_table
 from argmaxable.rules import typed
 
 log = logging.getLogger(__name__)
 
-MODEL_KEY = "debtags_lm_d{d}"  # the model config (config/model/<key>.yaml) of the run of width d
-HEAD_KEY = "{head}_d{d}"  # a run with a head of argmaxable.layers (rule train_lm_head), under lm/prevention/
 EVAL_BATCH = 8192  # held-out positions per forward pass (memory: 8192 x n logits)
 LOG_EVERY = 0.1  # log and record the training loss every tenth of the run
 
@@ -133,7 +131,7 @@ def train_lm(vocab_path: str | os.PathLike, out_dir: str | os.PathLike, activati
     cfg : LMConfig or mapping
         The ``lm`` config (:class:`argmaxable.lm.schema.LMConfig`).
     head : str, default "linear"
-        The softmax head (:data:`argmaxable.lm.model.HEADS`); another than ``linear`` is run ``HEAD_KEY``.
+        The softmax head (:data:`argmaxable.lm.schema.HEADS`); another than ``linear`` is run ``HEAD_KEY``.
     texts : mapping, optional
         ``{"train": [...], "heldout": [...]}`` texts instead of the snapshot's splits (tests).
     config : any

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from omegaconf import MISSING
 
+from argmaxable.core.settings import ASSIGNMENT_BOUND
 from argmaxable.core.solvers import SOLVERS
 from argmaxable.rules import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, one_of
 
@@ -89,7 +90,7 @@ class DatasetResources:
 class VerifyConfig:
     """LP verification of label assignments (thesis §4.1.2)."""
 
-    bound: float = 1e4  # box |x_j| <= 1e4 for label assignments (thesis A.3)
+    bound: float = ASSIGNMENT_BOUND  # box |x_j| <= 1e4 for label assignments (thesis A.3)
     eps: float = 1e-8  # LP precision: radius > eps proves a region (thesis §4.1.2)
     solver: str = "highs"
     workers: int = 1
@@ -102,6 +103,18 @@ class VerifyConfig:
 
 
 # Allowed values, checked before any job (argmaxable.rules).
+def _runs_have_datasets(tree: dict) -> str | None:
+    if not tree["multilabel"]["enabled"]:
+        return None
+    missing = next((name for name in tree["multilabel"]["runs"] if name not in tree["datasets"]), None)
+    if missing is None:
+        return None
+    return (f"multilabel.runs.{missing} has no dataset config; add '{missing}' to the datasets group "
+            f"(available: {', '.join(tree['datasets'])})")
+
+
+CHECKS = (_runs_have_datasets,)
+
 RULES = {
     "multilabel.runs.*.encoder.kind": one_of(ENCODERS),
     "multilabel.runs.*.encoder.feature_bound": POSITIVE,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from argmaxable.core.settings import ASSIGNMENT_BOUND, BOUND
 from argmaxable.rules import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE
 
 
@@ -18,7 +19,7 @@ class RegionsConfig:
     max_n: int = 10  # the tables run over n = 2..10
     max_d: int = 10  # and d = 1..10
     enumerate_max_n: int = 5  # enumerate all n! rankings with the core up to this n
-    bound: float = 1.0e4  # box for the enumeration LPs (regions with a bias are bounded cells)
+    bound: float = ASSIGNMENT_BOUND  # box for the enumeration LPs (regions with a bias are bounded cells)
     eps: float = 1.0e-8  # radius that counts as a region (thesis §4.2)
 
 
@@ -30,7 +31,7 @@ class CoverConfig:
     d_values: list[int] = field(
         default_factory=lambda: [1, 10, 100, 200, 300, 400, 450, 500, 550, 600, 800, 999])
     enumerate_max_n: int = 8  # enumerate all 2^n assignments with the core up to this n
-    bound: float = 1.0e4  # thesis A.3: box for label-assignment LPs
+    bound: float = ASSIGNMENT_BOUND  # thesis A.3: box for label-assignment LPs
     eps: float = 1.0e-8
 
 
@@ -45,7 +46,7 @@ class DftConfig:
     samples: int = 200  # random k-active assignments per (n, k)
     quantile: float = 0.01  # Fig. 5.5 plots the 1% quantile of the radius
     alternation_max_n: int = 9  # Thm 5.3 check: all 2^n assignments of W^DFT up to this n
-    bound: float = 1.0e4
+    bound: float = ASSIGNMENT_BOUND
     eps: float = 1.0e-8
 
 
@@ -59,7 +60,7 @@ class RandomLayersConfig:
     high: float = 1.0
     bias: bool = True
     patience: int = 50  # 002 §4 uses 2500 (paper.yaml); unproven categories run it all, so small offline
-    bound: float = 100.0  # 002 §4: |x_j| <= 100
+    bound: float = BOUND  # 002 §4: |x_j| <= 100
     eps: float = 1.0e-8
     workers: int = 1  # LPs at once inside one job (Snakemake runs the d values in parallel)
     # Qhull cross-check of the approximate stage (the reference code's stolen-probability idea): no bias,
@@ -93,7 +94,7 @@ RULES = {
 class IllustrationsConfig:
     """002 Figs 3-5, 7-9 and thesis Figs 4.1, 4.2, 4.4, drawn from toy layers (see theory/illustrations.py)."""
 
-    bound: float = 100.0  # 002 §4: |x_j| <= 100 for the ranking and category checks
+    bound: float = BOUND  # 002 §4: |x_j| <= 100 for the ranking and category checks
     eps: float = 1.0e-8
     patience: int = 50  # braid-reflect steps before the exact LP on the toy (its hard class needs 6)
     overcrowding_lines: list[int] = field(default_factory=lambda: [4, 8, 16, 32])  # thesis Fig. 4.2 panels

@@ -8,12 +8,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from argmaxable.core.settings import ASSIGNMENT_BOUND, BOUND
 from argmaxable.rules import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, Rule
 
 OPEN_UNIT: Rule = ("a number in (0, 1)", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
                    and 0 < v < 1)
 
 # Value rules (argmaxable.config.validate applies them before any job runs).
+def _fraction_models_are_configured(tree: dict) -> str | None:
+    unknown = [key for key in tree["topm"]["fraction"]["models"] if key not in tree["model"]]
+    if not unknown:
+        return None
+    return (f"topm.fraction.models names {unknown}, which the composed 'model' group lacks; add them to the "
+            "experiment's model list")
+
+
+def _natural_model_is_configured(tree: dict) -> str | None:
+    model = tree["topm"]["natural"]["model"]
+    if model is None or model in tree["model"]:
+        return None
+    return f"topm.natural.model is {model!r}, which the composed 'model' group lacks"
+
+
+CHECKS = (_fraction_models_are_configured, _natural_model_is_configured)
+
 RULES = {
     "topm.probability": OPEN_UNIT,
     "topm.check.bound": POSITIVE,
@@ -40,7 +58,7 @@ RULES = {
 class CheckSettings:
     """Core keywords of every top-m check (argmaxable.check_top_m / check_assignments)."""
 
-    bound: float = 100.0  # |x_j| <= 100 as for softmax (002 §4); top-m regions are cones, so any box works
+    bound: float = BOUND  # |x_j| <= 100 as for softmax (002 §4); top-m regions are cones, so any box works
     eps: float = 1.0e-8  # radius that counts as a region (thesis §4.2)
     patience: int = 0  # reflection rarely proves a top-m set; measured: straight to the LP is faster
     solver: str = "highs"
@@ -98,8 +116,8 @@ class RankingConfig:
     by_d_n: int = 8  # Gaussian layers: all top-k rankings of n tokens for d = k..n-1
     by_d_k: list[int] = field(default_factory=lambda: [1, 2])
     matrices: int = 5  # Gaussian draws per d
-    bound: float = 1.0e4  # box for the ranking LPs, as for the DFT layer in thesis §5.1 (A.3); the regions are
-    # cones, so a larger box only scales their radii up, and the DFT's shrink fast with n (thesis Fig. 5.5)
+    bound: float = ASSIGNMENT_BOUND  # box for the ranking LPs, as for the DFT layer in thesis §5.1 (A.3); the
+    # regions are cones, so a larger box only scales their radii up, and the DFT's shrink fast with n (thesis Fig. 5.5)
 
 
 @dataclass
