@@ -1,6 +1,6 @@
 """Prevention on real text: the small LM trained with heads that cannot lose tokens, checked, beside the plain head.
 
-Rule ``train_lm_head`` trains the window LM with a head of :mod:`argmaxable.layers` (:data:`~argmaxable.lm.model.HEADS`:
+Rule ``train_lm_head`` trains the window LM with a head of :mod:`argmaxable.layers` (:data:`~argmaxable.lm.schema.HEADS`
 ``spherical``, rows on a sphere without bias, thesis §5.2.1; ``dft``, the DFT head with k = d/2, Prop. 5.3;
 ``dft_slack``, k = d/4 and d/2 slack columns);
 rule ``check_lm_head`` (:func:`check_head`) checks every token of the trained head with the core and, for a DFT
