@@ -170,7 +170,10 @@ def model_head(key: str, root: Path = DATA):
     from argmaxable.detect.download import download_model
     from argmaxable.detect.loaders import load_model
 
-    model = to_plain(load_config([f"model=[{key}]"]))["model"][key]
+    # the model alone, the families whose checks name other models off (written out, not config.ALONE: --against
+    # runs this with older libraries)
+    alone = ["lm.enabled=false", "topm.fraction.models=[]", "topm.natural.model=null", "multilabel.enabled=false"]
+    model = to_plain(load_config([f"model=[{key}]", *alone]))["model"][key]
     dest = root / "models" / key
     if not (dest / "manifest.json").exists():
         download_model(model, dest)

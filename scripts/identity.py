@@ -70,12 +70,12 @@ def real_head(key: str) -> Callable[[], dict[str, Call]]:
     ``data/models/<key>``, with ``config/detect``'s settings, in the paper's box and its activation's box."""
 
     def build() -> dict[str, Call]:
-        from argmaxable.config import load_config, to_plain
+        from argmaxable.config import ALONE, load_config, to_plain
         from argmaxable.detect.check import boxes
         from argmaxable.detect.download import MANIFEST, read_manifest
         from argmaxable.detect.loaders import load_model
 
-        cfg = to_plain(load_config([f"model=[{key}]"]))
+        cfg = to_plain(load_config([f"model=[{key}]", *ALONE]))
         model, detect = cfg["model"][key], cfg["detect"]
         root = DATA / "models" / key
         if not (root / MANIFEST).is_file():
@@ -93,10 +93,10 @@ def random_layer(key: str) -> Callable[[], dict[str, Call]]:
     """A synthetic layer of ``config/model/<key>.yaml`` (source ``random``), by the project's loader."""
 
     def build() -> dict[str, Call]:
-        from argmaxable.config import load_config, to_plain
+        from argmaxable.config import ALONE, load_config, to_plain
         from argmaxable.detect.loaders import load_model
 
-        layer = load_model(to_plain(load_config([f"model=[{key}]"]))["model"][key])
+        layer = load_model(to_plain(load_config([f"model=[{key}]", *ALONE]))["model"][key])
         return {"paper": Call("check_categories", layer.W, b=layer.b)}
 
     return build

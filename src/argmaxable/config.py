@@ -42,6 +42,9 @@ RULES = {"results_dir": DIRECTORY, "data_dir": DIRECTORY, "box.*": POSITIVE, **L
          **MULTILABEL_RULES, **TOPM_RULES}
 # Every check across keys, run once the value rules hold.
 CHECKS = (*LM_CHECKS, *TOPM_CHECKS, *MULTILABEL_CHECKS)
+# Overrides that switch off the families whose checks name other groups' keys (the LM runs' models, the top-m
+# models, the multi-label runs' data sets): for composing one model or one data set alone, not a run.
+ALONE = ("lm.enabled=false", "topm.fraction.models=[]", "topm.natural.model=null", "multilabel.enabled=false")
 # Keys that become directory names (data/models/<key>, data/<dataset>, results/.../<key>).
 KEY_RULES = {"model": NAME, "datasets": NAME}
 # Config groups renamed to match their packages: an override that names the old one gets the new name back.
