@@ -34,6 +34,7 @@ NON_NEGATIVE: Rule = ("a number >= 0", lambda v: _number(v) and 0 <= v < float("
 AT_LEAST_ONE: Rule = ("an integer >= 1", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1)
 NON_EMPTY: Rule = ("a non-empty string", lambda v: isinstance(v, str) and v.strip() != "")
 SHARE: Rule = ("a share in (0, 1]", lambda v: _number(v) and 0 < v <= 1)
+PERCENTILE: Rule = ("a percentile in [0, 100]", lambda v: _number(v) and 0 <= v <= 100)
 
 
 def one_of(options: Iterable[str], fold_case: bool = False) -> Rule:

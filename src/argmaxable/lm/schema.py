@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from argmaxable.rules import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, Rule, one_of
+from argmaxable.rules import AT_LEAST_ONE, NON_NEGATIVE, PERCENTILE, POSITIVE, Rule, one_of
 
 MODEL_KEY = "debtags_lm_d{d}"  # the model config (config/model/<key>.yaml) of the run of width d
 HEAD_KEY = "{head}_d{d}"  # a run with a head of argmaxable.layers (rule train_lm_head), under lm/prevention/
@@ -22,8 +22,7 @@ RULES: dict[str, Rule] = {
     "lm.batch_size": AT_LEAST_ONE,
     "lm.lr": POSITIVE,
     "lm.threads": AT_LEAST_ONE,
-    "lm.percentiles.*": ("a percentile in [0, 100]",
-                         lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 100),
+    "lm.percentiles.*": PERCENTILE,
     "lm.prevention.heads.*": one_of(HEADS[1:]),
     "lm.prevention.d.*": AT_LEAST_ONE,
     "lm.prevention.rankings": NON_NEGATIVE,
