@@ -809,46 +809,122 @@ def test_a_bf16_check_multiplies_a_handful_of_point_counts_and_padding_changes_n
         np.testing.assert_array_equal(m7, margin[k])
 
 
-@pytest.mark.parametrize("dtype, bias, bound", [(np.float32, False, 0.02), (np.float64, False, 0.02),
-                                                (np.float32, True, 100.0), (np.float64, True, 100.0)])
-def test_a_batch_path_replays_its_witnesses_bit_for_bit(dtype, bias, bound):
-    """A whole vocabulary's witnesses are written after reflection from each batch's recorded path (so the witnesses
-    and the bfloat16 copy of the layer are never in memory at once): replaying the scalings into the box (a small
-    box shrinks every point) and the reflections gives each proven point exactly as the batch computed it. Without
-    a bias, the items that restarted from their whitened point (proven after more than one reflection) are not in
-    the path: the batch keeps them as rows."""
+def _pool(system, box, record: bool, capacity: int = 64):
+    """Reflection of every item of ``system`` in a pool of ``capacity`` slots, and each item's point (the witness
+    if proven, else the iterate of best margin) from the pool's kept rows and its path."""
     from argmaxable.core import reflect as rf
-    from argmaxable.core.box import make_box
+
+    n = system.n_rows
+    pool = rf._reflect_pool(system, np.arange(n), 2500, box, 1e-8, 64, capacity, record, lambda k: None,
+                            system.dtype)
+    x = np.full((n, system.d), np.nan, dtype=system.dtype)
+    x[pool.kept] = pool.points
+    if pool.path is not None:
+        x[pool.path.where] = pool.path.replay(system)
+    return pool, x
+
+
+def _clustered_system(dtype, bias):
     from argmaxable.core.systems import CategorySystem
 
     rng = np.random.default_rng(13)
     n, d = 600, 40
     W = rng.normal(size=(n, d)) * rng.uniform(0.3, 1.5, size=(n, 1))
     W[:40] = W[0] + 0.01 * rng.normal(size=(40, d))  # a cluster: several steps each
-    W = W.astype(dtype)
-    system = CategorySystem(W, rng.normal(size=n) if bias else None)
-    items = np.arange(n)
-    proven, steps, x, _, path, _ = rf._reflect_batch(system, items, 2500, make_box(d, bound), 1e-8, 64, record=True)
-    assert path is not None and proven.sum() > 300 and (steps[proven] > 2).sum() > 10
-    np.testing.assert_array_equal(path.where, np.flatnonzero(proven & ((steps <= rf.RESTART_AFTER + 1) | bias)))
-    replayed = path.replay(system)
-    assert replayed.dtype == system.dtype
-    np.testing.assert_array_equal(replayed, x[path.where].astype(system.dtype))
-    if not bias:
-        assert (np.abs(replayed) <= bound).all() and (np.abs(W[path.where]) > bound).any(axis=1).all()
+    W[40:43] = W[50]  # a tie group of four: never reflected
+    return CategorySystem(W.astype(dtype), rng.normal(size=n) if bias else None)
 
 
-def test_a_batch_whose_records_would_outgrow_its_points_keeps_its_witnesses_as_rows():
-    """A recorder stops once its records hold more numbers than an eighth of the batch's points: such a batch
-    returns no path, and its witnesses are kept as rows."""
+@pytest.mark.parametrize("dtype, bias, bound", [(np.float32, False, 0.02), (np.float64, False, 0.02),
+                                                (np.float32, True, 100.0), (np.float64, True, 100.0)])
+def test_a_pool_path_replays_its_witnesses_bit_for_bit(dtype, bias, bound):
+    """A whole vocabulary's witnesses are written after reflection from the pool's recorded path (so the witnesses
+    and the bfloat16 copy of the layer are never in memory at once): replaying the scalings into the box (a small
+    box shrinks every point) and the reflections gives each proven point exactly as the pool computed it (the same
+    pool without a recorder keeps every point as a row). Without a bias, the items that restarted from their
+    whitened point (proven after more than one reflection) are not in the path: the pool keeps them as rows. A
+    pool of 64 slots for 600 items refills them as items leave."""
     from argmaxable.core import reflect as rf
+    from argmaxable.core.box import make_box
 
-    recorder = rf._Recorder(B=4, d=16)  # room for 8 entries
-    recorder.step(moved=np.arange(4), rows=np.arange(4), coef=np.ones(4))
-    assert recorder.path(np.arange(4), np.ones(4, dtype=bool)) is not None
-    recorder.step(moved=np.arange(4), rows=np.arange(4), coef=np.ones(4))
-    recorder.step(moved=np.arange(4), rows=np.arange(4), coef=np.ones(4))
-    assert recorder.path(np.arange(4), np.ones(4, dtype=bool)) is None
+    system, box = _clustered_system(dtype, bias), make_box(40, bound)
+    pool, x = _pool(system, box, record=True)
+    plain, y = _pool(system, box, record=False)
+    proven, steps = pool.proven, pool.steps
+    assert pool.path is not None and proven.sum() > 300 and (steps[proven] > 2).sum() > 10
+    np.testing.assert_array_equal(pool.path.where, np.flatnonzero(proven & ((steps <= rf.RESTART_AFTER + 1) | bias)))
+    assert plain.path is None and len(plain.kept) == system.n_rows
+    np.testing.assert_array_equal(proven, plain.proven)
+    np.testing.assert_array_equal(x, y)
+    if not bias:
+        w = pool.path.where
+        assert (np.abs(x[w]) <= bound).all() and (np.abs(system.Win[w]) > bound).any(axis=1).all()
+
+
+def test_a_pool_whose_records_would_outgrow_its_points_keeps_its_witnesses_as_rows(monkeypatch):
+    """A recorder stops once its records hold more numbers than an eighth of the points: the witnesses proven so
+    far are replayed then and kept as rows, as are all later ones, and every point is the unrecorded pool's."""
+    from argmaxable.core import reflect as rf
+    from argmaxable.core.box import make_box
+
+    class Small(rf._Recorder):
+        def __init__(self, T, d):
+            super().__init__(T, d)
+            self.limit = 200  # entries: outgrown after a few steps
+
+    system, box = _clustered_system(np.float64, True), make_box(40, 100.0)
+    _, y = _pool(system, box, record=False)
+    monkeypatch.setattr(rf, "_Recorder", Small)
+    pool, x = _pool(system, box, record=True)
+    assert pool.path is None and len(pool.kept) == system.n_rows
+    np.testing.assert_array_equal(x, y)
+
+
+def test_tied_items_are_left_to_the_lp_unreflected():
+    """Items with a duplicate row (offset at least as high) are not reflected: they leave reflection unproven,
+    with no steps and no rows seen, and the LP proves them unargmaxable from that one row."""
+    import argmaxable as am
+    from argmaxable.core import reflect as rf
+    from argmaxable.core.box import make_box
+
+    system = _clustered_system(np.float64, False)
+    np.testing.assert_array_equal(np.flatnonzero(system.tied(np.arange(600))), [40, 41, 42, 50])
+    out = rf.reflect(system, np.arange(600), patience=2500, box=make_box(40, 100.0), eps=1e-8)
+    assert not out.proven[[40, 41, 42, 50]].any() and (out.steps[[40, 41, 42, 50]] == -1).all()
+    assert not {40, 41, 42, 50} & set(out.rows)
+    res = am.check_categories(system.Win)
+    assert (res.status[[40, 41, 42, 50]] == "unargmaxable").all()
+
+
+def test_a_whole_vocabulary_with_ties_takes_the_gram_pass_and_names_first_rows_from_its_blocks(monkeypatch):
+    """Ties do not knock a whole vocabulary off the Gram pass (its items are all the rows, less the tied ones to
+    reflect); on the numpy float32 path the start points the pass shows beaten are not measured again: each one's
+    first row to reflect across is the argmax of the Gram block holding its maximum, which is the argmax of its
+    whole row of logits, and its margin is the pass's certified one (negative)."""
+    from argmaxable.core.systems import CategorySystem
+
+    rng = np.random.default_rng(21)
+    n, d = 3000, 96  # 288000 weights: float32
+    W = (rng.normal(size=(n, d)) * rng.lognormal(0, 0.4, size=(n, 1))).astype(np.float32)
+    W[1:5] = W[0]
+    passes = []
+    start_margins = CategorySystem.start_margins
+    monkeypatch.setattr(CategorySystem, "start_margins", lambda self, eps: passes.append(1) or start_margins(self, eps))
+    res = am.check_categories(W)
+    assert passes == [1] and (res.status[:5] == "unargmaxable").all() and (res.steps == 1).sum() > n // 2
+
+    system = CategorySystem(W, None)
+    assert system.dtype == np.float32 and not system.bf16_start
+    system.start_margins(1e-8)
+    where, gram_margin, _ = system._beaten
+    items = np.flatnonzero(where >= 0)
+    assert len(items) > 100
+    worst, margin = system.evaluate(items, W[items], 1e-8)
+    full = W[items] @ W.T
+    full[np.arange(len(items)), items] = -np.inf
+    np.testing.assert_array_equal(worst, np.argmax(full, axis=1))
+    np.testing.assert_array_equal(margin, gram_margin[items])
+    assert (margin < 0).all()
 
 
 def test_a_whole_vocabulary_releases_the_bf16_copy_before_its_witnesses_are_written(monkeypatch):
@@ -874,10 +950,10 @@ def test_a_whole_vocabulary_releases_the_bf16_copy_before_its_witnesses_are_writ
 
 
 @pytest.mark.parametrize("dtype, bound", [(np.float64, 0.05), (np.float32, 100.0)])
-def test_replayed_witnesses_equal_the_rows_the_batches_computed(dtype, bound, monkeypatch):
-    """A whole vocabulary checked with its batches' paths replayed gives the same witnesses, bit for bit, as with
-    every batch keeping its points as rows; a float64 layer above 2e5 weights reflects in float32 and keeps float64
-    witnesses, and its paths replay in float32 as its batches ran."""
+def test_replayed_witnesses_equal_the_rows_the_pool_computed(dtype, bound, monkeypatch):
+    """A whole vocabulary checked with its pool's path replayed gives the same witnesses, bit for bit, as with the
+    pool keeping every point as a row; a float64 layer above 2e5 weights reflects in float32 and keeps float64
+    witnesses, and its path replays in float32 as its pool ran."""
     from argmaxable.core import reflect as rf
 
     rng = np.random.default_rng(15)
@@ -887,7 +963,8 @@ def test_replayed_witnesses_equal_the_rows_the_batches_computed(dtype, bound, mo
     W = W.astype(dtype)
     res = am.check_categories(W, bound=bound)
     assert (res.steps > 2).sum() > 20
-    monkeypatch.setattr(rf._Recorder, "path", lambda self, items, proven: None)
+    pool = rf._reflect_pool
+    monkeypatch.setattr(rf, "_reflect_pool", lambda *args: pool(*args[:7], False, *args[8:]))  # no recorder
     rows = am.check_categories(W, bound=bound)
     np.testing.assert_array_equal(res.witness, rows.witness)
     np.testing.assert_array_equal(res.status, rows.status)

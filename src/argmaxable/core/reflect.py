@@ -16,7 +16,7 @@ import numpy as np
 
 from argmaxable.core.backend import release_free_heap
 from argmaxable.core.box import inside, shrink_factors
-from argmaxable.core.systems import GramStart, System, Whitening
+from argmaxable.core.systems import GramStart, System, Ties, Whitening
 
 
 @dataclass
@@ -61,7 +61,8 @@ def stall_window(n: int, d: int) -> int:
 
 
 def batch_size(n: int, budget_bytes: int = 1 << 28) -> int:
-    """Targets per batch so one (batch × n) float32 block of logits stays within ``budget_bytes``."""
+    """Items in flight in reflection's pool (:func:`_reflect_pool`) so that one (items × n) float32 block of logits
+    stays within ``budget_bytes``."""
     return max(1, min(4096, budget_bytes // (4 * max(n, 1))))
 
 
@@ -88,6 +89,9 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
     stall : int, optional
         Give up on an item once its best certified margin has not improved for this many reflections (default:
         :func:`stall_window` of the system's n rows and width d).
+
+    Items a :class:`~argmaxable.core.systems.Ties` system shows tied are not reflected (no point wins them): they
+    keep their start points, unproven, for the LP stage.
     """
     T = len(items)
     stall = stall_window(system.n_rows, system.d) if stall is None else stall
@@ -96,8 +100,10 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
     steps = np.full(T, -1, dtype=np.int64)
     margin = np.full(T, np.nan)
     X = np.empty((T, system.d)) if out is None else out
-    todo = np.arange(T)
-    whole = system.n_rows == T and np.array_equal(items, todo) and isinstance(system, GramStart)
+    tied = system.tied(items) if isinstance(system, Ties) else np.zeros(T, dtype=bool)
+    todo = np.flatnonzero(~tied)
+    progress(int(tied.sum()))
+    whole = system.n_rows == T and np.array_equal(items, np.arange(T)) and isinstance(system, GramStart)
     if whole:
         # Every category at once: the first step from the Gram matrix's upper triangle (half the work).
         start = system.start(slice(None))  # all start points: the layer itself, a view
@@ -115,57 +121,49 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
             won = (first > eps) & fits
         proven[won], steps[won], margin[won] = True, 1, first[won]
         progress(int(won.sum()))
-        todo = np.flatnonzero(~won)
-    step = batch_size(system.n_rows)
-    rows, deferred = {}, []
-    for lo in range(0, len(todo), step):
-        sl = todo[lo : lo + step]
-        proven[sl], steps[sl], x, seen, path, margin[sl] = _reflect_batch(system, items[sl], patience, box, eps, stall,
-                                                                         whole)
-        rows.update((int(sl[k]), r) for k, r in seen.items())
-        if whole:  # the rows the path does not give, kept until the witnesses are written
-            kept = np.ones(len(sl), dtype=bool)
-            if path is not None:
-                kept[path.where] = False
-            deferred.append((sl, path, kept, x[kept].astype(X.dtype)))
-        else:
-            X[sl] = x
-        progress(len(sl))
+        todo = np.flatnonzero(~won & ~tied)
+    pool = _reflect_pool(system, items[todo], patience, box, eps, stall, batch_size(system.n_rows), whole,
+                         progress, X.dtype)
+    proven[todo], steps[todo], margin[todo] = pool.proven, pool.steps, pool.margin
+    rows = {int(todo[k]): r for k, r in pool.seen.items()}
     if whole:
-        _write_witnesses(system, X, start, moved, shrunk, deferred)
+        _write_witnesses(system, X, start, moved, shrunk, todo, pool)
+    else:
+        X[todo[pool.kept]] = pool.points
+        X[tied] = system.start(items[tied])
     return ReflectOutcome(proven, steps, X, rows, margin)
 
 
 def _write_witnesses(system: GramStart, X: np.ndarray, start: np.ndarray, moved: np.ndarray, shrunk: np.ndarray,
-                     deferred: list) -> None:
+                     todo: np.ndarray, pool: _Pool) -> None:
     """The witnesses and iterates of a whole vocabulary, written into ``X`` once reflection is over and the system
     has released what its products kept (the bfloat16 copy of the layer and the logit buffer: half the float32
-    layer and more). The points the batches proved are replayed from their paths (:class:`Path`), bit for bit:
+    layer and more). The points the pool proved are replayed from its path (:class:`Path`), bit for bit:
     holding them in ``X`` while the products ran put the witnesses and the bfloat16 copy in memory at once (issue 25:
     SmolLM2's peak, 3x its layer)."""
     system.release()
     release_free_heap()  # and the blocks reflection's temporaries left in the heap
     X[:] = start
     X[moved] = shrunk
-    for batch, path, kept, x in deferred:
-        X[batch[kept]] = x
-        if path is not None:
-            X[batch[path.where]] = path.replay(system)
+    X[todo[pool.kept]] = pool.points
+    if pool.path is not None:
+        X[todo[pool.path.where]] = pool.path.replay(system)
 
 
 @dataclass
 class Path:
-    """How a batch's proven items reached their witnesses: for each step, the scaling into the box and the
-    reflection, recorded as ``_reflect_batch`` applied them (elementwise float operations on the rows of
-    ``system.rows``, which do not depend on the batch), so that :meth:`replay` reproduces each witness bit for bit.
+    """How a pool's proven items reached their witnesses: for each step, the scaling into the box and the
+    reflection, recorded as :func:`_reflect_pool` applied them (elementwise float operations on the rows of
+    ``system.rows``, which do not depend on the other items), so that :meth:`replay` reproduces each witness bit for
+    bit.
     A step's record holds a few numbers per item where the witness holds d."""
 
     items: np.ndarray  # (P,) the items proven, as the system names them
-    where: np.ndarray  # (P,) their positions in the batch
+    where: np.ndarray  # (P,) their positions in the pool
     records: list  # per step: (positions scaled, scales or None, positions reflected, rows, coefficients)
 
     def replay(self, system: System) -> np.ndarray:
-        """The items' witnesses, (P, d) in the system's dtype, as the batch computed them."""
+        """The items' witnesses, (P, d) in the system's dtype, as the pool computed them."""
         X = np.array(system.start(self.items), dtype=system.dtype)
         for scaled, scale, moved, rows, coef in self.records:
             if scale is not None:
@@ -180,26 +178,19 @@ EMPTY = np.zeros(0, dtype=np.int64)
 
 
 class _Recorder:
-    """The steps of a batch, for the :class:`Path` of its proven items; it stops recording (and the batch keeps its
-    witnesses as rows) once its records would outgrow the batch's points."""
+    """The steps of a pool's items, for the :class:`Path` of those it proves; :func:`_reflect_pool` stops it (and
+    keeps the witnesses as rows) once its records would outgrow the points they stand for."""
 
-    def __init__(self, B: int, d: int):
-        self.records, self.entries, self.limit = [], 0, B * d // 8
+    def __init__(self, T: int, d: int):
+        self.records, self.entries, self.limit = [], 0, T * d // 8
 
     def step(self, scaled=EMPTY, scale=None, moved=EMPTY, rows=EMPTY, coef=None) -> None:
-        """One operation on the batch's points: a scaling (``scaled`` positions divided by ``scale``) or a
-        reflection (``moved`` positions, across ``rows``, by ``coef``)."""
-        if self.records is None:
-            return
+        """One operation on the pool's points (items named by their positions in the pool): a scaling (``scaled``
+        divided by ``scale``) or a reflection (``moved``, across ``rows``, by ``coef``)."""
         self.entries += len(scaled) + len(moved)
-        if self.entries > self.limit:
-            self.records = None
-            return
         self.records.append((scaled, scale, moved, rows, coef))
 
-    def path(self, items: np.ndarray, proven: np.ndarray) -> Path | None:
-        if self.records is None:
-            return None
+    def path(self, items: np.ndarray, proven: np.ndarray) -> Path:
         where = np.flatnonzero(proven)
         index = np.full(len(proven), -1)
         index[where] = np.arange(len(where))
@@ -211,31 +202,72 @@ class _Recorder:
         return Path(items[where], where, records)
 
 
-def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: float, stall: int,
-                   record: bool = False):
-    """Reflection for one batch of items: whether each is proven, its steps, its witness or best iterate
-    (float64), the rows that beat the unproven ones, with ``record`` the :class:`Path` of the proven ones that
-    did not restart (None when not recorded), and each witness's certified margin (NaN where not proven: an item
-    leaves at its first winning step, so its best margin is its witness's).
+@dataclass
+class _Pool:
+    """What :func:`_reflect_pool` found, per item of the pool."""
+
+    proven: np.ndarray  # (T,) bool
+    steps: np.ndarray  # (T,) int, -1 where not proven
+    margin: np.ndarray  # (T,) each witness's certified margin, NaN where not proven
+    seen: dict  # position -> the rows that beat an unproven item in its last steps
+    kept: np.ndarray  # positions whose points are held as rows ...
+    points: np.ndarray  # ... these: the witness if proven, else the iterate of best margin
+    path: Path | None  # how the other proven items reached their witnesses (None: every point is kept)
+
+
+def _reflect_pool(system: System, items: np.ndarray, patience: int, box, eps: float, stall: int, capacity: int,
+                  record: bool, progress, dtype) -> _Pool:
+    """Braid reflection for ``items``, ``capacity`` of them in flight: each step evaluates every item in flight
+    at once (one product with the layer), an item leaves when proven, stalled, out of patience or at a duplicate
+    row, and the next item takes its place. A step costs a pass over the layer however few items it carries, so
+    a pool kept full spends no steps on a few slow items while the rest wait (issue 33: Qwen2.5-Coder-0.5B's fixed
+    batches spent 88 of a batch's 121 steps on 1-8 items, at 84 ms each against 2.3 ms per item in a full step).
+
+    Points that leave are kept as rows of ``dtype``; with ``record``, those of proven items that did not restart
+    are recorded as a :class:`Path` instead, while the records stay smaller than the points.
 
     In a :class:`~argmaxable.core.systems.Whitening` system that whitens, an item that :data:`RESTART_AFTER`
     reflections have not proven restarts from its whitened point (:meth:`~Whitening.restart`) and reflects in the
     metric P from there: x <- x - 2 (a.x + c) / (a.P a) P a, the reflection across the same hyperplane in that
     metric. Its best margin and stall count start again."""
-    B = len(items)
+    T, d = len(items), system.d
     whitens = isinstance(system, Whitening) and system.whitens
-    restarted = np.zeros(B, dtype=bool)
-    recorder = _Recorder(B, system.d) if record else None
-    X = system.start(items).astype(system.dtype)  # (B, d)
-    proven = np.zeros(B, dtype=bool)
-    steps = np.full(B, -1, dtype=np.int64)
+    proven, restarted = np.zeros(T, dtype=bool), np.zeros(T, dtype=bool)
+    steps, margin = np.full(T, -1, dtype=np.int64), np.full(T, np.nan)
+    seen, kept, points = {}, [EMPTY], [np.zeros((0, d), dtype)]
+    recorder = _Recorder(T, d) if record else None
+    B = max(1, min(capacity, T))  # the slots, each holding one item's state
+    at = np.full(B, -1, dtype=np.int64)  # the position in ``items`` each slot holds (-1: free)
+    X = np.empty((B, d), dtype=system.dtype)
     best = np.full(B, -np.inf)  # best certified margin so far
-    best_x = np.full((B, system.d), np.nan)  # (B, d) float64: the iterate that reached it
+    best_x = np.full((B, d), np.nan)  # the iterate that reached it, float64
     since = np.zeros(B, dtype=np.int64)  # reflections since the best margin last improved
+    age = np.zeros(B, dtype=np.int64)  # the item's evaluations so far
     recent = np.full((B, SEED_STEPS), -1, dtype=np.int64)  # ring buffer of the rows reflected across
-    seen = {}
-    active = np.arange(B)
-    for it in range(patience + 1):
+    queued = 0
+
+    def leave(slots: np.ndarray, won: np.ndarray) -> None:
+        """Items at ``slots`` leave the pool, proven where ``won``; their points are kept unless recorded."""
+        p = at[slots]
+        proven[p[won]], steps[p[won]], margin[p[won]] = True, age[slots[won]] + 1, best[slots[won]]
+        for g in slots[~won]:
+            seen[int(at[g])] = np.unique(recent[g][recent[g] >= 0])
+        keep = ~won | restarted[p] if recorder is not None else np.ones(len(slots), dtype=bool)
+        tried = ~won & np.isfinite(best_x[slots, 0])  # the exact LP starts from the best iterate, not the last
+        x = np.where(tried[:, None], best_x[slots], X[slots])
+        kept.append(p[keep])
+        points.append(x[keep].astype(dtype))
+        at[slots] = -1
+        progress(len(slots))
+
+    while True:
+        free = np.flatnonzero(at < 0)[: T - queued]
+        if free.size:  # the next items take the free slots, at their start points
+            at[free] = np.arange(queued, queued + len(free))
+            queued += len(free)
+            X[free] = system.start(items[at[free]])
+            best[free], best_x[free], since[free], age[free], recent[free] = -np.inf, np.nan, 0, 0, -1
+        active = np.flatnonzero(at >= 0)
         if active.size == 0:
             break
         if system.homogeneous:  # no offsets: the region is a cone, scaling into the box changes nothing
@@ -244,31 +276,34 @@ def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: f
             shrink = scale[np.isfinite(scale)].astype(X.dtype)
             X[fits] /= shrink[:, None]
             if recorder is not None:  # (a division by 1 changes no point; restarted items are not replayed)
-                rec = (shrink != 1) & ~restarted[fits]
-                recorder.step(scaled=fits[rec], scale=shrink[rec])
-        worst, margin = system.evaluate(items[active], X[active], eps)  # one (b × d) @ (d × n) product
-        wins = margin > eps  # certified: the rounding of the product is accounted for
-        done = active[wins & inside(X[active].astype(np.float64), *box)]
-        proven[done] = True
-        steps[done] = it + 1
-        better = margin > best[active]
-        best[active[better]] = margin[better]
+                rec = (shrink != 1) & ~restarted[at[fits]]
+                recorder.step(scaled=at[fits[rec]], scale=shrink[rec])
+        worst, m = system.evaluate(items[at[active]], X[active], eps)  # one (b × d) @ (d × n) product
+        wins = m > eps  # certified: the rounding of the product is accounted for
+        better = m > best[active]
+        best[active[better]] = m[better]
         best_x[active[better]] = X[active[better]]
         since[active] = np.where(better, 0, since[active] + 1)
-        recent[active, it % recent.shape[1]] = worst
+        recent[active, age[active] % SEED_STEPS] = worst
         # A winning point outside the box goes to the exact LP, as in 002 §4; so does an item that has stalled.
-        leave = wins | (since[active] >= stall)
-        for k in active[leave & ~wins]:
-            seen[int(k)] = np.unique(recent[k][recent[k] >= 0])
-        active, worst = active[~leave], worst[~leave]
-        if active.size == 0 or it == patience:
-            break
-        if whitens and it == RESTART_AFTER:  # evaluated at the next step
-            X[active] = system.restart(items[active], box)
-            restarted[active], best[active], since[active] = True, -np.inf, 0
-            continue
-        a, c = system.rows(items[active], worst)  # (b, d), (b,)
-        direction, metric = a, restarted[active]
+        done = wins & inside(X[active].astype(np.float64), *box)
+        out = wins | (since[active] >= stall) | (age[active] == patience)
+        leave(active[out], done[out])
+        active, worst = active[~out], worst[~out]
+        if recorder is not None and recorder.entries > recorder.limit:  # the proven so far as rows, from now on all
+            path = recorder.path(items, proven & ~restarted)
+            kept.append(path.where)
+            points.append(path.replay(system).astype(dtype))
+            recorder = None
+        if whitens:  # evaluated at the next step
+            back = age[active] == RESTART_AFTER
+            r = active[back]
+            X[r] = system.restart(items[at[r]], box)
+            restarted[at[r]], best[r], since[r] = True, -np.inf, 0
+            age[r] += 1
+            active, worst = active[~back], worst[~back]
+        a, c = system.rows(items[at[active]], worst)  # (b, d), (b,)
+        direction, metric = a, restarted[at[active]]
         if metric.any():
             direction = a.copy()
             direction[metric] = system.metric(a[metric])
@@ -278,14 +313,8 @@ def _reflect_batch(system: System, items: np.ndarray, patience: int, box, eps: f
         coef = np.where(movable, 2.0 * val / np.where(movable, sq, 1.0), 0.0)
         X[active] -= coef[:, None] * direction
         if recorder is not None:
-            recorder.step(moved=active[~metric], rows=worst[~metric], coef=coef[~metric])
-        for k in active[~movable]:
-            seen[int(k)] = np.unique(recent[k][recent[k] >= 0])
-        active = active[movable]
-    for k in active:  # the patience ran out
-        seen[int(k)] = np.unique(recent[k][recent[k] >= 0])
-    X = X.astype(np.float64)
-    tried = ~proven & np.isfinite(best_x[:, 0])
-    X[tried] = best_x[tried]  # the exact LP starts from the best iterate, not the last
-    return (proven, steps, X, seen, None if recorder is None else recorder.path(items, proven & ~restarted),
-            np.where(proven, best, np.nan))
+            recorder.step(moved=at[active[~metric]], rows=worst[~metric], coef=coef[~metric])
+        age[active] += 1
+        leave(active[~movable], np.zeros(int((~movable).sum()), dtype=bool))
+    path = None if recorder is None else recorder.path(items, proven & ~restarted)
+    return _Pool(proven, steps, margin, seen, np.concatenate(kept), np.concatenate(points), path)

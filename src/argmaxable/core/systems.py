@@ -110,6 +110,18 @@ class Whitening(Protocol):
 
 
 @runtime_checkable
+class Ties(Protocol):
+    """Items that no point makes win strictly, known from the rows alone (categories: a duplicate row whose offset
+    is at least as high). Reflection leaves them to the LP stage, which stops at that one row: reflecting them
+    finds no witness, only spends the stall window and a restart (issue 33: Qwen2.5-Coder-0.5B's 2054 tied tokens
+    took 70% of a sample's reflections, about 90 steps each)."""
+
+    def tied(self, items: np.ndarray) -> np.ndarray:
+        """(len(items),) bool: whether each item is tied."""
+        ...
+
+
+@runtime_checkable
 class DualStage(Protocol):
     """Items proven unargmaxable in batches before reflection (label assignments: :mod:`gordan`)."""
 
@@ -277,11 +289,12 @@ class CategorySystem:
     @cached_property
     def _pass_rows(self) -> int:
         """Points whose logits one product computes at once on the torch paths: their (points x n) logits take at
-        most an eighth of the layer's own size (or 8 MiB for a small layer), so that a reflection batch adds
+        most an eighth of the layer's own size (or 8 MiB for a small layer), so that reflection's pool adds
         little to the layer and its witnesses at the peak (issue 25: SmolLM2's batch of 1365 points held 128 MiB
         of logits beside its 108 MiB layer). Each row of torch's bfloat16 product on the CPU comes out the same
-        whatever the number of rows (measured, bitwise), so cutting a batch changes no result there. numpy's BLAS
-        rounds by shape: its path keeps reflect's batch (layers under 1M weights, or CPUs without bfloat16)."""
+        whatever the number of rows (measured, bitwise), so cutting a pool's step changes no result there. numpy's
+        BLAS rounds by shape: its path keeps the pool's step whole (layers under 1M weights, or CPUs without
+        bfloat16)."""
         if self.device is None and not self.bf16_steps:
             return sys.maxsize
         itemsize = 2 if self.device is None else np.dtype(self.dtype).itemsize
@@ -306,8 +319,15 @@ class CategorySystem:
         return np.flatnonzero(rest)
 
     def _block_argmax(self, items, X, lo: int, block: int) -> np.ndarray:
-        """The row of each point's largest bfloat16 logit among rows ``lo .. lo + block`` of :attr:`_bf16_layer`,
-        its own row left out; :attr:`_pass_rows` points at a time, padded as :meth:`_logits` pads them."""
+        """The row of each point's largest logit among rows ``lo .. lo + block``, its own row left out: of
+        :attr:`_bf16_layer` in bfloat16, :attr:`_pass_rows` points at a time, padded as :meth:`_logits` pads
+        them; of the layer on the numpy path."""
+        if not self.bf16_start:
+            L = X @ self.W[lo : lo + block].T + self.b[lo : lo + block]
+            own = items - lo
+            mine = np.flatnonzero((own >= 0) & (own < L.shape[1]))
+            L[mine, own[mine]] = -np.inf
+            return lo + np.argmax(L, axis=1)
         import torch
 
         out = np.empty(len(items), dtype=np.int64)
@@ -433,26 +453,30 @@ class CategorySystem:
         which halves the dominant cost of checking a whole vocabulary. With a bias, each block is one product
         of ``[w_i, b_i, 1]`` with ``[w_j, 1, b_j]``, i.e. ``w_i.w_j + b_i + b_j``: the row and column targets'
         logits are its row and column maxima less one bias, with no extra pass over the block. Only running
-        maxima are kept (never an n×n matrix); items that do not win here go through :meth:`evaluate`. With
-        bfloat16 steps, the start points some row certainly beats are kept with the Gram block that beats them, so
-        that :meth:`evaluate` does not measure them against the whole layer again (:meth:`_first_steps`).
+        maxima are kept (never an n×n matrix); items that do not win here go through :meth:`evaluate`. The start
+        points some row certainly beats are kept with the Gram block that beats them, so that :meth:`evaluate` does
+        not measure them against the whole layer again (:meth:`_first_steps`): float32 layers on the numpy path,
+        in float32 or with bfloat16 steps (a bfloat16 pass followed by float32 steps would name its first rows in
+        bfloat16, see :data:`BF16_STEPS_D`).
         """
         n = self.n_rows
         own = self.sq + self.b64
         top, where, kappa = self._gram_top(block)
         top -= self.b64  # each maximum holds the target's own bias once
-        # What the bound cannot certify is not measured again here: those items go to the reflection batches, whose
+        # What the bound cannot certify is not measured again here: those items go to reflection's pool, whose
         # first step evaluates the same start points row by row (:meth:`evaluate`).
         margin = self._certified_margin(np.arange(n), self.Win, own, top, eps, kappa)
-        if where is not None and self.bf16_steps:
+        if where is not None and self.dtype == np.float32 and (self.bf16_steps or not self.bf16_start):
+            kappa = self.kappa if kappa is None else kappa
             err = kappa * (np.sqrt(self.sq) * self.max_norm + 2 * self.max_bias)  # as in _certified_margin
             self._beaten = (np.where(top - err > own + err, where, -1), margin, block)
         return margin
 
     def _gram_top(self, block: int):
         """The Gram pass of :meth:`start_margins`: each target's largest computed logit (plus its own bias) over the
-        other rows; in bfloat16, also the first row of the block of ``block`` rows of :attr:`_bf16_layer` that
-        holds it (None otherwise); and the logits' relative error factor (None: this system's float rounding)."""
+        other rows; the first row of the block of ``block`` rows that holds it (of :attr:`_bf16_layer` in bfloat16,
+        of the layer on the numpy path, None on the torch path); and the logits' relative error factor (None: this
+        system's float rounding)."""
         n = self.n_rows
         if self.device is not None:  # the torch path: products in this system's dtype on the device
             left, right, _ = self._torch_layer
@@ -473,8 +497,7 @@ class CategorySystem:
         else:
             ones, b = np.ones((n, 1), dtype=self.dtype), self.b[:, None]
             left, right = np.hstack([self.W, b, ones]), np.hstack([self.W, ones, b])
-        top, _ = gram_maxima(n, block, left, right)
-        return top, None, None
+        return (*gram_maxima(n, block, left, right), None)
 
     def _certified_margin(self, items, X, own, top, eps, kappa=None):
         """Lower bound on each point's distance to its item's nearest hyperplane, from computed logits whose
@@ -526,6 +549,18 @@ class CategorySystem:
         same = same[same != item]
         same = same[(self.b64[same] - self.b64[item] >= 0) & (self.Win[same] == self.Win[item]).all(axis=1)]
         return int(same[0]) if same.size else None
+
+    def tied(self, items):
+        """Whether each item has a blocking duplicate (:meth:`_blocking_duplicate`). Only rows whose squared norm
+        has another within rounding are compared: a few, and none in a layer without ties."""
+        sq, _ = self._by_square
+        s = self.sq[items]
+        width = np.searchsorted(sq, s * (1 + 4 * gamma(self.d)), side="right") - np.searchsorted(
+            sq, s * (1 - 4 * gamma(self.d)), side="left")
+        out = np.zeros(len(items), dtype=bool)
+        for k in np.flatnonzero(width > 1):
+            out[k] = self._blocking_duplicate(int(items[k])) is not None
+        return out
 
     @cached_property
     def _by_square(self) -> tuple[np.ndarray, np.ndarray]:
