@@ -904,7 +904,7 @@ def test_a_whole_vocabulary_with_ties_takes_the_gram_pass_and_names_first_rows_f
     from argmaxable.core.systems import CategorySystem
 
     rng = np.random.default_rng(21)
-    n, d = 3000, 96  # 288000 weights: float32
+    n, d = 6000, 192  # 1152000 weights: float32, the Gram pass's blocks name the first rows
     W = (rng.normal(size=(n, d)) * rng.lognormal(0, 0.4, size=(n, 1))).astype(np.float32)
     W[1:5] = W[0]
     passes = []

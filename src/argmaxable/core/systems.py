@@ -455,9 +455,10 @@ class CategorySystem:
         logits are its row and column maxima less one bias, with no extra pass over the block. Only running
         maxima are kept (never an n×n matrix); items that do not win here go through :meth:`evaluate`. The start
         points some row certainly beats are kept with the Gram block that beats them, so that :meth:`evaluate` does
-        not measure them against the whole layer again (:meth:`_first_steps`): float32 layers on the numpy path,
-        in float32 or with bfloat16 steps (a bfloat16 pass followed by float32 steps would name its first rows in
-        bfloat16, see :data:`BF16_STEPS_D`).
+        not measure them against the whole layer again (:meth:`_first_steps`): layers over :data:`BF16_ABOVE`
+        weights on the numpy path, in float32 or with bfloat16 steps (a bfloat16 pass followed by float32 steps
+        would name its first rows in bfloat16, see :data:`BF16_STEPS_D`). Below that the first step's product is
+        short (PP-OCRv4, 6625 x 120: no faster).
         """
         n = self.n_rows
         own = self.sq + self.b64
@@ -466,7 +467,7 @@ class CategorySystem:
         # What the bound cannot certify is not measured again here: those items go to reflection's pool, whose
         # first step evaluates the same start points row by row (:meth:`evaluate`).
         margin = self._certified_margin(np.arange(n), self.Win, own, top, eps, kappa)
-        if where is not None and self.dtype == np.float32 and (self.bf16_steps or not self.bf16_start):
+        if where is not None and self.Win.size > BF16_ABOVE and (self.bf16_steps or not self.bf16_start):
             kappa = self.kappa if kappa is None else kappa
             err = kappa * (np.sqrt(self.sq) * self.max_norm + 2 * self.max_bias)  # as in _certified_margin
             self._beaten = (np.where(top - err > own + err, where, -1), margin, block)
