@@ -246,11 +246,12 @@ def _reflect_pool(system: System, items: np.ndarray, patience: int, box, eps: fl
     recent = np.full((B, SEED_STEPS), -1, dtype=np.int64)  # ring buffer of the rows reflected across
     queued = 0
 
-    def leave(slots: np.ndarray, won: np.ndarray) -> None:
-        """Items at ``slots`` leave the pool, proven where ``won``; their points are kept unless recorded."""
+    def leave(slots: np.ndarray, won: np.ndarray, seed: np.ndarray) -> None:
+        """Items at ``slots`` leave the pool, proven where ``won``; their points are kept unless recorded; where
+        ``seed``, the rows they last reflected across are kept for their LP."""
         p = at[slots]
         proven[p[won]], steps[p[won]], margin[p[won]] = True, age[slots[won]] + 1, best[slots[won]]
-        for g in slots[~won]:
+        for g in slots[seed]:
             seen[int(at[g])] = np.unique(recent[g][recent[g] >= 0])
         keep = ~won | restarted[p] if recorder is not None else np.ones(len(slots), dtype=bool)
         tried = ~won & np.isfinite(best_x[slots, 0])  # the exact LP starts from the best iterate, not the last
@@ -285,10 +286,11 @@ def _reflect_pool(system: System, items: np.ndarray, patience: int, box, eps: fl
         best_x[active[better]] = X[active[better]]
         since[active] = np.where(better, 0, since[active] + 1)
         recent[active, age[active] % SEED_STEPS] = worst
-        # A winning point outside the box goes to the exact LP, as in 002 §4; so does an item that has stalled.
+        # A winning point outside the box goes to the exact LP, as in 002 §4 (with no rows: none beat it); so does
+        # an item that has stalled or run out of patience.
         done = wins & inside(X[active].astype(np.float64), *box)
         out = wins | (since[active] >= stall) | (age[active] == patience)
-        leave(active[out], done[out])
+        leave(active[out], done[out], ~wins[out])
         active, worst = active[~out], worst[~out]
         if recorder is not None and recorder.entries > recorder.limit:  # the proven so far as rows, from now on all
             path = recorder.path(items, proven & ~restarted)
@@ -315,6 +317,7 @@ def _reflect_pool(system: System, items: np.ndarray, patience: int, box, eps: fl
         if recorder is not None:
             recorder.step(moved=at[active[~metric]], rows=worst[~metric], coef=coef[~metric])
         age[active] += 1
-        leave(active[~movable], np.zeros(int((~movable).sum()), dtype=bool))
+        stuck = np.zeros(int((~movable).sum()), dtype=bool)
+        leave(active[~movable], stuck, ~stuck)
     path = None if recorder is None else recorder.path(items, proven & ~restarted)
     return _Pool(proven, steps, margin, seen, np.concatenate(kept), np.concatenate(points), path)
