@@ -542,26 +542,32 @@ class CategorySystem:
         first zero row with offset >= 0 of ``dense(item)``, where the LP stops: the item cannot win strictly), or
         None. Such an item's LP gets that row alone instead of an (n - 1) x d float64 system: SmolLM2's 15 tied
         tokens held 216 MB each, two at a time. Only rows of the same squared norm (to rounding) are compared."""
-        sq, order = self._by_square
-        s = self.sq[item]
-        lo = np.searchsorted(sq, s * (1 - 4 * gamma(self.d)), side="left")
-        hi = np.searchsorted(sq, s * (1 + 4 * gamma(self.d)), side="right")
-        same = np.sort(order[lo:hi])
+        lo, hi = self._same_square(self.sq[item])
+        same = np.sort(self._by_square[1][lo:hi])
         same = same[same != item]
         same = same[(self.b64[same] - self.b64[item] >= 0) & (self.Win[same] == self.Win[item]).all(axis=1)]
         return int(same[0]) if same.size else None
 
     def tied(self, items):
-        """Whether each item has a blocking duplicate (:meth:`_blocking_duplicate`). Only rows whose squared norm
-        has another within rounding are compared: a few, and none in a layer without ties."""
-        sq, _ = self._by_square
-        s = self.sq[items]
-        width = np.searchsorted(sq, s * (1 + 4 * gamma(self.d)), side="right") - np.searchsorted(
-            sq, s * (1 - 4 * gamma(self.d)), side="left")
-        out = np.zeros(len(items), dtype=bool)
-        for k in np.flatnonzero(width > 1):
-            out[k] = self._blocking_duplicate(int(items[k])) is not None
+        """Whether each item has a blocking duplicate (:attr:`_tied`)."""
+        return self._tied[items]
+
+    @cached_property
+    def _tied(self) -> np.ndarray:
+        """Whether each category has a blocking duplicate (:meth:`_blocking_duplicate`), found once for reflection
+        and the LP stage. Only rows whose squared norm has another within rounding are compared: a few, and none in
+        a layer without ties."""
+        lo, hi = self._same_square(self.sq)
+        out = np.zeros(self.n_rows, dtype=bool)
+        for item in np.flatnonzero(hi - lo > 1):
+            out[item] = self._blocking_duplicate(int(item)) is not None
         return out
+
+    def _same_square(self, s):
+        """The span ``lo:hi`` of :attr:`_by_square` whose squared norms equal ``s`` to rounding (arrays for arrays)."""
+        sq = self._by_square[0]
+        return (np.searchsorted(sq, s * (1 - 4 * gamma(self.d)), side="left"),
+                np.searchsorted(sq, s * (1 + 4 * gamma(self.d)), side="right"))
 
     @cached_property
     def _by_square(self) -> tuple[np.ndarray, np.ndarray]:
