@@ -227,7 +227,50 @@ def project(name: str, run: dict, steps: dict, score_s: float, verify: dict | No
     at50 = steps.get("bsl_d50")
     return {"steps_per_epoch": per_epoch, "evaluation_every_steps": interval, "evaluations_at_least": evals,
             "epoch_h_at_d50": per_epoch * at50 / 3600 if at50 is not None else None, "runs": runs,
-            "sweep_train_h_at_least": total_train, "sweep_verify_h": total_verify}
+            "sweep_train_h_at_least": total_train, "sweep_verify_h": total_verify,
+            "run_train_h_at_most": _longest_run(name, run, steps, score_s, per_epoch, interval)}
+
+
+def _longest_run(name, run, steps, score_s, per_epoch, interval) -> float | None:
+    """Hours of the slowest (head, d) run if early stopping never fires: ``max_epochs`` epochs at its step time,
+    with every evaluation of the dev split on the way (what a job's time limit must allow)."""
+    known = [v for v in steps.values() if v is not None]
+    if not known or score_s is None:
+        return None
+    total = run["max_epochs"] * per_epoch
+    return (total * max(known) + (total // interval) * SIZES[name]["dev"] * score_s) / 3600
+
+
+def table(path: Path) -> str:
+    """A Markdown table of one ``--out`` record: per dataset the step as measured at its batch (BSL at d = 50 and
+    the range over every (head, d)), the scoring cost, peak GPU memory, and the projection's hours."""
+
+    def num(x, digits=3):
+        return "n/a" if x is None else f"{x:.{digits}g}"
+
+    record, runs = json.loads(path.read_text()), paper_runs()
+    rows = [f"{record['device']}, torch {record['torch']}, {record['threads']} threads",
+            "",
+            "| dataset | batch | s/step at d = 50, BSL (range over the 10 heads) | s per scored example | peak GPU MiB "
+            "| steps/epoch | h/epoch | one run's training, h (early stopping at once .. never) "
+            "| sweep's training, h (at least) |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for name, entry in record["datasets"].items():
+        if "skipped" in entry:
+            rows.append(f"| {name} | skipped: {entry['skipped']} |" + " |" * 7)
+            continue
+        steps = [v for v in entry["steps"].values() if v is not None]
+        proj = project(name, runs[name], entry["steps"], entry["score_example_s"], entry.get("verify"),
+                       entry["batch_size"])  # recomputed: records older than run_train_h_at_most lack it
+        peaks = [v for v in (entry.get("gpu_peak_mib") or {}).values() if v is not None]
+        peak = f"{max(peaks):.0f}" if peaks else "n/a"
+        shortest = min(r["train_h"] for r in proj["runs"].values() if r["train_h"] is not None)
+        rows.append(
+            f"| {name} | {entry['batch_size']} | {num(entry['steps'].get('bsl_d50'))} ({num(min(steps))}-"
+            f"{num(max(steps))}) | {num(entry['score_example_s'])} | {peak} | "
+            f"{proj['steps_per_epoch']} | {num(proj['epoch_h_at_d50'])} | {num(shortest)} .. "
+            f"{num(proj.get('run_train_h_at_most'))} | {num(proj['sweep_train_h_at_least'])} |")
+    return "\n".join(rows)
 
 
 def main(argv=None) -> int:
@@ -243,8 +286,14 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-size", nargs="*", default=[], metavar="DATASET=B",
                         help="measure DATASET's steps at batch B instead of the paper's (projected to the paper's)")
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--table", type=Path, metavar="JSON", help="print the Markdown table of an --out record")
     args = parser.parse_args(argv)
+    if args.table:
+        print(table(args.table))
+        return 0
+    if args.out is None:
+        parser.error("--out is required (or --table JSON)")
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     runs = paper_runs()

@@ -4,14 +4,17 @@
 # local hub serves), no network, no download. Results: $OUT/hub.json (per head: n, d, dtype, seconds to make it,
 # seconds of check_categories per device, verdict counts) and $OUT/hub.log.
 #
-# Runs from the repository root with the device's python3 (3.12; torch, numpy, scipy present). Needs no wheel:
-# these replicas plant no rows, so reflection proves every row and no LP (highspy) runs; hydra, omegaconf,
-# snakemake and gguf are not imported. About 2 minutes on an H100 (mostly making the replicas' 1 GB of values);
-# HUB_CPU=1 adds torch's CPU path for the heads under 1e8 weights (minutes), HUB_HEADS picks other models.
+# Runs from the repository root with the device's python3 (3.12; torch, numpy, scipy, threadpoolctl present) and
+# highspy on PYTHONPATH: these replicas plant no rows, yet a few of XLM-R's rows reach the LP (a first try without
+# it stopped there, 2026-11-26). Unpack the wheels of mlrehearse.sh's `prepare` plus highspy (device_carry/):
+#   for w in device_carry/*.whl; do python3 -m zipfile -e $w /tmp/site; done; export PYTHONPATH=/tmp/site
+# hydra, snakemake and gguf are not imported. About 70 s on an H100 (2026-11-26: the four heads 44 s of checks,
+# 18 s of making their values; benchmarks/device_h100.json); HUB_CPU=1 adds torch's CPU path for the heads under
+# 1e8 weights (minutes), HUB_HEADS picks other models.
 set -euo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-export PYTHONPATH=src
+export PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
 timeout "${HUB_TIMEOUT:-110}" python3 - "$OUT" <<'PY' 2>&1 | tee "$OUT/hub.log"
 import json, os, sys, time
 import numpy as np
