@@ -8,7 +8,7 @@ VENV ?= .venv
 CORES ?= 2
 BIN := $(VENV)/bin
 
-.PHONY: run test fuzz test-slurm bench lint clean browser rehearse-paper
+.PHONY: run test fuzz test-slurm bench lint clean browser rehearse-paper catalogues
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ lint: $(VENV)/.installed
 
 clean:
 	rm -rf results .snakemake
+
+# config/model/<key>.yaml of every row of config/catalogues/ (the WMT17, OPUS-MT and Bergamot tables), after a row
+# is added or edited; tests/test_config.py fails while a file and its row differ.
+catalogues: $(VENV)/.installed
+	$(BIN)/argmaxable config catalogues
 
 # The paper mode rehearsed (scripts/rehearse_paper.py): the 149 models' replicas at their true shapes, served by a
 # local hub, through the detection family to the report; hours on 2 cores (benchmarks/RESULTS.md).

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 from argmaxable.config import ALONE, CONFIG_DIR, ConfigError, load_config, to_plain
 
 REPO = Path(__file__).resolve().parents[1]
-GROUPS = sorted(p.name for p in CONFIG_DIR.iterdir() if p.is_dir())
+GROUPS = sorted(p.name for p in CONFIG_DIR.iterdir() if p.is_dir() and p.name != "catalogues")  # tables, not a group
 
 
 def test_default_is_the_offline_experiment():
@@ -107,6 +107,92 @@ def test_group_files_that_extend_the_default_state_only_differences():
             for key in path:
                 node = node[key]
             assert node != value, f"{file.name} restates {group}.{'.'.join(path)}={value!r} from default.yaml"
+
+
+def test_every_default_yaml_value_is_its_schema_default():
+    """One default per key: each family's ``default.yaml`` (interpolations resolved) states what its schema
+    dataclass says, so a dataclass built in code and the composed default agree. Mappings the YAML fills
+    (``multilabel.runs``) have no schema default to hold."""
+    from argmaxable.config import RootConfig
+
+    schema = OmegaConf.to_container(OmegaConf.structured(RootConfig), resolve=True)
+    root = OmegaConf.load(CONFIG_DIR / "config.yaml")
+    checked, differ = 0, []
+    for group in ("detect", "theory", "multilabel", "topm", "lm"):
+        own = OmegaConf.load(CONFIG_DIR / group / "default.yaml")
+        own.pop("defaults", None)
+        tree = OmegaConf.create({"box": root.box, "detect": {"eps": schema["detect"]["eps"]}})
+        tree[group] = own  # a family's interpolations name box.* and detect.eps
+        values = OmegaConf.to_container(tree, resolve=True)[group]
+        for path, value in _leaves(values):
+            node = schema[group]
+            for key in path:
+                if node == {} or key not in node:  # inside a mapping the YAML fills
+                    break
+                node = node[key]
+            else:
+                checked += 1
+                if node != value:
+                    differ.append(f"{group}.{'.'.join(path)}: default.yaml {value!r}, schema {node!r}")
+    assert checked > 100
+    assert not differ, "\n".join(differ)
+
+
+def test_every_catalogued_model_file_is_its_row():
+    """The WMT17, OPUS-MT and Bergamot models are one table each (config/catalogues/); every config/model file of
+    theirs is what its row writes, so editing a file by hand, or a row without `make catalogues`, fails here."""
+    from argmaxable.detect.catalogues import catalogues, model_files
+
+    files = model_files(CONFIG_DIR)
+    assert {c.path.stem: len(c.rows) for c in catalogues(CONFIG_DIR)} == {"bergamot": 24, "opus": 32, "wmt17": 82}
+    stale = [p.name for p, text in files.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
+    assert not stale, f"run `make catalogues`: {stale}"
+    assert len(files) == 138
+
+
+def test_adding_an_opus_model_is_one_catalogue_row(tmp_path, capsys):
+    """One row appended to the OPUS-MT catalogue, `argmaxable config catalogues`, and the model composes as a
+    `model=` option with the row's values (the pipeline reads nothing else)."""
+    import shutil
+
+    from argmaxable.cli import main
+
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    catalogue = config / "catalogues" / "opus.yaml"
+    row = ('  - ["opus_mt_en_uk", "opus-mt-en-uk", "Helsinki-NLP/opus-mt-en-uk", "main", "CYRILLIC", "uk", '
+           '"Helsinki-NLP OPUS-MT Marian transformer en-uk (d=512, output bias)", "", 0]\n')
+    catalogue.write_text(catalogue.read_text(encoding="utf-8") + row, encoding="utf-8")
+    assert main(["config", "catalogues", "--config-dir", str(config)]) == 0
+    assert "1 model config(s) written" in capsys.readouterr().out
+    model = load_config(["model=[opus_mt_en_uk]", *ALONE], config).model.opus_mt_en_uk
+    assert (model.name, model.download.repo, model.download.revision, model.script) == (
+        "opus-mt-en-uk", "Helsinki-NLP/opus-mt-en-uk", "main", "CYRILLIC")
+    assert main(["config", "catalogues", "--config-dir", str(config)]) == 0  # a second run writes nothing
+    assert "0 model config(s) written" in capsys.readouterr().out
+
+
+def test_a_cell_set_in_a_catalogue_rewrites_its_row_and_file_only(tmp_path):
+    """set_value (what `config pin` uses for a catalogued model): the row's line changes, its trailing comment
+    stays, no other line of the catalogue moves, and the model's file is written from the new row."""
+    import shutil
+
+    from argmaxable.detect.catalogues import load, set_value
+
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    catalogue = config / "catalogues" / "bergamot.yaml"
+    before = catalogue.read_text(encoding="utf-8").splitlines()
+    path = set_value(config, "bergamot_cs_en_student_base", "potentially_unargmaxable", "3")
+    after = catalogue.read_text(encoding="utf-8").splitlines()
+    changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
+    assert len(changed) == 1 and changed[0][1].endswith("# The paper's Table 7 lists cs-en.student.base twice (25 "
+                                                         "rows, 24 distinct models).")
+    assert '"3", 0]' in changed[0][1]
+    assert path == config / "model" / "bergamot_cs_en_student_base.yaml"
+    assert 'potentially_unargmaxable: "3"' in path.read_text(encoding="utf-8")
+    assert load(catalogue).rows[0]["potentially_unargmaxable"] == "3"
+    assert set_value(config, "gpt2", "revision", "abc") is None  # not catalogued: the caller edits its own YAML
 
 
 @pytest.mark.parametrize(

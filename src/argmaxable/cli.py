@@ -9,6 +9,7 @@ r"""Command-line interface: check a softmax layer or sigmoid label assignments f
     argmaxable verify table.parquet layer.npz [--labels labels.txt] [--vocab tokens.txt]
     argmaxable config show [experiment=paper detect.bound=50 ...]
     argmaxable config pin [--models KEY ...] [--dry-run]
+    argmaxable config catalogues
 
 User errors (bad files, missing keys, bad settings) print one line to stderr and exit with status 2.
 """
@@ -470,6 +471,21 @@ def cmd_config_pin(args) -> int:
     return int(failed > 0)
 
 
+def cmd_config_catalogues(args) -> int:
+    from argmaxable.config import CONFIG_DIR
+    from argmaxable.detect.catalogues import write
+
+    config_dir = Path(args.config_dir or CONFIG_DIR)
+    try:
+        written = write(config_dir)
+    except (ValueError, KeyError, OSError) as err:
+        raise UsageError(f"catalogues of {config_dir}: {err}") from None
+    for path in written:
+        print(f"wrote {path}")
+    print(f"{len(written)} model config(s) written from {config_dir / 'catalogues'}")
+    return 0
+
+
 def cmd_report_readme(args) -> int:
     from argmaxable.report import readme_blocks, update_readme
 
@@ -589,7 +605,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.set_defaults(func=cmd_verify)
 
     config = groups.add_parser("config", help="inspect the composed Hydra configuration")
-    configs = config.add_subparsers(dest="what", required=True, metavar="{show,pin}")
+    configs = config.add_subparsers(dest="what", required=True, metavar="{show,pin,catalogues}")
     show = configs.add_parser("show", help="print the composed, validated config")
     show.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. experiment=paper detect.bound=50")
     show.set_defaults(func=cmd_config_show)
@@ -601,6 +617,10 @@ def build_parser() -> argparse.ArgumentParser:
     pin.add_argument("--dry-run", action="store_true", help="show the commits, write nothing")
     pin.add_argument("--config-dir", help="the config tree to edit (default: the repository's config/)")
     pin.set_defaults(func=cmd_config_pin)
+    catalogue = configs.add_parser("catalogues", help="write config/model/<key>.yaml of every catalogue row "
+                                   "(config/catalogues/: the WMT17, OPUS-MT and Bergamot models)")
+    catalogue.add_argument("--config-dir", help="the config tree (default: the repository's config/)")
+    catalogue.set_defaults(func=cmd_config_catalogues)
 
     report = groups.add_parser("report", help="the replication report's outputs")
     reports = report.add_subparsers(dest="what", required=True, metavar="{readme}")

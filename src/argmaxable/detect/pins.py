@@ -6,9 +6,9 @@ tool: with a network, ask the hub (``HF_ENDPOINT``) what each declared repo's re
 commit into the declaration, comments and layout kept.
 
 Where a model's repo and revision are declared is this module's only knowledge of the config's layout
-(:func:`declarations` reads them, :func:`write_revision` writes one back): today one YAML per model under
-``config/model/`` with a ``download`` block; a catalogue of many models in one file would change these two
-functions and nothing else.
+(:func:`declarations` reads them, :func:`write_revision` writes one back): one YAML per model under
+``config/model/`` with a ``download`` block, and for a catalogued model (:mod:`argmaxable.detect.catalogues`) the
+``revision`` cell of its row, from which its YAML is written again.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from argmaxable.detect.catalogues import set_value
 from argmaxable.detect.hub import COMMIT, resolve
 from argmaxable.fetch import DownloadError
 
@@ -52,7 +53,10 @@ _REVISION = re.compile(r"(?P<lead>\brevision:[ \t]*)(?P<quote>[\"']?)(?P<value>[
 
 def write_revision(decl: Declaration, commit: str, note: str) -> None:
     """Write ``commit`` as the declaration's revision, in place: the first ``revision:`` after the ``download``
-    key (block or inline style), its comment replaced by ``note``; nothing else in the file changes."""
+    key (block or inline style), its comment replaced by ``note``; nothing else in the file changes. A catalogued
+    model's row takes the commit instead, and its file is written from the row (the template's comment stays)."""
+    if set_value(decl.path.parents[1], decl.key, "revision", commit) is not None:
+        return
     text = decl.path.read_text(encoding="utf-8")
     start = re.search(r"^download:", text, re.M)
     match = _REVISION.search(text, start.end()) if start else None

@@ -37,8 +37,8 @@ class DetectConfig:
     shards: int = 1  # class-range jobs per model (>1 spreads a large vocabulary over nodes), merged after
     # Panels of the steps-per-token figures (model keys; empty = every checked model): ACL Fig. 11 / thesis 4.6
     # shows three models of one ensemble, ACL Fig. 12 / thesis 4.7 Bergamot students and teachers.
-    fig11_models: list[str] = field(default_factory=list)
-    fig12_models: list[str] = field(default_factory=list)
+    fig11_models: list[str] = field(default_factory=lambda: ["ddddocr_common", "ddddocr_common_old", "ppocrv4_rec"])
+    fig12_models: list[str] = field(default_factory=lambda: [f"debtags_lm_d{d}" for d in (4, 8, 16, 32, 64)])
     # The LM study's models, beyond the papers (model keys; empty = every checked model whose source is not random).
     study_models: list[str] = field(default_factory=list)
     audit: AuditConfig = field(default_factory=AuditConfig)  # a card per study model (rule audit_model)

@@ -40,7 +40,8 @@ class DftConfig:
     """Truncated DFT layer geometry, thesis Figs 5.4 and 5.5, and the alternation theorem (Thm 5.3)."""
 
     geometry_n: list[int] = field(default_factory=lambda: [3, 4, 5])  # thesis Fig. 5.4 (d = 3, i.e. k = 1)
-    n_values: list[int] = field(default_factory=lambda: [16, 32, 64, 128, 256])  # Fig. 5.5 x-axis
+    n_values: list[int] = field(default_factory=lambda: [16, 32, 64, 128, 256, 512, 1024])  # Fig. 5.5 x-axis
+    # (paper.yaml: to 2048)
     k_values: list[int] = field(default_factory=lambda: [1, 2, 3, 4])  # Fig. 5.5 curves
     slack: int = 16  # Fig. 5.5 right: 16 random slack columns
     samples: int = 200  # random k-active assignments per (n, k)

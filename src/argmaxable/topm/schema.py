@@ -81,21 +81,22 @@ class PrescribedSettings:
 class FractionConfig:
     """004 Fig. 1: share of random m-sets that can be the top-m / get prescribed probabilities."""
 
-    models: list[str] = field(default_factory=list)  # keys of model.<key>: trained matrices (and Gaussians of
-    # their shapes); each is read from data/models/<key>
-    m_values: list[int] = field(default_factory=lambda: [5, 10, 15, 20, 30, 40])
-    trials: int = 10  # random sets per m (004: not stated; paper.yaml uses 100)
+    # keys of model.<key>: trained matrices (and Gaussians of their shapes); each is read from data/models/<key>
+    models: list[str] = field(default_factory=lambda: ["ppocrv4_rec", "debtags_lm_d64"])
+    m_values: list[int] = field(default_factory=lambda: [2, 4, 6, 8, 10, 12, 16, 24])  # paper.yaml: 10 to 1400
+    trials: int = 20  # random sets per m (004: not stated; paper.yaml uses 100)
 
 
 @dataclass
 class ScalingConfig:
     """004 Fig. 3: m reaching the probability on random matrices, against d and against N."""
 
-    N: int = 32000  # left panel: N = 32000, 100 <= d <= 2050
-    d_values: list[int] = field(default_factory=lambda: [100, 200, 400, 800, 1200, 1600, 2050])
-    d: int = 1000  # right panel: d = 1000, 2000 <= N <= 32000
-    N_values: list[int] = field(default_factory=lambda: [2000, 4000, 8000, 16000, 32000])
-    trials: int = 100  # random sets per m; 0.99 then allows one failure
+    # reduced sizes; paper.yaml has the paper's (N = 32000, 100 <= d <= 2050; d = 1000, 2000 <= N <= 32000)
+    N: int = 2000  # left panel: m against d at this N
+    d_values: list[int] = field(default_factory=lambda: [20, 40, 60, 80, 100, 150])
+    d: int = 40  # right panel: m against N at this d
+    N_values: list[int] = field(default_factory=lambda: [250, 500, 1000, 2000, 4000])
+    trials: int = 30  # random sets per m; 0.99 then allows no failure (paper.yaml: 100, one failure)
 
 
 @dataclass
@@ -112,7 +113,7 @@ class RankingConfig:
     exhaustive_n: list[int] = field(default_factory=lambda: [6, 7, 8, 9])  # all top-k rankings, 2k < n - 1
     sampled_n: list[int] = field(default_factory=lambda: [16, 64, 256])
     k_values: list[int] = field(default_factory=lambda: [1, 2, 3, 4])
-    samples: int = 100  # random rankings per (n, k)
+    samples: int = 50  # random rankings per (n, k) (paper.yaml: 1000)
     by_d_n: int = 8  # Gaussian layers: all top-k rankings of n tokens for d = k..n-1
     by_d_k: list[int] = field(default_factory=lambda: [1, 2])
     matrices: int = 5  # Gaussian draws per d
@@ -124,7 +125,8 @@ class RankingConfig:
 class NaturalConfig:
     """004 Figs 4 and 6: a causal language model's own next-token probabilities."""
 
-    model: str | None = None  # key of model.<key> holding a causal LM (Hugging Face directory); none: skipped
+    # key of model.<key> holding a causal LM (Hugging Face directory, or the lm family's window LM); none: skipped
+    model: str | None = "debtags_lm_d64"
     texts: list[str] = field(default_factory=lambda: [  # Python help topics (pydoc_data) in place of the
         "assert", "assignment", "calls", "class", "exceptions",  # paper's ten New York Times stories
         "for", "function", "if", "import", "while"])
