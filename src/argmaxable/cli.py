@@ -29,6 +29,7 @@ import argmaxable as am  # the checks through the package attributes, as users c
 from argmaxable._version import __version__
 from argmaxable.core import CheckResult, SolverError, activation_bounds
 from argmaxable.core.box import ACTIVATIONS, DTYPES, activation_dtype
+from argmaxable.core.settings import ASSIGNMENT_BOUND, BOUND
 from argmaxable.provenance import write_table
 from argmaxable.text import csv_frame, csv_uncell, printable
 from argmaxable.verify import DEFAULT_BOUND, DEFAULT_EPS, checked_radii
@@ -281,9 +282,9 @@ def _write(res, args, layer, extra_inputs=()) -> None:
 
 def cmd_check_softmax(args) -> int:
     _check_out(args)
-    _settings(args, 100.0)  # a bad combination of options is refused before the model is read
+    _settings(args, BOUND)  # a bad combination of options is refused before the model is read
     layer = _read_layer(args)
-    settings = _settings(args, 100.0, layer)
+    settings = _settings(args, BOUND, layer)
     print(_describe(args.path, layer.W, layer.b))
     res = am.check_categories(layer.W, b=layer.b, progress=args.progress, **settings)
     print(res.summary())
@@ -309,9 +310,9 @@ def cmd_audit(args) -> int:
     from argmaxable.audit import audit_layer, write_audit
 
     prefix = _audit_prefix(args)
-    _settings(args, 100.0)  # a bad combination of options is refused before the model is read
+    _settings(args, BOUND)  # a bad combination of options is refused before the model is read
     layer = _read_layer(args)
-    settings = _settings(args, 100.0, layer)
+    settings = _settings(args, BOUND, layer)
     print(_describe(args.path, layer.W, layer.b))
     audit = audit_layer(layer, name=Path(args.path.rstrip("/")).name, hardest=args.hardest, refine=args.refine,
                         unused=args.unused, progress=args.progress, **settings)
@@ -330,9 +331,9 @@ def cmd_audit(args) -> int:
 
 def cmd_check_assignments(args) -> int:
     _check_out(args)
-    _settings(args, 1e4)  # a bad combination of options is refused before the model is read
+    _settings(args, ASSIGNMENT_BOUND)  # a bad combination of options is refused before the model is read
     layer = _read_layer(args)
-    settings = _settings(args, 1e4, layer)
+    settings = _settings(args, ASSIGNMENT_BOUND, layer)
     W, b = layer.W, layer.b
     Y = read_labels(args.labels, W.shape[0])
     print(_describe(args.path, W, b))

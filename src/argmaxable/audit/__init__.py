@@ -28,6 +28,7 @@ from argmaxable.audit.signals import FLAG_SHARE, flagged, near_ties, reference_t
 from argmaxable.core import CheckResult, check_categories
 from argmaxable.core.box import make_box
 from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE
+from argmaxable.core.settings import BOUND, EPS, PATIENCE, SOLVER, WORKERS
 from argmaxable.detect.study import norm_percentiles, split_unargmaxable, tie_groups
 
 HARDEST = 6  # tokens whose radius the LP bounds from both sides (one LP over the whole head each)
@@ -72,8 +73,8 @@ def scale_witnesses(result: CheckResult, box) -> np.ndarray:
     return factor
 
 
-def audit_layer(layer, *, name: str | None = None, bound: float = 100.0, lower=None, upper=None, eps: float = 1e-8,
-                patience: int = 2500, solver: str = "highs", workers: int = 2, hardest: int = HARDEST,
+def audit_layer(layer, *, name: str | None = None, bound: float = BOUND, lower=None, upper=None, eps: float = EPS,
+                patience: int = PATIENCE, solver: str = SOLVER, workers: int = WORKERS, hardest: int = HARDEST,
                 refine: int = REFINE, unused: str | None = None, share: float = FLAG_SHARE, progress: bool = False,
                 result: CheckResult | None = None) -> Audit:
     """Audit the head ``layer`` (:class:`argmaxable.detect.loaders.Layer`): see the module docstring.

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from omegaconf import MISSING
 
-from argmaxable.core.settings import ASSIGNMENT_BOUND
+from argmaxable.core.settings import ASSIGNMENT_BOUND, EPS
 from argmaxable.core.solvers import SOLVERS
 from argmaxable.rules import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, one_of
 
@@ -91,7 +91,7 @@ class VerifyConfig:
     """LP verification of label assignments (thesis §4.1.2)."""
 
     bound: float = ASSIGNMENT_BOUND  # box |x_j| <= 1e4 for label assignments (thesis A.3)
-    eps: float = 1e-8  # LP precision: radius > eps proves a region (thesis §4.1.2)
+    eps: float = EPS  # LP precision: radius > eps proves a region (thesis §4.1.2)
     solver: str = "highs"
     workers: int = 1
     splits: list[str] = field(default_factory=lambda: ["dev", "test"])  # gold and predicted assignments
