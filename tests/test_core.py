@@ -301,7 +301,7 @@ def test_gram_first_step_matches_the_batched_step(n, d, bias, monkeypatch):
     system = CategorySystem(W, rng.normal(size=n) * 3 if bias else None)
     items = np.arange(n)
     _, direct = system.evaluate(items, system.start(items).astype(system.dtype), 1e-8)
-    gram = system.start_margins(1e-8, block=64)
+    gram = system.start_margins(1e-8, block=64).margin
     assert 0 < (gram > 1e-8).sum() < n
     np.testing.assert_array_equal(gram > 1e-8, direct > 1e-8)
     # The same margins up to the rounding bounds each subtracts (float32: the Gram blocks' is twice the step's).
@@ -401,7 +401,7 @@ def test_bf16_gram_margins_are_certified_lower_bounds(monkeypatch):
     W = rng.normal(size=(n, d)) * rng.uniform(0.3, 1.0, size=(n, 1))  # varied norms: some rows lose at x = w_t
     b = rng.normal(size=n) * 30
     system = systems.CategorySystem(W, b)
-    gram = system.start_margins(1e-8, block=256)
+    gram = system.start_margins(1e-8, block=256).margin
     G = W @ W.T
     sq = np.diag(G).copy()
     logits = G + b  # logits[t, i] = w_i . w_t + b_i
@@ -413,7 +413,7 @@ def test_bf16_gram_margins_are_certified_lower_bounds(monkeypatch):
     assert (gram[won] <= exact[won]).all()
     assert 0.3 < (gram > 1e-8).mean() < (exact > 1e-8).mean()
     monkeypatch.setattr(systems, "bf16_gemm", lambda: False)
-    float32 = systems.CategorySystem(W, b).start_margins(1e-8, block=256)
+    float32 = systems.CategorySystem(W, b).start_margins(1e-8, block=256).margin
     assert ((gram > 1e-8) <= (float32 > 1e-8)).all()  # the looser bound certifies no item the tight one misses
     monkeypatch.undo()
     res = am.check_categories(W, b=b)
@@ -732,10 +732,10 @@ def test_start_points_beaten_in_the_gram_pass_skip_their_first_whole_layer_step(
     W[:80] = W[0] + 0.05 * rng.normal(size=(80, d))  # a cluster of near-duplicates
     W = (W / np.linalg.norm(W, axis=1, keepdims=True) * rng.uniform(0.9, 1.1, size=(n, 1))).astype(np.float32)
     system = systems.CategorySystem(W, None)
-    system.start_margins(1e-8)
-    beaten = np.flatnonzero(system._beaten[0] >= 0)
+    gram = system.start_margins(1e-8)
+    beaten = np.flatnonzero(gram.beaten >= 0)
     assert beaten.size > 50  # most of the cluster
-    worst, margin = system.evaluate(beaten, W[beaten], 1e-8)
+    worst, margin = system.evaluate(beaten, W[beaten], 1e-8, gram)
     W64 = W.astype(np.float64)
     assert (np.einsum("kd,kd->k", W64[worst], W64[beaten]) > np.einsum("kd,kd->k", W64[beaten], W64[beaten])).all()
     assert (margin < 0).all()
@@ -815,8 +815,8 @@ def _pool(system, box, record: bool, capacity: int = 64):
     from argmaxable.core import reflect as rf
 
     n = system.n_rows
-    pool = rf._reflect_pool(system, np.arange(n), 2500, box, 1e-8, 64, capacity, record, lambda k: None,
-                            system.dtype)
+    pool = rf._reflect_pool(system, np.arange(n), rf._Plan(2500, box, 1e-8, 64, capacity, record, system.dtype),
+                            lambda k: None)
     x = np.full((n, system.d), np.nan, dtype=system.dtype)
     x[pool.kept] = pool.points
     if pool.path is not None:
@@ -915,11 +915,11 @@ def test_a_whole_vocabulary_with_ties_takes_the_gram_pass_and_names_first_rows_f
 
     system = CategorySystem(W, None)
     assert system.dtype == np.float32 and not system.bf16_start
-    system.start_margins(1e-8)
-    where, gram_margin, _ = system._beaten
+    gram = system.start_margins(1e-8)
+    where, gram_margin = gram.beaten, gram.margin
     items = np.flatnonzero(where >= 0)
     assert len(items) > 100
-    worst, margin = system.evaluate(items, W[items], 1e-8)
+    worst, margin = system.evaluate(items, W[items], 1e-8, gram)
     full = W[items] @ W.T
     full[np.arange(len(items)), items] = -np.inf
     np.testing.assert_array_equal(worst, np.argmax(full, axis=1))
@@ -945,7 +945,7 @@ def test_a_whole_vocabulary_releases_the_bf16_copy_before_its_witnesses_are_writ
     rng = np.random.default_rng(14)
     W = rng.normal(size=(400, 6))
     res = am.check_categories(W)
-    assert [o[0] for o in order] == ["write", "release"]
+    assert [o[0] for o in order] == ["release", "write"]  # reflection's products are over, their copies dropped
     assert am.verify_certificate(res, W).all() and (res.status == "argmaxable").sum() > 100
 
 
@@ -954,6 +954,8 @@ def test_replayed_witnesses_equal_the_rows_the_pool_computed(dtype, bound, monke
     """A whole vocabulary checked with its pool's path replayed gives the same witnesses, bit for bit, as with the
     pool keeping every point as a row; a float64 layer above 2e5 weights reflects in float32 and keeps float64
     witnesses, and its path replays in float32 as its pool ran."""
+    from dataclasses import replace
+
     from argmaxable.core import reflect as rf
 
     rng = np.random.default_rng(15)
@@ -964,7 +966,8 @@ def test_replayed_witnesses_equal_the_rows_the_pool_computed(dtype, bound, monke
     res = am.check_categories(W, bound=bound)
     assert (res.steps > 2).sum() > 20
     pool = rf._reflect_pool
-    monkeypatch.setattr(rf, "_reflect_pool", lambda *args: pool(*args[:7], False, *args[8:]))  # no recorder
+    monkeypatch.setattr(rf, "_reflect_pool", lambda system, items, plan, progress: pool(  # no recorder
+        system, items, replace(plan, record=False), progress))
     rows = am.check_categories(W, bound=bound)
     np.testing.assert_array_equal(res.witness, rows.witness)
     np.testing.assert_array_equal(res.status, rows.status)

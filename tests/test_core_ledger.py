@@ -58,3 +58,45 @@ def test_withdrawn_evidence_leaves_the_item_undecided_without_a_witness():
     res = ledger.result()
     assert res.status.tolist() == ["argmaxable", "undecided", "argmaxable"]
     assert np.isnan(res.witness[1]).all() and res.message[1] == "the evidence does not hold"
+
+
+def _ledger_writes(tree) -> list[str]:
+    """Assignments to a ledger's fields (``ledger.x = ...``, ``ledger.x[i] = ...``, ``ledger.x[i] += ...``) and
+    calls mutating one (``ledger.settings.update(...)``) in a module's syntax tree."""
+    import ast
+
+    def field_of(node):  # the ledger field a target writes, or None
+        while isinstance(node, ast.Subscript | ast.Tuple):
+            node = node.value if isinstance(node, ast.Subscript) else None
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "ledger":
+            return node.attr
+        return None
+
+    found = []
+    for node in ast.walk(tree):
+        targets = (node.targets if isinstance(node, ast.Assign) else [node.target]
+                   if isinstance(node, ast.AugAssign) else [])
+        for target in targets:
+            for t in target.elts if isinstance(target, ast.Tuple) else [target]:
+                if (name := field_of(t)) is not None:
+                    found.append(f"{name} (line {node.lineno})")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "update", "pop", "append", "clear", "setdefault") and (name := field_of(node.func.value)):
+            found.append(f"{name}.{node.func.attr} (line {node.lineno})")
+    return found
+
+
+def test_the_core_writes_a_ledger_only_through_its_methods():
+    """Every write to a ledger goes through :class:`Ledger`'s methods (prove, refute, bound, lp_run, note, ...):
+    no other module of the core assigns to its fields, so what a stage may record is the ledger's API."""
+    import ast
+    from pathlib import Path
+
+    import argmaxable.core as core
+
+    planted = ast.parse("ledger.message[pos] = 'x'\nledger.radius_exact[p], ledger.steps[p] = 1, 2\n"
+                        "ledger.settings.update({})\nledger.witness = None\n")
+    assert len(_ledger_writes(planted)) == 5  # the scan sees each form of write
+    writes = {path.name: _ledger_writes(ast.parse(path.read_text(encoding="utf-8")))
+              for path in Path(core.__file__).parent.glob("*.py") if path.name != "ledger.py"}
+    assert {name: w for name, w in writes.items() if w} == {}

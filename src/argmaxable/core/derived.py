@@ -28,7 +28,7 @@ import numpy as np
 
 from argmaxable.core.check import check_assignments
 from argmaxable.core.result import CheckResult
-from argmaxable.core.settings import BOUND
+from argmaxable.core.settings import BOUND, EPS
 from argmaxable.verify import verify_certificate
 
 
@@ -148,7 +148,7 @@ def _item(result: CheckResult, k: int) -> CheckResult:
 
 
 def verify_layers(result: CheckResult, layers: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], kind: str, *,
-                  bound: float = BOUND, lower=None, upper=None, eps: float = 1e-8) -> np.ndarray:
+                  bound: float = BOUND, lower=None, upper=None, eps: float = EPS) -> np.ndarray:
     """Re-check each item's evidence with :func:`argmaxable.verify_certificate` on its own derived layer: item p
     is layer ``result.items[p]``, verified in the box and at the eps given (a result that records others, of
     another kind, or whose items do not index the layers given, is refused with a ValueError)."""
@@ -209,7 +209,7 @@ def check_prescribed(W, sets: Sequence, probs: Sequence, b=None, *, eps_ratio: f
 
 
 def verify_prescribed(result: CheckResult, W, sets: Sequence, probs: Sequence, b=None, *, eps_ratio: float = 0.05,
-                      delta: float = 0.1, bound: float = BOUND, lower=None, upper=None, eps: float = 1e-8
+                      delta: float = 0.1, bound: float = BOUND, lower=None, upper=None, eps: float = EPS
                       ) -> np.ndarray:
     """Re-check every verdict of :func:`check_prescribed` without a solver (True where the evidence holds), for
     the targets, ``eps_ratio``, ``delta``, box and eps given here (defaults: :func:`check_prescribed`'s); a result
@@ -241,7 +241,7 @@ def check_rankings(W, rankings: Sequence, b=None, **check) -> CheckResult:
 
 
 def verify_rankings(result: CheckResult, W, rankings: Sequence, b=None, *, bound: float = BOUND, lower=None,
-                    upper=None, eps: float = 1e-8) -> np.ndarray:
+                    upper=None, eps: float = EPS) -> np.ndarray:
     """Re-check every verdict of :func:`check_rankings` without a solver, in the box and at the eps given
     (defaults: :func:`check_rankings`'s); a result that records others is refused (ValueError)."""
     W = np.asarray(W, dtype=np.float64)

@@ -1,10 +1,11 @@
 """The ledger of a check: per item, what is proven, by which stage, and with which evidence.
 
-Stages (:mod:`argmaxable.core.stages`) write their proofs here and nowhere else: a witness (a point where the item
-wins by more than eps) proves "argmaxable", a dual certificate (weights whose bound puts the radius at or below
-eps) proves "unargmaxable". Where two proofs of opposite kinds meet, the item is undecided: that is numerical
-trouble, never a verdict. Bounds on the radius only tighten: each stage's certified bound is kept where it is the
-best. The :class:`~argmaxable.core.result.CheckResult` is built once from the ledger, complete.
+Stages (:mod:`argmaxable.core.stages`) write their proofs here and nowhere else, through the methods below
+(tests/test_core_ledger.py holds the core to that: no other module assigns to a ledger's fields): a witness (a
+point where the item wins by more than eps) proves "argmaxable", a dual certificate (weights whose bound puts the
+radius at or below eps) proves "unargmaxable". Where two proofs of opposite kinds meet, the item is undecided:
+that is numerical trouble, never a verdict. Bounds on the radius only tighten: each stage's certified bound is
+kept where it is the best. The :class:`~argmaxable.core.result.CheckResult` is built once from the ledger, complete.
 """
 
 from __future__ import annotations
@@ -60,9 +61,32 @@ class Ledger:
         """The radii whose question ``radius > threshold`` the check answers: eps, and the second one if asked."""
         return [self.eps] if self.threshold is None else [self.eps, self.threshold]
 
-    def prove(self, pos, stage: str, lower=None) -> None:
-        """Items ``pos`` are argmaxable by their witnesses (already in :attr:`witness`), whose certified margins
-        are at least ``lower``; against a standing certificate, an item is undecided."""
+    def new_witnesses(self, d: int, dtype, filled: bool) -> np.ndarray:
+        """The witness array, made by the first stage that finds points, in its dtype: uninitialised where that
+        stage writes every row (``filled``), else NaN (no point) until one is written."""
+        k = len(self.items)
+        self.witness = np.empty((k, d), dtype) if filled else np.full((k, d), np.nan, dtype)
+        return self.witness
+
+    def reflected(self, pos: np.ndarray, steps: np.ndarray, x: np.ndarray | None = None) -> None:
+        """Reflection's steps for items ``pos`` (-1: not reflected) and, unless written in place, its iterates."""
+        self.steps[pos] = steps
+        if x is not None:
+            self.witness[pos] = x
+
+    def _put_witness(self, pos: int, x) -> None:
+        """A float64 point for item ``pos`` (an LP's or the exact stage's): the witnesses turn float64 when the
+        first such point comes, so that rounding never loses one."""
+        if self.witness.dtype != np.float64:
+            self.witness = self.witness.astype(np.float64)
+        self.witness[pos] = x
+
+    def prove(self, pos, stage: str, lower=None, x=None) -> None:
+        """Items ``pos`` are argmaxable by their witnesses (in :attr:`witness`, or the float64 point ``x`` of one
+        item), whose certified margins are at least ``lower``; against a standing certificate, an item is
+        undecided."""
+        if x is not None:
+            self._put_witness(pos, x)
         pos = np.atleast_1d(pos)
         refuted = self.status[pos] == UNARGMAXABLE
         for p in pos[refuted]:
@@ -72,6 +96,36 @@ class Ledger:
         self.status[pos], self.stage[pos] = ARGMAXABLE, stage
         if lower is not None:
             self.lower[pos] = lower
+
+    def measured(self, pos, radius) -> None:
+        """Certified lower bounds on the radii of items ``pos`` measured on their witnesses (reflection's margins)."""
+        self.radius[pos] = radius
+
+    def unwitnessed(self, pos) -> None:
+        """Items ``pos`` have no witness (a stage's last iterate that did not win is kept only as a start point)."""
+        self.witness[pos] = np.nan
+
+    def record(self, settings: dict) -> None:
+        """What the result records about the run, added to :attr:`settings` (the numeric path a stage took)."""
+        self.settings.update(settings)
+
+    def start_from(self, starts: dict) -> None:
+        """Where the exact LP (and, for an item it leaves undecided, the exact stage) starts: position ->
+        :class:`~argmaxable.core.chebyshev.WarmStart`, added to those already set."""
+        self.starts.update(starts)
+
+    def lp_run(self, pos: int, converged: bool, rounds: int, message: str) -> None:
+        """What the exact LP did for item ``pos``: whether it reached the optimum, its rounds, its message."""
+        self.radius_exact[pos], self.lp_rounds[pos], self.message[pos] = converged, rounds, message
+
+    def note(self, pos: int, message: str) -> None:
+        """Item ``pos``'s message, replaced."""
+        self.message[pos] = message
+
+    def upper_by(self, pos: int, certificate) -> None:
+        """The dual weights behind an argmaxable item's upper bound on its radius (its "no" at a threshold it
+        bounds); its verdict stands on its witness."""
+        self.certificates[pos] = certificate
 
     def refute(self, pos: int, stage: str, certificate, upper: float, message: str | None = None,
                source: str = "a dual bound") -> bool:
@@ -111,9 +165,7 @@ class Ledger:
         self.status[pos], self.stage[pos], self.radius_exact[pos] = out.status, stage, True
         self.certificates[pos] = (rows, out.float_weights())
         if out.status == ARGMAXABLE:
-            if self.witness.dtype != np.float64:
-                self.witness = self.witness.astype(np.float64)
-            self.witness[pos] = [float(v) for v in out.x]
+            self._put_witness(pos, [float(v) for v in out.x])
 
     def _disagree(self, pos: int, what: str) -> None:
         """Two stages' proofs rule each other out: numerical trouble, never a verdict."""

@@ -10,13 +10,16 @@ in float64: :meth:`~argmaxable.core.systems.CategorySystem.evaluate`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
 from argmaxable.core.backend import release_free_heap
 from argmaxable.core.box import inside, shrink_factors
-from argmaxable.core.systems import GramStart, System, Ties, Whitening
+from argmaxable.core.systems import GramPass, GramStart, System, Ties, Whitening
 
 
 @dataclass
@@ -104,26 +107,29 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
     todo = np.flatnonzero(~tied)
     progress(int(tied.sum()))
     whole = system.n_rows == T and np.array_equal(items, np.arange(T)) and isinstance(system, GramStart)
-    if whole:
-        # Every category at once: the first step from the Gram matrix's upper triangle (half the work).
-        start = system.start(slice(None))  # all start points: the layer itself, a view
-        scale, rounding, fits = np.ones(T), np.zeros(T), inside(start, *box)
-        moved, shrunk = np.zeros(0, dtype=np.int64), start[:0].astype(X.dtype)
-        if system.homogeneous:  # a cone: scaling into the box divides every distance by the same factor
-            scale = shrink_factors(start, *box)
-            moved = np.flatnonzero(np.isfinite(scale) & (scale > 1))  # usually none: no n×d temporary
-            shrunk = (start[moved] / scale[moved, None]).astype(X.dtype)
-            # The stored point is w_t / s rounded: within sqrt(d) u max|x_j| of it, and distances are 1-Lipschitz.
-            rounding[moved] = np.sqrt(system.d) * np.finfo(X.dtype).eps * np.abs(shrunk).max(axis=1)
-            fits[moved] = inside(shrunk, *box)
-        with np.errstate(invalid="ignore"):
-            first = system.start_margins(eps) / scale - rounding
-            won = (first > eps) & fits
-        proven[won], steps[won], margin[won] = True, 1, first[won]
-        progress(int(won.sum()))
-        todo = np.flatnonzero(~won & ~tied)
-    pool = _reflect_pool(system, items[todo], patience, box, eps, stall, batch_size(system.n_rows), whole,
-                         progress, X.dtype)
+    gram = None
+    with _products(system, whole):
+        if whole:
+            # Every category at once: the first step from the Gram matrix's upper triangle (half the work).
+            start = system.start(slice(None))  # all start points: the layer itself, a view
+            scale, rounding, fits = np.ones(T), np.zeros(T), inside(start, *box)
+            moved, shrunk = np.zeros(0, dtype=np.int64), start[:0].astype(X.dtype)
+            if system.homogeneous:  # a cone: scaling into the box divides every distance by the same factor
+                scale = shrink_factors(start, *box)
+                moved = np.flatnonzero(np.isfinite(scale) & (scale > 1))  # usually none: no n×d temporary
+                shrunk = (start[moved] / scale[moved, None]).astype(X.dtype)
+                # The stored point is w_t / s rounded: within sqrt(d) u max|x_j| of it; distances are 1-Lipschitz.
+                rounding[moved] = np.sqrt(system.d) * np.finfo(X.dtype).eps * np.abs(shrunk).max(axis=1)
+                fits[moved] = inside(shrunk, *box)
+            gram = system.start_margins(eps)
+            with np.errstate(invalid="ignore"):
+                first = gram.margin / scale - rounding
+                won = (first > eps) & fits
+            proven[won], steps[won], margin[won] = True, 1, first[won]
+            progress(int(won.sum()))
+            todo = np.flatnonzero(~won & ~tied)
+        plan = _Plan(patience, box, eps, stall, batch_size(system.n_rows), whole, X.dtype, gram)
+        pool = _reflect_pool(system, items[todo], plan, progress)
     proven[todo], steps[todo], margin[todo] = pool.proven, pool.steps, pool.margin
     rows = {int(todo[k]): r for k, r in pool.seen.items()}
     if whole:
@@ -134,15 +140,27 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
     return ReflectOutcome(proven, steps, X, rows, margin)
 
 
+@contextmanager
+def _products(system: System, whole: bool) -> Iterator[None]:
+    """The scope of reflection's products: what a :class:`~argmaxable.core.systems.GramStart` system keeps for
+    them (the bfloat16 copy of the layer, the logit buffer, the torch copies: half the float32 layer and more) is
+    dropped when they are over, before a whole vocabulary's witnesses are written (:func:`_write_witnesses`), and
+    with it the blocks reflection's temporaries left in the heap."""
+    try:
+        yield
+    finally:
+        if isinstance(system, GramStart):
+            system.release()
+            if whole:
+                release_free_heap()
+
+
 def _write_witnesses(system: GramStart, X: np.ndarray, start: np.ndarray, moved: np.ndarray, shrunk: np.ndarray,
                      todo: np.ndarray, pool: _Pool) -> None:
-    """The witnesses and iterates of a whole vocabulary, written into ``X`` once reflection is over and the system
-    has released what its products kept (the bfloat16 copy of the layer and the logit buffer: half the float32
-    layer and more). The points the pool proved are replayed from its path (:class:`Path`), bit for bit:
+    """The witnesses and iterates of a whole vocabulary, written into ``X`` once reflection's products are over
+    (:func:`_products`). The points the pool proved are replayed from its path (:class:`Path`), bit for bit:
     holding them in ``X`` while the products ran put the witnesses and the bfloat16 copy in memory at once (issue 25:
     SmolLM2's peak, 3x its layer)."""
-    system.release()
-    release_free_heap()  # and the blocks reflection's temporaries left in the heap
     X[:] = start
     X[moved] = shrunk
     X[todo[pool.kept]] = pool.points
@@ -215,28 +233,45 @@ class _Pool:
     path: Path | None  # how the other proven items reached their witnesses (None: every point is kept)
 
 
-def _reflect_pool(system: System, items: np.ndarray, patience: int, box, eps: float, stall: int, capacity: int,
-                  record: bool, progress, dtype) -> _Pool:
-    """Braid reflection for ``items``, ``capacity`` of them in flight: each step evaluates every item in flight
+@dataclass(frozen=True)
+class _Plan:
+    """How :func:`_reflect_pool` runs: the patience and stall window per item, the box and eps, the slots
+    (``capacity``), whether to record proven items' paths, the dtype its kept points take, and the Gram pass whose
+    blocks spare the first step its product (None: none ran)."""
+
+    patience: int
+    box: tuple[np.ndarray, np.ndarray]
+    eps: float
+    stall: int
+    capacity: int
+    record: bool
+    dtype: type
+    gram: GramPass | None = None
+
+
+def _reflect_pool(system: System, items: np.ndarray, plan: _Plan, progress) -> _Pool:
+    """Braid reflection for ``items``, ``plan.capacity`` of them in flight: each step evaluates every item in flight
     at once (one product with the layer), an item leaves when proven, stalled, out of patience or at a duplicate
     row, and the next item takes its place. A step costs a pass over the layer however few items it carries, so
     a pool kept full spends no steps on a few slow items while the rest wait (issue 33: Qwen2.5-Coder-0.5B's fixed
     batches spent 88 of a batch's 121 steps on 1-8 items, at 84 ms each against 2.3 ms per item in a full step).
 
-    Points that leave are kept as rows of ``dtype``; with ``record``, those of proven items that did not restart
-    are recorded as a :class:`Path` instead, while the records stay smaller than the points.
+    Points that leave are kept as rows of ``plan.dtype``; with ``plan.record``, those of proven items that did not
+    restart are recorded as a :class:`Path` instead, while the records stay smaller than the points.
 
     In a :class:`~argmaxable.core.systems.Whitening` system that whitens, an item that :data:`RESTART_AFTER`
     reflections have not proven restarts from its whitened point (:meth:`~Whitening.restart`) and reflects in the
     metric P from there: x <- x - 2 (a.x + c) / (a.P a) P a, the reflection across the same hyperplane in that
     metric. Its best margin and stall count start again."""
     T, d = len(items), system.d
+    patience, box, eps, stall, dtype = plan.patience, plan.box, plan.eps, plan.stall, plan.dtype
+    evaluate = system.evaluate if plan.gram is None else partial(system.evaluate, gram=plan.gram)
     whitens = isinstance(system, Whitening) and system.whitens
     proven, restarted = np.zeros(T, dtype=bool), np.zeros(T, dtype=bool)
     steps, margin = np.full(T, -1, dtype=np.int64), np.full(T, np.nan)
     seen, kept, points = {}, [EMPTY], [np.zeros((0, d), dtype)]
-    recorder = _Recorder(T, d) if record else None
-    B = max(1, min(capacity, T))  # the slots, each holding one item's state
+    recorder = _Recorder(T, d) if plan.record else None
+    B = max(1, min(plan.capacity, T))  # the slots, each holding one item's state
     at = np.full(B, -1, dtype=np.int64)  # the position in ``items`` each slot holds (-1: free)
     X = np.empty((B, d), dtype=system.dtype)
     best = np.full(B, -np.inf)  # best certified margin so far
@@ -279,7 +314,7 @@ def _reflect_pool(system: System, items: np.ndarray, patience: int, box, eps: fl
             if recorder is not None:  # (a division by 1 changes no point; restarted items are not replayed)
                 rec = (shrink != 1) & ~restarted[at[fits]]
                 recorder.step(scaled=at[fits[rec]], scale=shrink[rec])
-        worst, m = system.evaluate(items[at[active]], X[active], eps)  # one (b × d) @ (d × n) product
+        worst, m = evaluate(items[at[active]], X[active], eps)  # one (b × d) @ (d × n) product
         wins = m > eps  # certified: the rounding of the product is accounted for
         better = m > best[active]
         best[active[better]] = m[better]

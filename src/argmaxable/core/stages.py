@@ -74,33 +74,31 @@ class Reflect:
         proven, todo = open_[approx.proven], open_[~approx.proven]
         m = approx.margin[approx.proven]  # each witness's certified margin (> eps): a lower bound on the radius
         ledger.prove(proven, self.name, lower=m)
-        ledger.radius[proven] = m
+        ledger.measured(proven, m)
         if ledger.threshold is not None and not self.settings.exact_radius:  # to compare with the threshold
             todo = np.sort(np.concatenate([todo, proven[m <= ledger.threshold]]))
         if self.settings.exact_radius:
             todo = open_
         # The LP starts from reflection's best iterate, with the rows reflection saw beat it in its last steps.
         seeds = {int(open_[j]): system.dense_rows(int(ledger.items[open_[j]]), r) for j, r in approx.rows.items()}
-        ledger.starts = {int(pos): WarmStart(ledger.witness[pos].copy(), seeds.get(int(pos))) for pos in todo}
-        ledger.witness[open_[~approx.proven]] = np.nan
-        ledger.settings.update(numeric_settings(system, whole))
+        ledger.start_from({int(pos): WarmStart(ledger.witness[pos].copy(), seeds.get(int(pos))) for pos in todo})
+        ledger.unwitnessed(open_[~approx.proven])
+        ledger.record(numeric_settings(system, whole))
         return todo
 
     def _reflect(self, system: System, ledger: Ledger, open_: np.ndarray):
         """Run reflection over the open items into the ledger's witnesses. With every item open (a whole
         vocabulary) it writes its iterates straight into the witness array: no n×d temporaries of 300 MB each."""
-        k, whole = len(ledger.items), len(open_) == len(ledger.items)
+        whole = len(open_) == len(ledger.items)
         # A float32 layer checked in float32 keeps float32 witnesses: its start points w_t and reflected iterates
         # are float32 values, certified as stored (a layer of 2 GB needs no 4 GB float64 witness array).
         wdtype = np.float32 if system.dtype == np.float32 and system.start(ledger.items[:0]).dtype == np.float32 \
             else np.float64
-        ledger.witness = np.empty((k, system.d), wdtype) if whole else np.full((k, system.d), np.nan, wdtype)
+        witness = ledger.new_witnesses(system.d, wdtype, filled=whole)
         with progress_bar(len(open_), f"{ledger.kind}: reflect", self.settings.progress) as bar:
             approx = reflect(system, ledger.items[open_], patience=self.settings.patience, box=self.box,
-                             eps=self.settings.eps, progress=bar.update, out=ledger.witness if whole else None)
-        ledger.steps[open_] = approx.steps
-        if not whole:
-            ledger.witness[open_] = approx.x
+                             eps=self.settings.eps, progress=bar.update, out=witness if whole else None)
+        ledger.reflected(open_, approx.steps, None if whole else approx.x)
         return approx, whole
 
 
@@ -177,25 +175,21 @@ class ExactLP:
         certificate = (np.asarray(rows, dtype=np.int64), out.dual_weights)
         witnessed = ledger.status[pos] == ARGMAXABLE
         ledger.bound(pos, out.lower, out.upper)
-        ledger.radius_exact[pos], ledger.lp_rounds[pos], ledger.message[pos] = out.converged, out.rounds, out.message
+        ledger.lp_run(pos, out.converged, out.rounds, out.message)
         if witnessed and out.upper <= ledger.eps:
             ledger.refute(pos, self.name, certificate, out.upper, source="an LP dual bound")
         elif out.status == FEASIBLE:
-            if ledger.witness.dtype != np.float64:  # LP witnesses are float64: rounding could lose them (converted
-                ledger.witness = ledger.witness.astype(np.float64)  # only when one comes: ties return no point)
-            ledger.witness[pos] = out.x
-            ledger.prove(pos, self.name)
+            ledger.prove(pos, self.name, x=out.x)
         elif witnessed:  # reflection's witness proved it; the LP only failed to size its radius
-            ledger.message[pos] = f"argmaxable by its witness; the LP did not size the radius: {out.message}"
+            ledger.note(pos, f"argmaxable by its witness; the LP did not size the radius: {out.message}")
         elif out.status == INFEASIBLE:
             ledger.refute(pos, self.name, certificate, out.upper)
             if self.shared is not None:
                 self.shared.learn(certificate[0][out.dual_weights > 0])
         if ledger.status[pos] == ARGMAXABLE and np.isfinite(out.upper) and out.upper == ledger.upper[pos]:
-            # the dual weights behind an argmaxable item's radius_upper (and its "no" at a threshold it bounds)
-            ledger.certificates[pos] = certificate
+            ledger.upper_by(pos, certificate)
         if ledger.status[pos] == UNDECIDED and out.x is not None:  # where the exact stage starts
-            ledger.starts[pos] = WarmStart(out.x, out.dual_rows)
+            ledger.start_from({pos: WarmStart(out.x, out.dual_rows)})
 
 
 def stages_for(system: System, box, settings: Settings, map_rows=None) -> list:

@@ -9,6 +9,7 @@ products run (device, precision, Gram kernels, rounding bounds) is :mod:`argmaxa
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol, runtime_checkable
 
@@ -80,18 +81,34 @@ class System(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class GramPass:
+    """What one Gram pass (:meth:`GramStart.start_margins`) found, handed on to reflection's first step: every
+    item's certified margin at its start point, and for the start points some row certainly beats, the first row
+    of the Gram block that beats each (``beaten``, -1: none; None where the pass keeps no blocks) in blocks of
+    ``block`` rows, so that the first step measures them against that block alone."""
+
+    margin: np.ndarray
+    beaten: np.ndarray | None = None
+    block: int = 0
+
+
 @runtime_checkable
 class GramStart(Protocol):
     """Items whose start points are the layer's own rows (categories: x = w_t): one Gram pass gives every
-    item's margin at its start point."""
+    item's margin at its start point, and its :class:`GramPass` spares reflection's first step the products it
+    already made (``evaluate(items, X, eps, gram)``)."""
 
     bf16_start: bool  # whether start_margins multiplies in bfloat16
 
-    def start_margins(self, eps: float) -> np.ndarray: ...
+    def start_margins(self, eps: float) -> GramPass: ...
+
+    def evaluate(self, items: np.ndarray, X: np.ndarray, eps: float, gram: GramPass | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]: ...
 
     def release(self) -> None:
-        """Drop what the products keep (made again if used later): the whole vocabulary's witnesses are written
-        after it (:func:`~argmaxable.core.reflect.reflect`)."""
+        """Drop what the products keep (made again if used later): reflection releases it when its products are
+        over (:func:`~argmaxable.core.reflect.reflect`), before a whole vocabulary's witnesses are written."""
         ...
 
 
@@ -135,6 +152,26 @@ class SharedCertificates(Protocol):
     def certificate_pool(self, box, eps: float) -> SupportPool: ...
 
 
+@dataclass(frozen=True)
+class _Pass:
+    """One pass of points through :meth:`CategorySystem._evaluate`, as its tiers 2 and 3 (:meth:`~CategorySystem.
+    _recheck`) read it: the computed logits ``L`` of the columns ``cols`` (None: every row), their spans by row
+    norm (``width``, each span's largest norm ``band_norm`` and each point's largest computed logit in it,
+    ``band_top``), the items and their points in float64, the points' norms rounded up (``xn``), certified lower
+    bounds on their own logits (``low``) and the products' relative error (``kappa``)."""
+
+    L: object  # ndarray, or a torch tensor on the torch paths
+    cols: np.ndarray | None
+    width: int
+    band_norm: np.ndarray
+    band_top: np.ndarray
+    items: np.ndarray
+    X64: np.ndarray
+    xn: np.ndarray
+    low: np.ndarray
+    kappa: float
+
+
 class CategorySystem:
     """Category t of softmax(Wx + b) wins iff (w_i - w_t).x + (b_i - b_t) < 0 for all i != t (002 §3.3)."""
 
@@ -152,9 +189,6 @@ class CategorySystem:
         self.max_norm = float(self.norms.max())
         self.max_bias = float(np.abs(self.b64).max())
         self.kappa = rounding_bound(self.dtype, self.d)
-        # Set by a bfloat16 Gram pass: per item, the first row of the block that certainly beats its start point
-        # (-1: none), the Gram margins, the block size (:meth:`_first_steps`).
-        self._beaten: tuple[np.ndarray, np.ndarray, int] | None = None
 
     @cached_property
     def W(self) -> np.ndarray:
@@ -272,12 +306,12 @@ class CategorySystem:
         rank[self._order] = np.arange(self.n_rows)
         return rank
 
-    def evaluate(self, items, X, eps):
+    def evaluate(self, items, X, eps, gram: GramPass | None = None):
         """The row to reflect across next and a certified lower bound on each point's distance to its item's
         nearest hyperplane (:meth:`_evaluate`), :attr:`_pass_rows` points at a time; start points the Gram pass
-        showed beaten are not measured again (:meth:`_first_steps`)."""
+        ``gram`` showed beaten are not measured again (:meth:`_first_steps`)."""
         worst, margin = np.empty(len(items), dtype=np.int64), np.empty(len(items))
-        rest = self._first_steps(items, X, worst, margin)
+        rest = self._first_steps(items, X, worst, margin, gram)
         step = self._pass_rows
         if len(rest) == len(items) and len(items) <= step:
             return self._evaluate(items, X, eps)  # (X as given: numpy's BLAS may round a copy differently)
@@ -300,15 +334,15 @@ class CategorySystem:
         itemsize = 2 if self.device is None else np.dtype(self.dtype).itemsize
         return max(16, max(self.Win.nbytes // 8, 8 << 20) // (itemsize * self.n_rows))
 
-    def _first_steps(self, items, X, worst, margin) -> np.ndarray:
-        """Points that are their item's start point w_t, which some row certainly beats in the Gram pass of
-        :meth:`start_margins`: most of an LLM head's items (42933 of SmolLM2's 49152 lose at w_t, their norms
+    def _first_steps(self, items, X, worst, margin, gram: GramPass | None) -> np.ndarray:
+        """Points that are their item's start point w_t, which some row certainly beats in the Gram pass ``gram``
+        of :meth:`start_margins`: most of an LLM head's items (42933 of SmolLM2's 49152 lose at w_t, their norms
         vary 4x). Their margin is the Gram pass's certified one and the row to reflect across is the argmax of
         the Gram block that held their maximum, computed again for that block alone: no product with the whole
         layer. Writes those into ``worst`` and ``margin``; returns the positions of the other points."""
-        if self._beaten is None:
+        if gram is None or gram.beaten is None:
             return np.arange(len(items))
-        where, gram_margin, block = self._beaten
+        where, gram_margin, block = gram.beaten, gram.margin, gram.block
         k = np.flatnonzero(where[items] >= 0)
         k = k[(X[k] == self.Win[items[k]]).all(axis=1)]
         margin[k], at = gram_margin[items[k]], where[items[k]]
@@ -386,17 +420,17 @@ class CategorySystem:
         beaten = top - kappa * (xn * self.norms[worst] + np.abs(self.b64[worst])) > 2 * own - low
         open_ = np.flatnonzero(~(margin > eps) & ~beaten)
         if open_.size:
-            self._recheck(L, cols, width, band_norm, band_top, items, X64, xn, low, open_, kappa, eps, margin,
+            self._recheck(_Pass(L, cols, width, band_norm, band_top, items, X64, xn, low, kappa), open_, eps, margin,
                           worst)
         return worst, margin
 
-    def _recheck(self, L, cols, width, band_norm, band_top, items, X64, xn, low, open_, kappa, eps, margin, worst,
-                 group=64):
-        """Tiers 2 and 3 of :meth:`evaluate` for the points ``open_`` (``low``: certified lower bounds on their own
-        logits; ``band_top``: the largest computed logit of each span of columns), ``group`` points at a time;
+    def _recheck(self, p: _Pass, open_, eps, margin, worst, group=64):
+        """Tiers 2 and 3 of :meth:`evaluate` for the points ``open_`` of the pass ``p``, ``group`` points at a time;
         writes their margins and the rows to reflect across into ``margin`` and ``worst``. A row that is not
         measured has a distance above eps (1 + 4 U64), which is their margin."""
-        d, t, absb, norms = self.d, items, np.abs(self.b64), self.norms
+        L, cols, width, band_norm, band_top, X64, xn, low, kappa = (p.L, p.cols, p.width, p.band_norm, p.band_top,
+                                                                    p.X64, p.xn, p.low, p.kappa)
+        d, t, absb, norms = self.d, p.items, np.abs(self.b64), self.norms
         # The float64 arithmetic of the tests below errs by a few units of U64 times the same magnitudes; a row
         # ruled out is at a distance above eps_ > eps (also at eps = 0).
         kap, eps_ = kappa + 8 * U64, max(eps, 2.0**-1000) * (1 + 4 * U64)
@@ -445,7 +479,7 @@ class CategorySystem:
             dist = (-(np.einsum("pd,pd->p", A, X) + c) - err) / (row_norms(A) * (1 + gamma(self.d + 4)))
         return np.where(np.isnan(dist), -np.inf, dist)
 
-    def start_margins(self, eps: float, block: int = 2048) -> np.ndarray:
+    def start_margins(self, eps: float, block: int = 2048) -> GramPass:
         """Certified margin of every category at its own start point x = w_t, for all n categories at once.
 
         The logits of all start points form the Gram matrix W Wᵀ (+ b), which is symmetric: it is computed block
@@ -454,11 +488,11 @@ class CategorySystem:
         of ``[w_i, b_i, 1]`` with ``[w_j, 1, b_j]``, i.e. ``w_i.w_j + b_i + b_j``: the row and column targets'
         logits are its row and column maxima less one bias, with no extra pass over the block. Only running
         maxima are kept (never an n×n matrix); items that do not win here go through :meth:`evaluate`. The start
-        points some row certainly beats are kept with the Gram block that beats them, so that :meth:`evaluate` does
-        not measure them against the whole layer again (:meth:`_first_steps`): layers over :data:`BF16_ABOVE`
-        weights on the numpy path, in float32 or with bfloat16 steps (a bfloat16 pass followed by float32 steps
-        would name its first rows in bfloat16, see :data:`BF16_STEPS_D`). Below that the first step's product is
-        short (PP-OCRv4, 6625 x 120: no faster).
+        points some row certainly beats are returned with the Gram block that beats them, so that :meth:`evaluate`
+        given the pass does not measure them against the whole layer again (:meth:`_first_steps`): layers over
+        :data:`BF16_ABOVE` weights on the numpy path, in float32 or with bfloat16 steps (a bfloat16 pass followed
+        by float32 steps would name its first rows in bfloat16, see :data:`BF16_STEPS_D`). Below that the first
+        step's product is short (PP-OCRv4, 6625 x 120: no faster).
         """
         n = self.n_rows
         own = self.sq + self.b64
@@ -467,11 +501,11 @@ class CategorySystem:
         # What the bound cannot certify is not measured again here: those items go to reflection's pool, whose
         # first step evaluates the same start points row by row (:meth:`evaluate`).
         margin = self._certified_margin(np.arange(n), self.Win, own, top, eps, kappa)
-        if where is not None and self.Win.size > BF16_ABOVE and (self.bf16_steps or not self.bf16_start):
-            kappa = self.kappa if kappa is None else kappa
-            err = kappa * (np.sqrt(self.sq) * self.max_norm + 2 * self.max_bias)  # as in _certified_margin
-            self._beaten = (np.where(top - err > own + err, where, -1), margin, block)
-        return margin
+        if where is None or self.Win.size <= BF16_ABOVE or (self.bf16_start and not self.bf16_steps):
+            return GramPass(margin)
+        kappa = self.kappa if kappa is None else kappa
+        err = kappa * (np.sqrt(self.sq) * self.max_norm + 2 * self.max_bias)  # as in _certified_margin
+        return GramPass(margin, np.where(top - err > own + err, where, -1), block)
 
     def _gram_top(self, block: int):
         """The Gram pass of :meth:`start_margins`: each target's largest computed logit (plus its own bias) over the
