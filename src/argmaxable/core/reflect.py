@@ -121,8 +121,8 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
                 # The stored point is w_t / s rounded: within sqrt(d) u max|x_j| of it; distances are 1-Lipschitz.
                 rounding[moved] = np.sqrt(system.d) * np.finfo(X.dtype).eps * np.abs(shrunk).max(axis=1)
                 fits[moved] = inside(shrunk, *box)
-            gram = system.start_margins(eps)
-            with np.errstate(invalid="ignore"):
+            with np.errstate(invalid="ignore"):  # an all-zero layer: 0 / 0 margins, which prove nothing
+                gram = system.start_margins(eps)
                 first = gram.margin / scale - rounding
                 won = (first > eps) & fits
             proven[won], steps[won], margin[won] = True, 1, first[won]
