@@ -89,6 +89,9 @@ def set_value(config_dir: str | Path, key: str, column: str, value) -> Path | No
                 comment = text[len(old):] if text.startswith(old) else ""  # a row written by row_line
                 lines[i] = row_line([new[c] for c in cat.columns]) + comment + "\n"
                 break
+        else:  # a row written over several lines: left to the user rather than a file that disagrees with it
+            raise ValueError(f"{cat.path}: the row of {key!r} is not on one line; write it as `- [...]` to set "
+                             f"its {column}")
         cat.path.write_text("".join(lines), encoding="utf-8")
         path = Path(config_dir) / "model" / f"{key}.yaml"
         path.write_text(cat.render(new), encoding="utf-8")
