@@ -64,6 +64,23 @@ def test_radius_bounds_bracket_the_exact_lp_radius(bias):
     assert am.verify_certificate(res, W, b).all() and am.verify_certificate(lp, W, b).all()
 
 
+def test_lps_started_at_witnesses_reach_the_radius_scipy_computes():
+    """``starts`` moves where each exact LP begins, not what it proves: at d = 160 (rounds capped at 128 rows) the LPs
+    started at the witnesses of a first check give scipy's radius, as the LPs started by reflection do; a start of
+    the wrong shape is refused in one line."""
+    rng = np.random.default_rng(3)
+    W, items = rng.normal(size=(400, 160)), np.arange(4)
+    plain = am.check_categories(W, items, exact_radius=True, workers=1)
+    started = am.check_categories(W, items, exact_radius=True, workers=1, starts=plain.witness)
+    want = np.array([chebyshev_radius(W, None, int(t), 100.0) for t in items])
+    assert (started.status == "argmaxable").all() and started.lp_rounds.min() >= 1
+    np.testing.assert_allclose(started.radius, want, rtol=1e-7)
+    np.testing.assert_allclose(plain.radius, want, rtol=1e-7)
+    assert am.verify_certificate(started, W, None).all()
+    with pytest.raises(ValueError, match="'starts' parameter must be 4 finite points of dimension 160"):
+        am.check_categories(W, items, exact_radius=True, starts=plain.witness[:, :3])
+
+
 def test_witness_radius_is_the_smallest_distance_to_the_hyperplanes():
     """At a witness x the bound is min_i (z_t - z_i) / ||w_t - w_i||, computed here directly, to rounding; an equal
     row with a lower offset is no constraint, one with an offset as high makes it -inf."""

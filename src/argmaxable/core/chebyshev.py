@@ -36,10 +36,13 @@ VIOLATION_TOLERANCE = 1e-9
 
 FEASIBLE, INFEASIBLE, UNDECIDED = "feasible", "infeasible", "undecided"
 
-# Working-set sizes: the first solve has this many rows, and each round adds max(d+1, this many). Measured
-# (benchmarks/RESULTS.md): at d=128 a first solve over 48 rows instead of d+1 = 129 is about 2x faster and still
-# decides a wide region in one round; at d=16 rounds of 48 rows instead of 17 take 3 rounds instead of 5.
+# Working-set sizes: the first solve has WORKING_ROWS rows, and each round adds max(d+1, WORKING_ROWS), at most
+# ROUND_ROWS. Measured (benchmarks/RESULTS.md): at d=128 a first solve over 48 rows instead of d+1 = 129 is about 2x
+# faster and still decides a wide region in one round; at d=16 rounds of 48 rows instead of 17 take 3 rounds
+# instead of 5; at d=896 (Qwen2.5-Coder's head) rounds of d+1 = 897 dense rows made each next dual simplex solve
+# minutes long and the LP did not finish, where rounds of 128 converged in 16 to 24 (256: in 12, no faster).
 WORKING_ROWS = 48
+ROUND_ROWS = 128
 
 
 @dataclass
@@ -229,7 +232,7 @@ def _generate(A, c, norms, box, lp: LPSettings, start: WarmStart) -> LPOutcome:
     cn = c * inv
     cn_max = float(np.abs(cn).max())
     thresholds = list(lp.thresholds) or [lp.eps]
-    k_add = lp.rows_per_round or max(d + 1, WORKING_ROWS)
+    k_add = lp.rows_per_round or min(max(d + 1, WORKING_ROWS), ROUND_ROWS)
     in_set = np.zeros(m, dtype=bool)
     first = _first_rows(A, inv, cn, box, lp, start)
     in_set[first] = True

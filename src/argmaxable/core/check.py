@@ -13,6 +13,7 @@ import numpy as np
 
 from argmaxable.core.backend import resolve_device
 from argmaxable.core.box import make_box
+from argmaxable.core.chebyshev import WarmStart
 from argmaxable.core.ledger import Ledger
 from argmaxable.core.numerics import gamma, range_scale
 from argmaxable.core.result import CheckResult
@@ -86,12 +87,14 @@ def _as_bias(b, n: int, masks: bool = False) -> np.ndarray | None:
 
 
 def _run(system, items: np.ndarray, settings: Settings, box, *, kind: str, threshold: float | None = None,
-         map_rows=None, shown_box=None) -> Ledger:
+         map_rows=None, shown_box=None, starts: np.ndarray | None = None) -> Ledger:
     """Check ``items`` of ``system``: each of its stages in turn, on the items the previous ones left open.
     ``threshold``: a second radius to answer about (label sets: 1); ``shown_box``: the box the result records
-    (default: ``box``)."""
+    (default: ``box``); ``starts``: a point per item where its exact LP starts (default: reflection's iterate)."""
     record = settings.record(box if shown_box is None else shown_box)
     ledger = Ledger(np.asarray(items), kind=kind, eps=settings.eps, threshold=threshold, settings=record)
+    if starts is not None:
+        ledger.start_from({k: WarmStart(x) for k, x in enumerate(starts)})
     open_ = np.arange(len(items))
     for stage in stages_for(system, box, settings, map_rows):
         open_ = stage.run(system, ledger, open_)
@@ -208,6 +211,15 @@ def _category_positions(items, prep: Prepared) -> tuple[np.ndarray, np.ndarray, 
     return items, live, index[items[live]]
 
 
+def _start_points(starts, k: int, d: int) -> np.ndarray:
+    """``starts`` as a float64 (k, d) array of finite points, or a one-line error."""
+    X = np.asarray(starts, dtype=np.float64)
+    if X.shape != (k, d) or not np.isfinite(X).all():
+        raise ValueError(f"The 'starts' parameter must be {k} finite points of dimension {d}, one per item. "
+                         f"Got shape {X.shape}.")
+    return X
+
+
 def _with_masked(ledger: Ledger, items: np.ndarray, live: np.ndarray, prep: Prepared) -> Ledger:
     """The ledger over ``items`` (category indices) from ``ledger`` over the live ones: a masked category (left
     out of every system) is unargmaxable, its certificate the row of the largest bias alone."""
@@ -234,7 +246,8 @@ def _name_duplicates(ledger: Ledger, bias: bool) -> None:
 
 def check_categories(W, items=None, b=None, *, bound: float = BOUND, lower=None, upper=None, eps: float = EPS,
                      patience: int = PATIENCE, solver: str = SOLVER, workers: int = WORKERS, progress: bool = False,
-                     exact_radius: bool = False, device: str | None = "auto", regions: bool = False) -> CheckResult:
+                     exact_radius: bool = False, device: str | None = "auto", regions: bool = False,
+                     starts=None) -> CheckResult:
     """Which categories of softmax(W x + b) can be the argmax for some x in the box?
 
     Parameters
@@ -272,6 +285,9 @@ def check_categories(W, items=None, b=None, *, bound: float = BOUND, lower=None,
         Also decide, in rational arithmetic, whether the region ``{x in box : A x + c < 0}`` of each item not
         shown eps-argmaxable is non-empty (the norm-free question: a region thinner than eps), with rational
         evidence in ``result.exact``. Items the float stages leave undecided go to that exact stage always.
+    starts : array_like, shape (len(items), d), optional
+        A point per item where its exact LP starts, e.g. its witness from an earlier check of the whole layer
+        (default: reflection's last iterate). It moves where the LP's search begins, not what it proves.
 
     Returns
     -------
@@ -291,8 +307,10 @@ def check_categories(W, items=None, b=None, *, bound: float = BOUND, lower=None,
     settings = Settings(bound, lower, upper, eps, patience, solver, workers, progress, exact_radius, device, regions)
     prep = _prepare(W, b, settings, keep_float32=True, masks=True)
     items, live, run = _category_positions(items, prep)
+    if starts is not None:
+        starts = _start_points(starts, len(items), prep.W0.shape[1])[live]
     system = CategorySystem(prep.W, prep.b, resolve_device(settings.device))
-    ledger = _run(system, run, settings, prep.box, kind="categories", map_rows=system.row_index)
+    ledger = _run(system, run, settings, prep.box, kind="categories", map_rows=system.row_index, starts=starts)
     ledger = _with_masked(ledger, items, live, prep)
     _name_duplicates(ledger, prep.b0 is not None and bool(np.any(prep.b0 != 0)))
     return _finished(ledger, prep)

@@ -154,7 +154,7 @@ class LPSettings:
 
     ``exact_radius``: run constraint generation to the optimum (else stop once every threshold is decided);
     ``thresholds``: the radii whose question ``radius > threshold`` must be decided (empty: eps alone);
-    ``initial_rows``, ``rows_per_round``: working-set sizes (default 48 and max(d+1, 48)).
+    ``initial_rows``, ``rows_per_round``: working-set sizes (default 48, and max(d+1, 48) but at most 128).
     """
 
     eps: float = EPS

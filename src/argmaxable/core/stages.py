@@ -79,9 +79,11 @@ class Reflect:
             todo = np.sort(np.concatenate([todo, proven[m <= ledger.threshold]]))
         if self.settings.exact_radius:
             todo = open_
-        # The LP starts from reflection's best iterate, with the rows reflection saw beat it in its last steps.
+        # The LP starts from reflection's best iterate, with the rows reflection saw beat it in its last steps
+        # (unless the caller gave it a start).
         seeds = {int(open_[j]): system.dense_rows(int(ledger.items[open_[j]]), r) for j, r in approx.rows.items()}
-        ledger.start_from({int(pos): WarmStart(ledger.witness[pos].copy(), seeds.get(int(pos))) for pos in todo})
+        ledger.start_from({int(pos): WarmStart(ledger.witness[pos].copy(), seeds.get(int(pos))) for pos in todo
+                           if int(pos) not in ledger.starts})
         ledger.unwitnessed(open_[~approx.proven])
         ledger.record(numeric_settings(system, whole))
         return todo
