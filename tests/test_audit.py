@@ -79,6 +79,8 @@ def test_lps_started_at_witnesses_reach_the_radius_scipy_computes():
     assert am.verify_certificate(started, W, None).all()
     with pytest.raises(ValueError, match="'starts' parameter must be 4 finite points of dimension 160"):
         am.check_categories(W, items, exact_radius=True, starts=plain.witness[:, :3])
+    with pytest.raises(ValueError, match=r"'starts' parameter must be finite\. Got nan at index"):
+        am.check_categories(W, items, exact_radius=True, starts=np.where(plain.witness > 1, np.nan, plain.witness))
 
 
 def test_witness_radius_is_the_smallest_distance_to_the_hyperplanes():

@@ -212,9 +212,10 @@ def _category_positions(items, prep: Prepared) -> tuple[np.ndarray, np.ndarray, 
 
 
 def _start_points(starts, k: int, d: int) -> np.ndarray:
-    """``starts`` as a float64 (k, d) array of finite points, or a one-line error."""
-    X = np.asarray(starts, dtype=np.float64)
-    if X.shape != (k, d) or not np.isfinite(X).all():
+    """``starts`` checked as ``W`` is (:func:`_as_matrix`: real, finite, float64; none at all for no items), one
+    point of dimension ``d`` per item, or a one-line error."""
+    X = _as_matrix(starts, "starts") if np.size(starts) else np.zeros((0, d))
+    if X.shape != (k, d):
         raise ValueError(f"The 'starts' parameter must be {k} finite points of dimension {d}, one per item. "
                          f"Got shape {X.shape}.")
     return X
