@@ -681,12 +681,7 @@ def _fast_categories(W, b, rows_all, X_all, pos, eps) -> np.ndarray:
         own_err = gamma(d + 3) * (xn * wn[r] + np.abs(bs[r]))
         err = kappa * (xn * N + 2 * B) + tiny * 4 * (d + 3) * max(1.0, B) + gamma(2) * (np.abs(own) + 2 * B)
         need[sl] = own - own_err - err - (eps[sl] / kx) * (wn[r] + N)  # the largest other logit must stay below
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(2)
-        top = _gram_top(R, bs, rows, dtype) if gram else _general_top(R, X_all, pos, rows, kx, dtype)
-    finally:
-        torch.set_num_threads(threads)
+    top = _gram_top(R, bs, rows, dtype) if gram else _general_top(R, X_all, pos, rows, kx, dtype)
     return top < need
 
 
