@@ -145,7 +145,7 @@ def bench_assignments(quick: bool) -> dict:
     """
     import argmaxable as am
     from argmaxable.core import LPSettings, chebyshev
-    from argmaxable.core.check import _as_signs
+    from argmaxable.core.questions.assignments import as_signs
     from argmaxable.core.systems import AssignmentSystem
 
     n, d, m = 8921, 561, (300 if quick else 10000)
@@ -160,7 +160,7 @@ def bench_assignments(quick: bool) -> dict:
     t_verify = time.perf_counter() - t0
     sample = 1 if quick else 2
     t0 = time.perf_counter()
-    lp = [chebyshev(*AssignmentSystem(W, None, _as_signs([Y[i]], n)).dense(0), 1e4, LPSettings(exact_radius=False))
+    lp = [chebyshev(*AssignmentSystem(W, None, as_signs([Y[i]], n)).dense(0), 1e4, LPSettings(exact_radius=False))
           for i in range(sample)]
     t_lp = (time.perf_counter() - t0) / sample
     agree = all(o.status == "infeasible" for o in lp) == all(res.status[:sample] == "unargmaxable")

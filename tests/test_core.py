@@ -703,7 +703,7 @@ def test_logits_of_one_pass_take_an_eighth_of_the_layer_and_cutting_changes_noth
     from argmaxable.core import systems
 
     rng = np.random.default_rng(9)
-    n, d = 40000, 32  # 1.28M weights: the bfloat16 path; 8 MiB of bfloat16 logits = 104 points
+    n, d = 40000, 256  # 10.2M weights of 256 columns: bfloat16 steps (BF16_STEPS_D); 8 MiB of logits = 104 points
     W = (rng.normal(size=(n, d)) * rng.uniform(0.5, 2, size=(n, 1))).astype(np.float32)
     system = systems.CategorySystem(W, None)
     assert system._pass_rows == (8 << 20) // (2 * n)
@@ -900,9 +900,12 @@ def test_a_whole_vocabulary_with_ties_takes_the_gram_pass_and_names_first_rows_f
     """Ties do not knock a whole vocabulary off the Gram pass (its items are all the rows, less the tied ones to
     reflect); on the numpy float32 path the start points the pass shows beaten are not measured again: each one's
     first row to reflect across is the argmax of the Gram block holding its maximum, which is the argmax of its
-    whole row of logits, and its margin is the pass's certified one (negative)."""
+    whole row of logits, and its margin is the pass's certified one (negative). The numpy path is taken on any CPU
+    (one with bfloat16 products would otherwise take them)."""
+    from argmaxable.core import systems
     from argmaxable.core.systems import CategorySystem
 
+    monkeypatch.setattr(systems, "bf16_gemm", lambda: False)
     rng = np.random.default_rng(21)
     n, d = 6000, 192  # 1152000 weights: float32, the Gram pass's blocks name the first rows
     W = (rng.normal(size=(n, d)) * rng.lognormal(0, 0.4, size=(n, 1))).astype(np.float32)

@@ -12,7 +12,7 @@ from torch import nn
 
 import argmaxable as am
 from argmaxable.constructions import dft_matrix
-from argmaxable.core.derived import check_rankings, verify_rankings
+from argmaxable.core import check_rankings, verify_rankings
 from argmaxable.layers import DFTSigmoidHead, DFTSoftmaxHead, SphericalSoftmaxHead
 
 

@@ -339,7 +339,7 @@ def test_integral_numpy_counts_are_accepted_and_torch_bools_refused_like_numpy_b
 
 def test_eps_above_one_is_refused_for_sets():
     """With eps = 2 check_rankings answered eps "no" and "1" "yes" for the same item: radius > 1 but not > eps."""
-    from argmaxable.core.derived import check_rankings
+    from argmaxable.core import check_rankings
 
     W, b = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 0.0]]), np.array([0.0, 0.0, 3.0])
     for call in (lambda: check_rankings(W, [[2]], b, eps=2.0), lambda: am.check_assignments(W, [[2]], b, eps=2.0),

@@ -11,13 +11,8 @@ import pytest
 
 import argmaxable as am
 from argmaxable.constructions import dft_ranking_layer, uniform_probabilities
-from argmaxable.core.derived import (
-    achieved,
-    check_prescribed,
-    check_rankings,
-    verify_prescribed,
-    verify_rankings,
-)
+from argmaxable.core import check_prescribed, check_rankings, verify_prescribed, verify_rankings
+from argmaxable.core.questions.prescribed import achieved
 
 
 def test_set_feasible_only_with_a_positive_threshold():

@@ -280,7 +280,8 @@ def test_a_result_of_another_layer_is_one_line(tmp_path, capsys):
 def test_ranking_and_prescribed_verifiers_read_the_callers_settings_and_items():
     """Issue 32, finding 2: verify_prescribed read eps_ratio and delta from the result, verify_rankings took no
     box or eps and ignored the result's items and its length."""
-    from argmaxable.core.derived import achieved, check_prescribed, check_rankings, verify_prescribed, verify_rankings
+    from argmaxable.core import check_prescribed, check_rankings, verify_prescribed, verify_rankings
+    from argmaxable.core.questions.prescribed import achieved
 
     loose = check_prescribed(TOY, [[0, 1, 3]], [[0.6, 0.3, 0.1]], delta=0.99, eps_ratio=0.9, workers=1)
     inside, _ = achieved(TOY, None, loose.witness[0][:-1], [0, 1, 3])

@@ -15,7 +15,7 @@ module uses, not the float64 one it would like to), so the guarantee is verified
 - :class:`DFTSoftmaxHead` (softmax, top-k): a projection to ``x`` (2k+s features) and
   ``W = [W^DFT_{n,2k+1} without its constant column, S]`` (scaled by ``sqrt(n/2)``); every top-k ranking, and so
   every category, is argmaxable (thesis Prop. 5.3, d = 2k; slack columns keep it, Prop. 5.2). Check with
-  :func:`argmaxable.core.derived.check_rankings`.
+  :func:`argmaxable.core.check_rankings`.
 
 The guarantees hold for the inputs x of W anywhere in a box around the origin (the checks' default box): a
 model that can only reach part of it (x after a ReLU, say) may still miss outputs. The DFT heads therefore end
@@ -237,7 +237,7 @@ class DFTSoftmaxHead(nn.Module):
     Examples
     --------
     >>> import argmaxable as am
-    >>> from argmaxable.core.derived import check_rankings, verify_rankings
+    >>> from argmaxable.core import check_rankings, verify_rankings
     >>> head = DFTSoftmaxHead(16, n=30, k=2)
     >>> head(torch.randn(5, 16)).shape
     torch.Size([5, 30])

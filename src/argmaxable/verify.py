@@ -55,7 +55,11 @@ import numpy as np
 from argmaxable.verify_exact import with_exact, with_exact_certificates
 
 STATUSES = ("argmaxable", "unargmaxable", "undecided")
-KINDS = ("categories", "assignments", "top-m sets")
+# The forms of evidence this module checks, each with its own arithmetic: a result's kind, for the questions whose
+# items are checked as they are; top-k rankings and prescribed probabilities are checked item by item as
+# assignments of each item's derived layer (argmaxable.core.derived.verify_layers). Every question of the core
+# (argmaxable.core.questions) declares one of these; a test holds them together.
+FORMS = ("categories", "assignments", "top-m sets")
 # The checks' documented boxes and eps (002 §4: 100; thesis §4.2: 1e4 for label sets, eps 1e-8), the defaults
 # the verifier applies where the caller gives none, and the thresholds each kind answers (sets: also 1).
 DEFAULT_BOUND = {"categories": 100.0, "assignments": 1e4, "top-m sets": 100.0}
@@ -298,8 +302,10 @@ def _inputs(result, W, b, bound, lower, upper, eps):
     b = np.zeros(n) if b is None else _as_real(b, "b", 1, masks=kind == "categories")
     if b.shape != (n,):
         raise ValueError(f"verify_certificate: b must have shape ({n},). Got {b.shape}.")
-    if kind not in KINDS:
-        raise ValueError(f"verify_certificate: unknown result kind {kind!r} (expected one of {', '.join(KINDS)}).")
+    if kind not in FORMS:
+        raise ValueError(f"verify_certificate: a result of kind {kind!r} is not checked here (its kinds: "
+                         f"{', '.join(FORMS)}); top-k rankings and prescribed probabilities have verify_rankings and "
+                         "verify_prescribed.")
     k = len(result.status)
     if kind == "top-m sets":  # tau's coefficient: -1, or -1/s for a layer the check rescaled by s (power of 2)
         W = np.hstack([W, np.full((n, 1), -_tau_scale(max(_abs_max(W), float(np.abs(b).max()))))])

@@ -11,6 +11,13 @@ ARGMAXABLE, UNARGMAXABLE, UNDECIDED = "argmaxable", "unargmaxable", "undecided"
 STATUSES = (ARGMAXABLE, UNARGMAXABLE, UNDECIDED)
 
 
+def _kinds() -> tuple[str, ...]:
+    """The result kinds, the questions' (imported when first needed: the questions' modules import this one)."""
+    from argmaxable.core.questions import KINDS
+
+    return KINDS
+
+
 def answer_column(threshold: str) -> str:
     """The table column of the answers at a threshold: eps_argmaxable, one_argmaxable (radius > 1), or
     ``argmaxable_at_<threshold>`` for any other (never shown as one of the two)."""
@@ -49,7 +56,9 @@ class CheckResult:
 
     Attributes
     ----------
-    kind : {"categories", "assignments"}
+    kind : str
+        The question (:data:`argmaxable.core.questions.KINDS`): "categories", "assignments", "top-m sets",
+        "top-k rankings" or "prescribed probabilities".
     items : ndarray of int, shape (k,)
         Category indices (categories) or row numbers of Y (assignments).
     status : ndarray of str, shape (k,)
@@ -105,6 +114,9 @@ class CheckResult:
     exact: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
+        if self.kind not in _kinds():
+            raise ValueError(f"CheckResult: unknown kind {self.kind!r} (one of {', '.join(_kinds())}: a question is a "
+                             "module of argmaxable.core.questions).")
         if self.radius_upper is None:
             self.radius_upper = np.full(len(self.items), np.nan)
 
@@ -243,6 +255,9 @@ class CheckResult:
             raise ValueError(f"{path}: its certificate offsets do not match its {len(f['items'])} items")
         certs = [(rows[o[i] : o[i + 1]], weights[o[i] : o[i + 1]]) for i in range(len(o) - 1)]
         answers = {k[len("answer_"):]: f[k] for k in f if k.startswith("answer_")}
+        if str(f["kind"]) not in _kinds():
+            raise ValueError(f"{path}: not a result of a known question (kind {str(f['kind'])!r}; the kinds: "
+                             f"{', '.join(_kinds())})")
         return cls(str(f["kind"]), f["items"], f["status"], f["radius"], f["radius_exact"], f["steps"],
                    f["lp_rounds"], f["witness"], f["message"], certs, settings,
                    radius_upper=f.get("radius_upper"), answers=answers, exact=_read_exact(f, path))

@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from argmaxable.core import check_categories
-from argmaxable.core.derived import check_rankings, verify_rankings
+from argmaxable.core import check_categories, check_rankings, verify_rankings
 from argmaxable.provenance import save_figure, write_table
 from argmaxable.verify import verify_certificate
 

@@ -20,8 +20,7 @@ import numpy as np
 import pandas as pd
 
 from argmaxable.constructions import gaussian_like, uniform_probabilities
-from argmaxable.core import check_top_m
-from argmaxable.core.derived import check_prescribed
+from argmaxable.core import check_prescribed, check_top_m
 from argmaxable.outputs import write_figure, write_tables
 from argmaxable.provenance import write_table
 from argmaxable.rules import typed

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from argmaxable.core.derived import check_prescribed
+from argmaxable.core import check_prescribed
 from argmaxable.outputs import write_figure, write_tables
 from argmaxable.provenance import atomic_path, metadata, sidecar, write_json
 from argmaxable.rules import typed

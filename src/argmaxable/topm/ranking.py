@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from argmaxable.constructions import dft_ranking_layer
-from argmaxable.core.derived import check_rankings, verify_rankings
+from argmaxable.core import check_rankings, verify_rankings
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
 from argmaxable.rules import typed
 from argmaxable.topm.schema import CheckSettings, TopmConfig
