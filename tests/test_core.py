@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from scipy.spatial import ConvexHull, QhullError
 
 import argmaxable as am
-from argmaxable.core import chebyshev
+from argmaxable.core import chebyshev, fastpath
 from argmaxable.core.backend import GPU_DRIVER_FILES, bf16_gemm
 
 TOY = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])  # 002 Fig. 1: c4 inside the triangle
@@ -158,7 +158,6 @@ def test_results_do_not_depend_on_worker_count():
 def test_float32_stage_agrees_with_float64_stage(monkeypatch):
     # Above FLOAT32_ABOVE weights the approximate stage runs in float32 with a rounding bound: the same layer checked in
     # float64 (threshold raised) must give the same verdicts, and both must verify.
-    from argmaxable.core import systems
 
     rng = np.random.default_rng(3)
     W = rng.normal(size=(20000, 60))
@@ -167,7 +166,7 @@ def test_float32_stage_agrees_with_float64_stage(monkeypatch):
     res = am.check_categories(W, classes, b)
     assert res.settings["numeric_path"].startswith(("float32", "bfloat16"))
     assert am.verify_certificate(res, W, b).all()
-    monkeypatch.setattr(systems, "FLOAT32_ABOVE", 10**12)
+    monkeypatch.setattr(fastpath, "FLOAT32_ABOVE", 10**12)
     res64 = am.check_categories(W, classes, b)
     assert res64.settings["numeric_path"] == "float64"
     np.testing.assert_array_equal(res.status, res64.status)
@@ -291,10 +290,9 @@ def test_integer_points_in_the_plane_match_qhull(points):
 def test_gram_first_step_matches_the_batched_step(n, d, bias, monkeypatch):
     """The whole-vocabulary first step (Gram matrix, upper triangle, several blocks) certifies the same margins
     as evaluating every start point directly (float64 below 1e6 weights, float32 above)."""
-    from argmaxable.core import systems
     from argmaxable.core.systems import CategorySystem
 
-    monkeypatch.setattr(systems, "bf16_gemm", lambda: False)  # the bfloat16 products have their own test
+    monkeypatch.setattr(fastpath, "bf16_gemm", lambda: False)  # the bfloat16 products have their own test
 
     rng = np.random.default_rng(5)
     W = rng.normal(size=(n, d)) * rng.uniform(0.2, 1.0, size=(n, 1))  # varied norms: some lose at the start
@@ -412,12 +410,12 @@ def test_bf16_gram_margins_are_certified_lower_bounds(monkeypatch):
     won = gram > 0  # a positive margin is a certified lower bound (a negative one only says "not proven")
     assert (gram[won] <= exact[won]).all()
     assert 0.3 < (gram > 1e-8).mean() < (exact > 1e-8).mean()
-    monkeypatch.setattr(systems, "bf16_gemm", lambda: False)
+    monkeypatch.setattr(fastpath, "bf16_gemm", lambda: False)
     float32 = systems.CategorySystem(W, b).start_margins(1e-8, block=256).margin
     assert ((gram > 1e-8) <= (float32 > 1e-8)).all()  # the looser bound certifies no item the tight one misses
     monkeypatch.undo()
     res = am.check_categories(W, b=b)
-    monkeypatch.setattr(systems, "bf16_gemm", lambda: False)
+    monkeypatch.setattr(fastpath, "bf16_gemm", lambda: False)
     np.testing.assert_array_equal(res.status, am.check_categories(W, b=b).status)
     assert am.verify_certificate(res, W, b).all()
 
@@ -432,12 +430,12 @@ def test_bf16_steps_only_for_wide_layers(monkeypatch, d, steps):
 
     from argmaxable.core import systems
 
-    monkeypatch.setattr(systems, "bf16_gemm", lambda: True)
-    monkeypatch.setattr(systems, "BF16_ABOVE", 0)
+    monkeypatch.setattr(fastpath, "bf16_gemm", lambda: True)
+    monkeypatch.setattr(fastpath, "BF16_ABOVE", 0)
     rng = np.random.default_rng(7)
     n = 300
     W = (rng.normal(size=(n, d)) * rng.uniform(0.3, 1.0, size=(n, 1))).astype(np.float32)
-    monkeypatch.setattr(systems, "FLOAT32_ABOVE", 0)
+    monkeypatch.setattr(fastpath, "FLOAT32_ABOVE", 0)
     system = systems.CategorySystem(W, rng.normal(size=n))
     assert system.bf16_start
     items = np.arange(5)
@@ -547,9 +545,8 @@ def test_small_layer_is_checked_without_importing_torch(shape, dtype, path):
     # Importing torch costs about a second per process, more than checking a 6625 x 120 head: below BF16_ABOVE
     # weights the CPU path (numpy's BLAS; float32 products above FLOAT32_ABOVE) must not import it when no GPU
     # driver is present.
-    from argmaxable.core import systems
 
-    assert systems.FLOAT32_ABOVE < shape[0] * shape[1] <= systems.BF16_ABOVE or dtype == "float64"
+    assert fastpath.FLOAT32_ABOVE < shape[0] * shape[1] <= fastpath.BF16_ABOVE or dtype == "float64"
     code = (f"import sys, numpy as np, argmaxable as am; W = np.random.default_rng(0).normal(size={shape})"
             f".astype('{dtype}'); r = am.check_categories(W, b=np.zeros({shape[0]})); "
             "print(r.counts()['undecided'], 'torch' in sys.modules, r.settings['numeric_path'])")
@@ -592,10 +589,9 @@ def test_clustered_layer_matches_qhull(arithmetic, monkeypatch):
     """A layer of near-duplicate clusters, checked in each arithmetic of the reflection steps (whose borderline
     points go through the per-row float64 re-check): the verdicts are Qhull's vertices without duplicates, and
     every certificate verifies."""
-    from argmaxable.core import systems
 
     for name, value in ARITHMETIC[arithmetic].items():
-        monkeypatch.setattr(systems, name, value)
+        monkeypatch.setattr(fastpath, name, value)
     W = clustered_layer(0).astype(np.float64 if arithmetic == "float64" else np.float32)
     expected = np.zeros(len(W), dtype=bool)
     expected[ConvexHull(W.astype(np.float64)).vertices] = True
@@ -616,7 +612,7 @@ def test_borderline_margins_agree_with_exact_arithmetic(arithmetic, monkeypatch)
     from argmaxable.core import systems
 
     for name, value in ARITHMETIC[arithmetic].items():
-        monkeypatch.setattr(systems, name, value)
+        monkeypatch.setattr(fastpath, name, value)
     W = clustered_layer(1).astype(np.float32 if arithmetic != "float64" else np.float64)
     system = systems.CategorySystem(W, None)
     rng = np.random.default_rng(2)
@@ -902,10 +898,9 @@ def test_a_whole_vocabulary_with_ties_takes_the_gram_pass_and_names_first_rows_f
     first row to reflect across is the argmax of the Gram block holding its maximum, which is the argmax of its
     whole row of logits, and its margin is the pass's certified one (negative). The numpy path is taken on any CPU
     (one with bfloat16 products would otherwise take them)."""
-    from argmaxable.core import systems
     from argmaxable.core.systems import CategorySystem
 
-    monkeypatch.setattr(systems, "bf16_gemm", lambda: False)
+    monkeypatch.setattr(fastpath, "bf16_gemm", lambda: False)
     rng = np.random.default_rng(21)
     n, d = 6000, 192  # 1152000 weights: float32, the Gram pass's blocks name the first rows
     W = (rng.normal(size=(n, d)) * rng.lognormal(0, 0.4, size=(n, 1))).astype(np.float32)

@@ -45,7 +45,8 @@ def rounding_bound(dtype, d: int) -> float:
 
 
 def bf16_rounding_bound(d: int) -> float:
-    """Relative error factor of one entry of the bfloat16 Gram product in :meth:`CategorySystem.start_margins`.
+    """Relative error factor of one entry of the bfloat16 Gram product in
+    :meth:`~argmaxable.core.fastpath.LayerProducts.start_margins`.
 
     Inputs are rounded to bfloat16 (unit roundoff u = 2^-8), their products are exact
     in float32, the length-d sum accumulates in float32 (gamma_d at 2^-24) and the result is rounded to

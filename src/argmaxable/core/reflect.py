@@ -5,7 +5,7 @@ the hyperplane of the worst one. One step for a batch of targets is one matrix p
 so the whole vocabulary of a GPT-2-sized layer costs a few W·Wᵀ-sized passes in float32. The stage is
 one-sided: it proves "argmaxable" with a witness inside the box, never the opposite; every acceptance is
 rigorous (the products' rounding is bounded, and the rows a borderline point may lose to are measured again
-in float64: :meth:`~argmaxable.core.systems.CategorySystem.evaluate`).
+in float64: :meth:`~argmaxable.core.fastpath.LayerProducts.evaluate`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import numpy as np
 
 from argmaxable.core.backend import release_free_heap
 from argmaxable.core.box import inside, shrink_factors
-from argmaxable.core.systems import GramPass, GramStart, System, Ties, Whitening
+from argmaxable.core.fastpath import GramPass
+from argmaxable.core.systems import GramStart, System, Ties, Whitening
 
 
 @dataclass
