@@ -338,7 +338,7 @@ def test_dual_stage_rounding_bound_reaches_the_far_end_of_the_box(monkeypatch):
     from argmaxable.core import gordan
 
     seen = []
-    monkeypatch.setattr(gordan, "_prove_batch", lambda *args: seen.append(args[7]))
+    monkeypatch.setattr(gordan, "_prove_batch", lambda out, pos, S, rows, box, eps: seen.append(rows.reach))
     W = truncated_dft(10, 2)
     signs = np.where(all_assignments(10), -1, 1)
     gordan.gordan_certificates(W, None, signs, box=(np.full(5, -5.0), np.full(5, 1.0)), eps=1e-8)

@@ -93,17 +93,30 @@ def gordan_certificates(W: np.ndarray, b: np.ndarray | None, signs: np.ndarray, 
         progress(T)
         return out
     step = batch_size(len(rows))
-    reach = np.maximum(np.abs(lo), np.abs(hi))  # bounds |x_j| over the box
+    rowset = _Rows(H, Ginv, habs, np.maximum(np.abs(lo), np.abs(hi)), b is not None)
     for first in range(0, T, step):
         pos = np.arange(first, min(first + step, T))
-        _prove_batch(out, pos, signs[pos][:, rows].astype(np.float64), H, Ginv, habs, box, reach, b is not None, eps)
+        _prove_batch(out, pos, signs[pos][:, rows].astype(np.float64), rowset, box, eps)
         progress(min(step, T - first))
     return out
 
 
-def _prove_batch(out: GordanOutcome, pos, S, H, Ginv, habs, box, reach, has_bias: bool, eps: float) -> None:
-    """Re-weighting rounds for the items ``pos`` (signs ``S`` over the rows of ``H``), writing the proven ones into
-    ``out``; ``reach`` bounds |x_j| over the box in the rounding bound of the check sum."""
+@dataclass(frozen=True)
+class _Rows:
+    """The nonzero rows of a check's systems as :func:`_prove_batch` reads them: normalised (``H``, with the offset
+    column where there is a bias), the pseudo-inverse of their Gram matrix, each row's |h_i| against the box
+    (``habs``), and ``reach``, the bound on |x_j| over the box, for the rounding bound of the check sum."""
+
+    H: np.ndarray
+    Ginv: np.ndarray
+    habs: np.ndarray
+    reach: np.ndarray
+    has_bias: bool
+
+
+def _prove_batch(out: GordanOutcome, pos, S, rows: _Rows, box, eps: float) -> None:
+    """Re-weighting rounds for the items ``pos`` (signs ``S`` over ``rows``), writing the proven ones into ``out``."""
+    H, Ginv, habs, reach, has_bias = rows.H, rows.Ginv, rows.habs, rows.reach, rows.has_bias
     d = H.shape[1] - has_bias
     omega = np.ones_like(S)
     for _ in range(MAX_ROUNDS + 1):
