@@ -210,8 +210,11 @@ def _list_unargmaxable(res, layer, settings: dict, split=None) -> None:
         print("unargmaxable tokens: " + ", ".join(_name(int(i), layer) for i in listed[:LISTED])
               + (f", ... ({len(listed)} in all)" if len(listed) > LISTED else ""))
     emitted = tied.loc[tied["emitted"], "category"].astype(int).tolist()
-    print(f"greedy decoding (first index on ties) can still emit {', '.join(map(str, emitted)) or 'none of them'}; "
-          f"it never emits the other {unarg.size - len(emitted)}")
+    if emitted:
+        print(f"greedy decoding (first index on ties) can still emit {', '.join(map(str, emitted))}; it never emits "
+              f"the other {unarg.size - len(emitted)}")
+    else:
+        print(f"greedy decoding (first index on ties) never emits any of the {unarg.size}")
 
 
 def evidence_path(table: str | Path) -> Path:
