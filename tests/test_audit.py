@@ -250,7 +250,7 @@ def test_cli_audit_writes_a_card_that_verify_rechecks(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "tie group 1: 15:' w10' (normal) = 16:' w11' (normal) = 17:' w12' (normal) = 18:' w13' (normal); " \
            "greedy decoding still emits 15" in out
-    assert "hardest to reach:" in out
+    assert "hardest to reach of the 2 tokens the LP bounded" in out  # --hardest 2
     files = {p.name for p in prefix.parent.iterdir()}
     assert {"m.md", "m.html", "m.json", "m.tokens.parquet", "m.evidence.npz", "m.hardest.evidence.npz"} <= files
     card = json.loads((tmp_path / "out" / "m.json").read_text())

@@ -324,8 +324,9 @@ def cmd_audit(args) -> int:
     _list_unargmaxable(audit.result, layer, settings, audit.unargmaxable)
     if card["hardest"]:
         h = card["hardest"][0]
-        print(f"hardest to reach: {_name(h[0], layer)}, radius in [{h[4]:.3g}, {h[5]:.3g}]; every other argmaxable "
-              f"token's region holds a ball of radius >= {card['others_at_least']:.3g} (certified)")
+        print(f"hardest to reach of the {len(card['hardest'])} tokens the LP bounded (the smallest certified bounds "
+              f"and the longest reflections): {_name(h[0], layer)}, radius in [{h[4]:.3g}, {h[5]:.3g}]; every other "
+              f"argmaxable token's region holds a ball of radius >= {card['others_at_least']:.3g} (certified)")
     paths = write_audit(audit, prefix, layer.W, evidence=args.evidence, model=args.path,
                         config={"command": sys.argv[1:], **audit.result.settings}, inputs=layer.files or [args.path])
     print("wrote " + ", ".join(str(p) for p in paths.values()))
