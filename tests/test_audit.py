@@ -83,6 +83,29 @@ def test_lps_started_at_witnesses_reach_the_radius_scipy_computes():
         am.check_categories(W, items, exact_radius=True, starts=np.where(plain.witness > 1, np.nan, plain.witness))
 
 
+def test_lps_stopped_at_a_round_limit_keep_bounds_around_the_radius(tmp_path):
+    """``lp_rounds`` stops each exact LP early with the certified bounds it reached: at d = 160 one round cannot hold
+    the optimum's active rows, so each of the 4 LPs stops with radius <= scipy's radius <= radius_upper, says so,
+    and its evidence still verifies; the audit's card marks those LPs; a limit of 0 is refused in one line."""
+    rng = np.random.default_rng(3)
+    W, items = rng.normal(size=(400, 160)), np.arange(4)
+    want = np.array([chebyshev_radius(W, None, int(t), 100.0) for t in items])
+    capped = am.check_categories(W, items, exact_radius=True, workers=1, lp_rounds=1)
+    assert (capped.status == "argmaxable").all() and (capped.lp_rounds == 1).all() and not capped.radius_exact.any()
+    assert (capped.radius <= want * (1 - 1e-6)).all() and (capped.radius_upper >= want * (1 + 1e-6)).all()
+    assert all(m.startswith("stopped after 1 rounds (the limit)") for m in capped.message)
+    assert am.verify_certificate(capped, W, None).all()
+    full = am.check_categories(W, items, exact_radius=True, workers=1, lp_rounds=50)
+    assert full.radius_exact.all() and (full.lp_rounds > 1).all()
+    np.testing.assert_allclose(full.radius, want, rtol=1e-7)
+    with pytest.raises(ValueError, match=r"'lp_rounds' parameter must be a positive integer or None\. Got 0"):
+        am.check_categories(W, items, exact_radius=True, lp_rounds=0)
+    audit = audit_layer(Layer(W, None, "d=160", precision="float64"), hardest=2, refine=8, lp_rounds=1, workers=1)
+    assert [h[11:] for h in audit.card["hardest"]] == [[1, False], [1, False]]
+    text = markdown(audit.card)
+    assert "| 1 (limit) " in text and "2 of these LPs stopped at the limit of 1 rounds" in text
+
+
 def test_witness_radius_is_the_smallest_distance_to_the_hyperplanes():
     """At a witness x the bound is min_i (z_t - z_i) / ||w_t - w_i||, computed here directly, to rounding; an equal
     row with a lower offset is no constraint, one with an offset as high makes it -inf."""
@@ -305,7 +328,7 @@ def test_the_pipeline_audits_from_the_checks_evidence(tmp_path):
 
     model = {"name": "toy", "source": "random", "params": {"n": 200, "d": 4, "seed": 1}}
     detect = {"bound": 100.0, "patience": 50, "eps": 1e-8, "solver": "highs", "workers": 1,
-              "audit": {"hardest": 2, "refine": 20, "share": 0.02}}
+              "audit": {"hardest": 2, "refine": 20, "lp_rounds": 10, "share": 0.02}}
     check_model(model, detect, tmp_path / "c.parquet", tmp_path / "s.json", evidence_path=tmp_path / "e.npz")
     card = audit_model(model, detect, tmp_path / "e.npz", tmp_path / "detect" / "audit" / "toy")
     table = pd.read_parquet(tmp_path / "c.parquet")

@@ -443,6 +443,46 @@ def test_bf16_steps_only_for_wide_layers(monkeypatch, d, steps):
     assert L.dtype == (torch.bfloat16 if steps == "bfloat16" else np.float32)
 
 
+def test_items_bf16_steps_leave_unproven_reflect_again_in_float32(monkeypatch):
+    """Items reflection's bfloat16 steps leave unproven (made so here: the proofs of every item that took more than
+    one step are dropped) reflect again from their start points in float32 steps, and only they: each is decided
+    as a check in float32 steps decides it, without the LP, and every witness verifies (issue 33: Qwen2.5-Coder's
+    under-trained Thai tokens on a CPU with native bfloat16, each an LP of minutes at d = 896)."""
+    from argmaxable.core import reflect as reflection
+    from argmaxable.core import stages
+
+    for name, value in ARITHMETIC["bfloat16"].items():
+        monkeypatch.setattr(fastpath, name, value)
+    rng = np.random.default_rng(11)
+    n, d = 600, 256
+    mean = rng.normal(size=d) * 0.5
+    W = mean + rng.normal(size=(n, d)) * rng.lognormal(0, 0.25, size=(n, 1))
+    W[:30] = 1.2 * mean + 0.1 * rng.normal(size=(30, d))  # pulled toward the mean: beaten at their start points
+    W = W.astype(np.float32)
+    calls = []
+
+    def spy(system, items, **kw):
+        out = reflection.reflect(system, items, **kw)
+        calls.append((len(items), system.bf16_steps))
+        if len(calls) == 1:
+            lost = out.proven & (out.steps > 1)
+            out.proven[lost], out.steps[lost], out.margin[lost] = False, -1, np.nan
+            calls.extend([np.flatnonzero(lost), np.flatnonzero(~out.proven)])  # no row is tied: all go again
+        return out
+
+    monkeypatch.setattr(stages, "reflect", spy)
+    res = am.check_categories(W, workers=1)
+    lost, unproven = calls[1], calls[2]
+    assert len(lost) >= 5 and calls[0] == (n, True) and calls[3] == (len(unproven), False) and len(calls) == 4
+    assert (res.status[lost] == "argmaxable").all() and (res.lp_rounds[lost] == 0).all()
+    assert (res.steps[lost] > 1).all()
+    monkeypatch.setattr(stages, "reflect", reflection.reflect)
+    monkeypatch.setattr(fastpath, "BF16_STEPS_D", 10**9)
+    plain = am.check_categories(W, workers=1)
+    np.testing.assert_array_equal(res.status, plain.status)
+    assert am.verify_certificate(res, W).all()
+
+
 def test_shared_supports_prove_clustered_categories_without_lp():
     # Categories clustered deep inside the hull (as on a real OCR head) share certificate supports: one LP's
     # support proves its neighbours. Verdicts still match Qhull and every certificate passes the independent check.

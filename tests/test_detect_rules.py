@@ -32,7 +32,7 @@ def test_a_failed_download_is_one_line_and_leaves_nothing(tmp_path):
 
 def test_quantisation_rules_run_on_a_tiny_gguf_head(tmp_path):
     """quantise_model and make_quant_table through Snakemake: the SmolLM2 config pointed at a tiny GGUF file by
-    URL, studied at Q8_0 (returned bit for bit) and Q4_0; Gemma-3's study switched off."""
+    URL, studied at Q8_0 (returned bit for bit) and Q4_0; Gemma-3's and Qwen2.5-Coder's studies switched off."""
     import hashlib
 
     import pandas as pd
@@ -44,7 +44,7 @@ def test_quantisation_rules_run_on_a_tiny_gguf_head(tmp_path):
     overrides = (f'overrides=["results_dir={tmp_path}/results","data_dir={tmp_path}/data","detect.patience=50",'
                  f'"{m}.download.kind=url","++{m}.download.url={src.as_uri()}","++{m}.download.filename=m.gguf",'
                  f'"{m}.download.sha256={digest}","{m}.params.path=m.gguf","{m}.quant=[Q8_0,Q4_0]",'
-                 f'"model.gemma3_270m.quant=[]"]')
+                 f'"model.gemma3_270m.quant=[]","model.qwen25_coder_05b_instruct.quant=[]"]')
     out = snakemake(f"{tmp_path}/results/detect/tables/quant.md", "--cores", "1", "--config", overrides)
     assert out.returncode == 0, out.stderr[-3000:]
     table = pd.read_parquet(tmp_path / "results" / "detect" / "tables" / "quant.parquet")

@@ -318,7 +318,7 @@ def cmd_audit(args) -> int:
     settings = _settings(args, BOUND, layer)
     print(_describe(args.path, layer.W, layer.b))
     audit = audit_layer(layer, name=Path(args.path.rstrip("/")).name, hardest=args.hardest, refine=args.refine,
-                        unused=args.unused, progress=args.progress, **settings)
+                        lp_rounds=args.lp_rounds or None, unused=args.unused, progress=args.progress, **settings)
     card = audit.card
     print(audit.result.summary().split("\n")[0])
     _list_unargmaxable(audit.result, layer, settings, audit.unargmaxable)
@@ -556,7 +556,7 @@ def _add_evidence_option(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from argmaxable.audit import HARDEST, REFINE
+    from argmaxable.audit import HARDEST, LP_ROUNDS, REFINE
 
     parser = argparse.ArgumentParser(prog="argmaxable", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"argmaxable {__version__}")
@@ -585,6 +585,9 @@ def build_parser() -> argparse.ArgumentParser:
                        f"smallest certified regions whose radius the LP bounds from both sides (default {HARDEST})")
     audit.add_argument("--refine", type=int, default=REFINE, metavar="M", help="tokens whose lower bound is "
                        f"tightened at the witness before the K hardest are chosen (default {REFINE})")
+    audit.add_argument("--lp-rounds", type=int, default=LP_ROUNDS, metavar="R", help="constraint-generation rounds "
+                       "of each of the K LPs, at most; the card gives the bounds reached where one stops before its "
+                       f"optimum (default {LP_ROUNDS}; 0: to the optimum, minutes a token on a wide head)")
     audit.add_argument("--unused", metavar="SPEC", help="the model's unused tokens, which the unembedding indicator "
                        "compares every row with: ids and ranges ('5,7,100-120') or a regular expression a token's "
                        "whole name matches (default: GGUF type 'unused' and names such as <unused12>)")

@@ -10,7 +10,8 @@ under-training signals of its weights, on one card (:mod:`argmaxable.audit.card`
    (:mod:`argmaxable.audit.signals`), and each unargmaxable token's kind (:func:`argmaxable.detect.study
    .split_unargmaxable`);
 3. the hardest tokens (:func:`argmaxable.audit.reach.hardest`): the bounds of the ``refine`` smallest tightened at
-   their witnesses, both bounds of the ``hardest`` smallest from the Chebyshev LP;
+   their witnesses, both bounds of the ``hardest`` smallest from the Chebyshev LP (at most ``lp_rounds`` rounds
+   each: the bounds it reached if it stops before the optimum);
 4. the indicators of Land & Bartolo (2024) and the row norm, each flagging :data:`~argmaxable.audit.signals.FLAG_SHARE`
    of the vocabulary, compared with the verdicts and radii.
 """
@@ -33,6 +34,7 @@ from argmaxable.detect.study import norm_percentiles, split_unargmaxable, tie_gr
 
 HARDEST = 6  # tokens whose radius the LP bounds from both sides (one LP over the whole head each)
 REFINE = 128  # tokens whose lower bound is tightened at its witness first
+LP_ROUNDS = 10  # constraint-generation rounds of each hardest token's LP, at most (benchmarks/RESULTS.md, issue 33)
 NAMED = 10  # tokens named per signal among those only it flags
 
 
@@ -75,8 +77,8 @@ def scale_witnesses(result: CheckResult, box) -> np.ndarray:
 
 def audit_layer(layer, *, name: str | None = None, bound: float = BOUND, lower=None, upper=None, eps: float = EPS,
                 patience: int = PATIENCE, solver: str = SOLVER, workers: int = WORKERS, hardest: int = HARDEST,
-                refine: int = REFINE, unused: str | None = None, share: float = FLAG_SHARE, progress: bool = False,
-                result: CheckResult | None = None) -> Audit:
+                refine: int = REFINE, lp_rounds: int | None = LP_ROUNDS, unused: str | None = None,
+                share: float = FLAG_SHARE, progress: bool = False, result: CheckResult | None = None) -> Audit:
     """Audit the head ``layer`` (:class:`argmaxable.detect.loaders.Layer`): see the module docstring.
 
     Parameters
@@ -87,6 +89,10 @@ def audit_layer(layer, *, name: str | None = None, bound: float = BOUND, lower=N
         As in :func:`argmaxable.check_categories`.
     hardest, refine : int
         Tokens the LP bounds from both sides; tokens whose bound is tightened at the witness first.
+    lp_rounds : int or None
+        The most constraint-generation rounds of each of those LPs (None: to the optimum). On a wide head whose
+        hardest tokens have hundreds of active rows (Qwen2.5-Coder's, d = 896) each round re-solves a dense basis,
+        so the LP to its optimum costs minutes a token; one stopped earlier keeps both certified bounds it reached.
     unused : str, optional
         The reference tokens of the unembedding indicator (:func:`~argmaxable.audit.signals.reference_tokens`).
     share : float
@@ -103,7 +109,8 @@ def audit_layer(layer, *, name: str | None = None, bound: float = BOUND, lower=N
         result = check_categories(W, b=b, bound=bound, lower=lower, upper=upper, eps=eps, patience=patience,
                                   solver=solver, workers=workers, progress=progress)
     seconds["check"] = time.perf_counter() - t0
-    settings = {**result.settings, "patience": patience, "solver": solver, "workers": workers, "refine": refine}
+    settings = {**result.settings, "patience": patience, "solver": solver, "workers": workers, "refine": refine,
+                "lp_rounds": lp_rounds}
     box = make_box(d, bound, lower, upper)
     if b is None or not np.any(b):
         scale_witnesses(result, box)

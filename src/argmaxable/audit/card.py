@@ -74,7 +74,8 @@ def build_card(layer, name: str, result, lp, unarg: pd.DataFrame, groups: list, 
         hard.append([*_token(tokens, t), str(lp.status[j]), float(lp.radius[j]), float(lp.radius_upper[j]),
                      None if np.isnan(row["indicator"]) else float(row["indicator"]), float(row["norm_percentile"]),
                      [SIGNALS[c] for c in SIGNALS if c not in ("flag_radius",) and bool(row[c])],
-                     float(row["radius"]), int(result.steps[np.flatnonzero(result.items == t)[0]])])
+                     float(row["radius"]), int(result.steps[np.flatnonzero(result.items == t)[0]]),
+                     int(lp.lp_rounds[j]), bool(lp.radius_exact[j])])
     arg = np.flatnonzero(status == ARGMAXABLE)
     others = np.setdiff1d(result.items[arg], lp.items)
     others_floor = float(np.nanmin(result.radius[others])) if others.size else None
@@ -91,7 +92,7 @@ def build_card(layer, name: str, result, lp, unarg: pd.DataFrame, groups: list, 
         "tie_groups": tie_rows, "unargmaxable_not_tied": inside,
         "greedy_emits": sorted(emitted), "never_emitted": never,
         "hardest": hard, "others_at_least": others_floor, "share": share,
-        "refined": int(settings.get("refine", 0)),
+        "refined": int(settings.get("refine", 0)), "lp_rounds": settings.get("lp_rounds"),
         "signals": compare,
         "ids": {"unargmaxable": unarg_ids.tolist(), "never_emitted_by_greedy_decoding": never,
                 "flagged_by_indicator": np.flatnonzero(tokens["flag_indicator"]).tolist()},
@@ -175,10 +176,16 @@ def sections(card: dict) -> list[tuple[str, list]]:
                         + ". Ids it can never emit: " + (", ".join(map(str, c["never_emitted"][:LISTED])) or "none")
                         + (" ..." if len(c["never_emitted"]) > LISTED else "") + "."))
     out.append(("Unargmaxable tokens", blocks))
-    hard = pd.DataFrame([[h[0], shown(h[1]), h[2], h[3], _fmt(h[4]), _fmt(h[5]), _fmt(h[9]), h[10], _fmt(h[6]),
-                          _fmt(h[7]), "; ".join(h[8]) or "—"] for h in c["hardest"]],
+    def rounds(h) -> str:  # the LP's rounds, and whether it stopped before its optimum
+        return f"{h[11]}" + ("" if h[12] else " (limit)" if h[11] == c["lp_rounds"] else " (not converged)")
+
+    hard = pd.DataFrame([[h[0], shown(h[1]), h[2], h[3], _fmt(h[4]), _fmt(h[5]), _fmt(h[9]), h[10], rounds(h),
+                          _fmt(h[6]), _fmt(h[7]), "; ".join(h[8]) or "—"] for h in c["hardest"]],
                         columns=["id", "token", "type", "verdict", "radius >=", "radius <=", "witness's bound",
-                                 "reflection steps", "indicator", "norm percentile", "also flagged by"])
+                                 "reflection steps", "LP rounds", "indicator", "norm percentile", "also flagged by"])
+    stopped = sum(not h[12] and h[11] == c["lp_rounds"] for h in c["hardest"])
+    limit = (f" {stopped} of these LPs stopped at the limit of {c['lp_rounds']} rounds before their optimum: the "
+             "radius lies between their two bounds." if stopped else "")
     floor = c["others_at_least"]
     ratios = [h[4] / h[9] for h in c["hardest"] if h[9] and h[9] > 0 and np.isfinite(h[4])]
     gap = (f" Here the LP's radii are {min(ratios):.3g} to {max(ratios):.3g} times the witnesses' bounds: a witness "
@@ -192,7 +199,7 @@ def sections(card: dict) -> list[tuple[str, list]]:
               f"from both sides the radii of {len(c['hardest'])} tokens: half with the smallest of those bounds, half "
               "those reflection needed most steps to reach. The LP's lower bound is a point whose distance to every "
               "other token's hyperplane is at least that, its upper bound dual weights over the other rows (LP "
-              "duality)." + gap),
+              "duality)." + limit + gap),
         ("table", hard),
         ("p", "Every other argmaxable token's region holds a ball of radius at least "
               f"{_fmt(floor)} (certified at its witness)." if floor is not None else "No other argmaxable token.")]))

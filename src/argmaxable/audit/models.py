@@ -23,13 +23,14 @@ def audit_model(model: Mapping, detect: Mapping, evidence_path: str | os.PathLik
                 root: str | os.PathLike | None = None, config: Any = None) -> dict:
     """Audit one checked model in the paper's box from the evidence its check wrote (rule ``check_model``), and write
     the card, the per-token table and the evidence beside ``prefix`` (:func:`~argmaxable.audit.write_audit`).
-    ``detect`` holds the check's settings and ``audit`` (hardest, refine, share)."""
+    ``detect`` holds the check's settings and ``audit`` (hardest, refine, lp_rounds, share)."""
     layer = load_model(model, root=root)
     result = CheckResult.load(evidence_path, W=layer.W)
     opts = detect["audit"]
     audit = audit_layer(layer, name=model["name"], bound=detect["bound"], eps=detect["eps"],
                         patience=detect["patience"], solver=detect["solver"], workers=detect["workers"],
-                        hardest=opts["hardest"], refine=opts["refine"], unused=model.get("unused") or None,
+                        hardest=opts["hardest"], refine=opts["refine"], lp_rounds=opts["lp_rounds"],
+                        unused=model.get("unused") or None,
                         share=opts["share"], result=result)
     write_audit(audit, prefix, layer.W, model=str(layer.files[0]) if layer.files else "MODEL", config=config,
                 inputs=[evidence_path, *layer.files])
@@ -37,15 +38,15 @@ def audit_model(model: Mapping, detect: Mapping, evidence_path: str | os.PathLik
 
 
 def index_table(cards: list[dict], links: list[str]) -> pd.DataFrame:
-    """One row per card: the head, its verdicts, ties, the smallest LP radius among its hardest tokens, the certified
-    floor of the others, and per signal the tokens it flags and those only it flags; the rank correlations of the
-    indicator and the norm with the radius bound; the card's path (``links``, relative to the results)."""
+    """One row per card: the head, its verdicts, ties, the smallest LP upper bound among its hardest tokens, the
+    certified floor of the others, and per signal the tokens it flags and those only it flags; the rank correlations
+    of the indicator and the norm with the radius bound; the card's path (``links``, relative to the results)."""
     rows = []
     for card, link in zip(cards, links, strict=True):
         s = card["signals"]
         row = {"model": card["model"], "n": card["n"], "d": card["d"], **card["counts"],
                "tie groups": len(card["tie_groups"]), "greedy decoding emits": len(card["greedy_emits"]),
-               "smallest LP radius": min((h[5] for h in card["hardest"]), default=None),
+               "smallest LP radius at most": min((h[5] for h in card["hardest"]), default=None),
                "others' radius at least": card["others_at_least"], "unused tokens named": s["reference_tokens"]}
         for r in s["rows"]:
             row[f"{r['signal']}: flags"] = r["flagged"]

@@ -111,7 +111,8 @@ def hardest(result, W, b, k: int, *, refine: int, settings: dict, progress: bool
 
     The ``refine`` argmaxable categories with the smallest recorded bounds (``result.radius``) are first bounded
     again at their witnesses by :func:`witness_radii`; the smallest half of ``k`` of those, and the half of ``k``
-    that reflection took most steps to prove (``result.steps``), go to the Chebyshev LP.
+    that reflection took most steps to prove (``result.steps``), go to the Chebyshev LP, run to its optimum or for at
+    most ``settings["lp_rounds"]`` rounds.
 
     Returns
     -------
@@ -120,7 +121,8 @@ def hardest(result, W, b, k: int, *, refine: int, settings: dict, progress: bool
         witnesses are the same: ``verify`` re-checks each at its claimed radius).
     lp : CheckResult
         The LP's check of the ``k`` categories (``exact_radius``), in increasing order of their radius: a float64
-        witness whose margin is ``radius`` and dual weights (``certificates``) bounding it by ``radius_upper``.
+        witness whose margin is ``radius`` and dual weights (``certificates``) bounding it by ``radius_upper``
+        (``radius_exact``: the LP reached its optimum, so the two meet).
     """
     import copy
 
@@ -144,7 +146,8 @@ def hardest(result, W, b, k: int, *, refine: int, settings: dict, progress: bool
     lp = check_categories(W, result.items[top], b, bound=settings["bound"], lower=settings.get("lower"),
                           upper=settings.get("upper"), eps=settings["eps"], patience=0,
                           solver=settings.get("solver", "highs"), workers=settings.get("workers", 2),
-                          exact_radius=True, progress=progress, starts=result.witness[top])
+                          exact_radius=True, progress=progress, starts=result.witness[top],
+                          lp_rounds=settings.get("lp_rounds"))
     return refined, _sorted(lp, np.argsort(lp.radius, kind="stable"))
 
 

@@ -261,11 +261,39 @@ def _generate(A, c, norms, box, lp: LPSettings, start: WarmStart) -> LPOutcome:
             break
         if not lp.exact_radius and all(search.lower > thr or search.upper <= thr for thr in thresholds):
             break
+        if lp.max_rounds is not None and search.rounds >= lp.max_rounds:
+            _best_between(search, A, inv, cn, cn_max, box, start.x, x, slack)
+            search.message = (f"stopped after {search.rounds} rounds (the limit), {violated.size} rows still "
+                              f"violated: radius in [{search.lower:.6g}, {search.upper:.6g}]")
+            break
         worst = violated if violated.size <= k_add else violated[np.argpartition(-slack[violated], k_add - 1)[:k_add]]
         in_set[worst] = True
         working.extend(worst)
         solver.add_rows(A[worst] * inv[worst, None], cn[worst])
     return search.outcome(lp.eps)
+
+
+def _best_between(search: _Search, A, inv, cn, cn_max: float, box, x0, x1, slack1) -> None:
+    """For an LP stopped before its optimum: the best point on the segment from its start ``x0`` (a witness, whose
+    margin bounds the radius from below) to the last iterate ``x1`` (nearer the optimum, but outside the region),
+    kept if its certified margin beats the best so far. The margin along the segment, min_i of an affine function
+    of each row, is concave: a ternary search on the two points' slacks finds its maximum."""
+    if x0 is None:
+        return
+    x0 = np.clip(np.asarray(x0, dtype=np.float64), *box)
+    slack0 = (A @ x0) * inv + cn
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        a, b = lo + (hi - lo) / 3, hi - (hi - lo) / 3
+        if ((1 - a) * slack0 + a * slack1).max() <= ((1 - b) * slack0 + b * slack1).max():
+            hi = b
+        else:
+            lo = a
+    for lam in (0.0, lo):  # the start itself, and the best point between
+        x = np.clip((1 - lam) * x0 + lam * x1, *box)
+        margin = _certified_margin(x, (A @ x) * inv + cn, cn_max)
+        if margin > search.lower:
+            search.best_x, search.lower = x, margin
 
 
 def _first_rows(A, inv, cn, box, lp: LPSettings, start: WarmStart) -> np.ndarray:

@@ -13,6 +13,8 @@ runs (device, bfloat16, Gram kernels, rounding bounds) is :mod:`argmaxable.core.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -114,6 +116,17 @@ class LayerProducts:
     def bf16_steps(self) -> bool:
         """Whether reflection's steps multiply in bfloat16 too (:data:`BF16_STEPS_D`)."""
         return self.bf16_start and self.d >= BF16_STEPS_D
+
+    @contextmanager
+    def float32_steps(self) -> Iterator[None]:
+        """Reflection's steps in float32 within this scope, on a layer whose steps are otherwise bfloat16 (the
+        items bfloat16 steps leave unproven: :class:`argmaxable.core.stages.Reflect`)."""
+        was = self.bf16_steps
+        self.__dict__["bf16_steps"] = False
+        try:
+            yield
+        finally:
+            self.__dict__["bf16_steps"] = was
 
     def release(self) -> None:
         """Drop the bfloat16 copy of the layer, the logit buffer and the torch copies (made again on use)."""

@@ -118,7 +118,8 @@ class Settings:
     counts as a region; ``patience``: reflection steps before the exact LP; ``solver``: the LP backend;
     ``workers``: LPs at once; ``progress``: progress bars; ``exact_radius``: every LP to its optimum;
     ``device``: where the products run ("auto", "cpu", "cuda[:k]" or None); ``regions``: the exact stage also
-    decides whether the region of each item not shown eps-argmaxable is non-empty (:mod:`argmaxable.core.exact`).
+    decides whether the region of each item not shown eps-argmaxable is non-empty (:mod:`argmaxable.core.exact`);
+    ``lp_rounds``: the most constraint-generation rounds of each LP (None: no limit).
     """
 
     bound: float = BOUND
@@ -132,20 +133,25 @@ class Settings:
     exact_radius: bool = False
     device: str | None = "auto"
     regions: bool = False
+    lp_rounds: int | None = None
 
     def __post_init__(self):
         for name in ALLOWED:  # in the order declared: the first broken rule is the one reported
             check_value(name, getattr(self, name))
+        if self.lp_rounds is not None and not (is_count(self.lp_rounds) and self.lp_rounds >= 1):
+            raise ValueError(f"The 'lp_rounds' parameter must be a positive integer or None. Got "
+                             f"{show(self.lp_rounds)} ({type(self.lp_rounds).__name__}) instead.")
 
     def record(self, box: tuple[np.ndarray, np.ndarray]) -> dict:
         """The settings a result records (its sidecars' provenance), with the box ``box`` the check ran in."""
         return {"bound": float(self.bound), "lower": box[0].tolist(), "upper": box[1].tolist(),
                 "eps": float(self.eps), "patience": int(self.patience), "solver": self.solver,
-                "exact_radius": bool(self.exact_radius), **({"regions": True} if self.regions else {})}
+                "exact_radius": bool(self.exact_radius), **({"regions": True} if self.regions else {}),
+                **({"lp_rounds": int(self.lp_rounds)} if self.lp_rounds is not None else {})}
 
     def lp(self, thresholds) -> LPSettings:
         """The exact stage's LP settings, deciding ``radius > threshold`` for each of ``thresholds``."""
-        return LPSettings(self.eps, self.solver, self.exact_radius, tuple(thresholds))
+        return LPSettings(self.eps, self.solver, self.exact_radius, tuple(thresholds), max_rounds=self.lp_rounds)
 
 
 @dataclass(frozen=True)
@@ -154,7 +160,8 @@ class LPSettings:
 
     ``exact_radius``: run constraint generation to the optimum (else stop once every threshold is decided);
     ``thresholds``: the radii whose question ``radius > threshold`` must be decided (empty: eps alone);
-    ``initial_rows``, ``rows_per_round``: working-set sizes (default 48, and max(d+1, 48) but at most 128).
+    ``initial_rows``, ``rows_per_round``: working-set sizes (default 48, and max(d+1, 48) but at most 128);
+    ``max_rounds``: stop after this many solves (None: no limit), keeping the certified bounds reached.
     """
 
     eps: float = EPS
@@ -163,6 +170,7 @@ class LPSettings:
     thresholds: tuple[float, ...] = ()
     initial_rows: int | None = None
     rows_per_round: int | None = None
+    max_rounds: int | None = None
 
     def __post_init__(self):
         check_value("eps", self.eps)

@@ -9,6 +9,7 @@ products run is :mod:`argmaxable.core.fastpath`'s (a category system's products 
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from functools import cached_property
 from typing import Protocol, runtime_checkable
 
@@ -59,8 +60,13 @@ class GramStart(Protocol):
     already made (``evaluate(items, X, eps, gram)``)."""
 
     bf16_start: bool  # whether start_margins multiplies in bfloat16
+    bf16_steps: bool  # whether reflection's steps do too
 
     def start_margins(self, eps: float) -> GramPass: ...
+
+    def float32_steps(self) -> AbstractContextManager:
+        """A scope whose reflection steps multiply in float32."""
+        ...
 
     def evaluate(self, items: np.ndarray, X: np.ndarray, eps: float, gram: GramPass | None = None
                  ) -> tuple[np.ndarray, np.ndarray]: ...

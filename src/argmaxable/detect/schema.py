@@ -17,11 +17,13 @@ from argmaxable.rules import AT_LEAST_ONE, INSIDE, SHA256, SHARE, one_of
 @dataclass
 class AuditConfig:
     """The token audit of every real head the study takes (:mod:`argmaxable.audit`): the LP bounds the radius of the
-    ``hardest`` tokens from both sides, after the ``refine`` smallest lower bounds are tightened at their witnesses;
-    each under-training signal flags ``share`` of the vocabulary (Land & Bartolo verify their top 2%)."""
+    ``hardest`` tokens from both sides in at most ``lp_rounds`` rounds each, after the ``refine`` smallest lower bounds
+    are tightened at their witnesses; each under-training signal flags ``share`` of the vocabulary (Land & Bartolo
+    verify their top 2%)."""
 
     hardest: int = 6
     refine: int = 128
+    lp_rounds: int = 10
     share: float = 0.02
 
 
@@ -50,6 +52,7 @@ RULES = {
     "detect.shards": AT_LEAST_ONE,
     "detect.audit.hardest": AT_LEAST_ONE,
     "detect.audit.refine": AT_LEAST_ONE,
+    "detect.audit.lp_rounds": AT_LEAST_ONE,
     "detect.audit.share": SHARE,
     # every model: the sets of allowed values are those the code declares (loaders, fetchers, activations)
     "model.*.source": one_of(SOURCES),

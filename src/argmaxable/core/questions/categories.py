@@ -78,7 +78,7 @@ def _name_duplicates(ledger: Ledger, bias: bool) -> None:
 def check_categories(W, items=None, b=None, *, bound: float = BOUND, lower=None, upper=None, eps: float = EPS,
                      patience: int = PATIENCE, solver: str = SOLVER, workers: int = WORKERS, progress: bool = False,
                      exact_radius: bool = False, device: str | None = "auto", regions: bool = False,
-                     starts=None) -> CheckResult:
+                     starts=None, lp_rounds: int | None = None) -> CheckResult:
     """Which categories of softmax(W x + b) can be the argmax for some x in the box?
 
     Parameters
@@ -119,6 +119,10 @@ def check_categories(W, items=None, b=None, *, bound: float = BOUND, lower=None,
     starts : array_like, shape (len(items), d), optional
         A point per item where its exact LP starts, e.g. its witness from an earlier check of the whole layer
         (default: reflection's last iterate). It moves where the LP's search begins, not what it proves.
+    lp_rounds : int, optional
+        The most constraint-generation rounds of each exact LP (default: no limit). An LP stopped there keeps the
+        certified bounds it reached: its verdict where they decide it (else "undecided"); with ``exact_radius``
+        the radius lies between ``radius`` and ``radius_upper`` (``radius_exact`` False, the message says so).
 
     Returns
     -------
@@ -135,7 +139,8 @@ def check_categories(W, items=None, b=None, *, bound: float = BOUND, lower=None,
     >>> check_categories(W, lower=0.0).status.tolist()  # after a ReLU: x >= 0, where c2 = (-1, -1) cannot win
     ['argmaxable', 'argmaxable', 'unargmaxable', 'unargmaxable']
     """
-    settings = Settings(bound, lower, upper, eps, patience, solver, workers, progress, exact_radius, device, regions)
+    settings = Settings(bound, lower, upper, eps, patience, solver, workers, progress, exact_radius, device, regions,
+                        lp_rounds)
     prep = prepare(W, b, settings, keep_float32=True, masks=True)
     items, live, run = _category_positions(items, prep)
     if starts is not None:
