@@ -86,13 +86,16 @@ def test_lps_started_at_witnesses_reach_the_radius_scipy_computes():
 def test_lps_stopped_at_a_round_limit_keep_bounds_around_the_radius(tmp_path):
     """``lp_rounds`` stops each exact LP early with the certified bounds it reached: at d = 160 one round cannot hold
     the optimum's active rows, so each of the 4 LPs stops with radius <= scipy's radius <= radius_upper, says so,
-    and its evidence still verifies; the audit's card marks those LPs; a limit of 0 is refused in one line."""
+    and its evidence still verifies; its lower bound is the best point on the segment from its start (a witness)
+    to its last iterate, within 20% of the radius here; the audit's card marks those LPs; a limit of 0 is refused
+    in one line."""
     rng = np.random.default_rng(3)
     W, items = rng.normal(size=(400, 160)), np.arange(4)
     want = np.array([chebyshev_radius(W, None, int(t), 100.0) for t in items])
     capped = am.check_categories(W, items, exact_radius=True, workers=1, lp_rounds=1)
     assert (capped.status == "argmaxable").all() and (capped.lp_rounds == 1).all() and not capped.radius_exact.any()
     assert (capped.radius <= want * (1 - 1e-6)).all() and (capped.radius_upper >= want * (1 + 1e-6)).all()
+    assert (capped.radius > 0.8 * want).all()  # the best point between the start and the last iterate
     assert all(m.startswith("stopped after 1 rounds (the limit)") for m in capped.message)
     assert am.verify_certificate(capped, W, None).all()
     full = am.check_categories(W, items, exact_radius=True, workers=1, lp_rounds=50)
