@@ -289,9 +289,9 @@ def _best_between(search: _Search, A, inv, cn, cn_max: float, box, x0, x1, slack
             hi = b
         else:
             lo = a
-    for lam in (0.0, lo):  # the start itself, and the best point between
-        x = np.clip((1 - lam) * x0 + lam * x1, *box)
-        margin = _certified_margin(x, (A @ x) * inv + cn, cn_max)
+    between = np.clip((1 - lo) * x0 + lo * x1, *box)
+    for x, slack in ((x0, slack0), (between, (A @ between) * inv + cn)):  # the start itself, and the best between
+        margin = _certified_margin(x, slack, cn_max)
         if margin > search.lower:
             search.best_x, search.lower = x, margin
 
