@@ -22,7 +22,6 @@ import numpy as np
 
 from argmaxable.core.backend import (
     band_argmax,
-    band_candidates,
     band_maxima,
     bf16_augmented,
     bf16_gemm,
@@ -31,6 +30,7 @@ from argmaxable.core.backend import (
     gram_maxima,
     padded_rows,
     rounding_bound,
+    row_candidates,
     row_squares,
 )
 from argmaxable.core.numerics import U64, gamma, row_norms
@@ -66,16 +66,11 @@ class GramPass:
 @dataclass(frozen=True)
 class _Pass:
     """One pass of points through :meth:`LayerProducts._evaluate`, as its tiers 2 and 3 (:meth:`~LayerProducts.
-    _recheck`) read it: the computed logits ``L`` of the columns ``cols`` (None: every row), their spans by row
-    norm (``width``, each span's largest norm ``band_norm`` and each point's largest computed logit in it,
-    ``band_top``), the items and their points in float64, the points' norms rounded up (``xn``), certified lower
-    bounds on their own logits (``low``) and the products' relative error (``kappa``)."""
+    _recheck`) read it: the computed logits ``L`` (float32 or float64, the rows in order), the items and their
+    points in float64, the points' norms rounded up (``xn``), certified lower bounds on their own logits (``low``)
+    and the products' relative error (``kappa``)."""
 
-    L: object  # ndarray, or a torch tensor on the torch paths
-    cols: np.ndarray | None
-    width: int
-    band_norm: np.ndarray
-    band_top: np.ndarray
+    L: object  # ndarray, or a torch tensor on the torch path
     items: np.ndarray
     X64: np.ndarray
     xn: np.ndarray
@@ -129,9 +124,15 @@ class LayerProducts:
             self.__dict__["bf16_steps"] = was
 
     def release(self) -> None:
-        """Drop the bfloat16 copy of the layer, the logit buffer and the torch copies (made again on use)."""
-        for name in ("_bf16_layer", "_logit_buffer", "_torch_layer"):
+        """Drop the bfloat16 copy of the layer, the logit buffer, the torch copies (made again on use) and the items
+        that step in float32 (:attr:`_fine`): the end of a scope of reflection."""
+        for name in ("_bf16_layer", "_logit_buffer", "_torch_layer", "_fine"):
             self.__dict__.pop(name, None)
+
+    @cached_property
+    def _fine(self) -> np.ndarray:
+        """The items whose reflection steps have left bfloat16 for float32 (:meth:`evaluate`), by item."""
+        return np.zeros(self.n_rows, dtype=bool)
 
     @cached_property
     def _torch_layer(self):
@@ -167,14 +168,14 @@ class LayerProducts:
         return width, np.array([self.norms[cols[min(z, self.n_rows) - 1]]
                                 for z in range(width, self.n_rows + width, width)])
 
-    def _logits(self, items, X):
+    def _logits(self, items, X, coarse: bool = False):
         """Computed logits of the points X against every row, each item's own entry at -inf, as a numpy array or a
         torch tensor of shape (b, n); the relative error factor of each entry (times ||x|| ||w_i|| + |b_i|); and the
         row of each column (None: the rows in order).
 
-        A large float32 layer of :data:`BF16_STEPS_D` or more columns on a CPU with native bfloat16 products
-        multiplies in bfloat16 (about 4x float32's rate there): the bound is 2^16 times looser, and the few rows it
-        leaves open are measured again in float64 by :meth:`evaluate`."""
+        ``coarse`` (a large float32 layer of :data:`BF16_STEPS_D` or more columns on a CPU with native bfloat16
+        products: :attr:`bf16_steps`) multiplies in bfloat16, about twice float32's rate there; its bound is 2^16
+        times looser (:meth:`evaluate` says what it serves for)."""
         rows = np.arange(len(items))
         if self.device is not None:  # the torch path: true float32 on the device
             import torch
@@ -185,7 +186,7 @@ class LayerProducts:
                 L = Xt @ left[:, : self.d].T + b  # (b, n)
             L[torch.from_numpy(rows).to(self.device), torch.from_numpy(items).to(self.device)] = -torch.inf
             return L, self.kappa, None
-        if self.bf16_steps:
+        if coarse:
             import torch
 
             # (b, n) bfloat16, columns in the order of self._order, written into one buffer for the whole check:
@@ -228,14 +229,31 @@ class LayerProducts:
     def evaluate(self, items, X, eps, gram: GramPass | None = None):
         """The row to reflect across next and a certified lower bound on each point's distance to its item's
         nearest hyperplane (:meth:`_evaluate`), :attr:`_pass_rows` points at a time; start points the Gram pass
-        ``gram`` showed beaten are not measured again (:meth:`_first_steps`)."""
+        ``gram`` showed beaten are not measured again (:meth:`_first_steps`).
+
+        With :attr:`bf16_steps`, an item steps in bfloat16 while its bfloat16 logits settle its point (some row
+        beats it by more than their bound, or none comes near), and in float32 from the first point they leave
+        open, for good (:attr:`_fine`): such a point is near the edge of its item's region, where many rows come
+        within bfloat16's bound (on Qwen2.5-Coder-0.5B's head 64% of the points bfloat16 steps reached, each with
+        about 4000 rows to measure again in float64, 3 ms a point against 2 ms for its float32 logits), and where
+        bfloat16's argmax often names a row other than the most violated one (issue 33)."""
         worst, margin = np.empty(len(items), dtype=np.int64), np.empty(len(items))
         rest = self._first_steps(items, X, worst, margin, gram)
         step = self._pass_rows
-        if len(rest) == len(items) and len(items) <= step:
-            return self._evaluate(items, X, eps)  # (X as given: numpy's BLAS may round a copy differently)
-        for lo in range(0, len(rest), step):
-            k = rest[lo : lo + step]
+        if not self.bf16_steps:
+            if len(rest) == len(items) and len(items) <= step:
+                return self._evaluate(items, X, eps)  # (X as given: numpy's BLAS may round a copy differently)
+            for lo in range(0, len(rest), step):
+                k = rest[lo : lo + step]
+                worst[k], margin[k] = self._evaluate(items[k], X[k], eps)
+            return worst, margin
+        coarse = rest[~self._fine[items[rest]]]
+        for lo in range(0, len(coarse), step):
+            k = coarse[lo : lo + step]
+            worst[k], margin[k] = self._evaluate(items[k], X[k], eps, coarse=True)
+        fine = rest[self._fine[items[rest]]]  # with the items the coarse passes just left open
+        for lo in range(0, len(fine), step):
+            k = fine[lo : lo + step]
             worst[k], margin[k] = self._evaluate(items[k], X[k], eps)
         return worst, margin
 
@@ -247,7 +265,8 @@ class LayerProducts:
         of logits beside its 108 MiB layer). Each row of torch's bfloat16 product on the CPU comes out the same
         whatever the number of rows (measured, bitwise), so cutting a pool's step changes no result there. numpy's
         BLAS rounds by shape: its path keeps the pool's step whole (layers under 1M weights, or CPUs without
-        bfloat16)."""
+        bfloat16), except for the items that left bfloat16 steps (:meth:`evaluate`), whose float32 logits come in
+        passes of as many points (a quarter of the layer's size), cut the same way in every run."""
         if self.device is None and not self.bf16_steps:
             return sys.maxsize
         itemsize = 2 if self.device is None else np.dtype(self.dtype).itemsize
@@ -295,8 +314,10 @@ class LayerProducts:
             out[k] = self._order[lo + L.max(dim=1).indices.numpy()]
         return out
 
-    def _evaluate(self, items, X, eps):
-        """:meth:`evaluate` for one pass of points, in three tiers; each settles what it can and passes on the rest:
+    def _evaluate(self, items, X, eps, coarse: bool = False):
+        """:meth:`evaluate` for one pass of points, in three tiers; each settles what it can and passes on the rest
+        (``coarse``: bfloat16 logits, and the points the first tier leaves open are not measured but marked to step
+        in float32, :attr:`_fine`):
 
         1. the computed logits with one bound per point (from the largest row norm): most points win, or lose, by
            far more than the rounding;
@@ -308,7 +329,7 @@ class LayerProducts:
 
         No tier reads more rows than it keeps: there is no pass over the whole layer per point.
         """
-        L, kappa, cols = self._logits(items, X)
+        L, kappa, cols = self._logits(items, X, coarse)
         width, band_norm = self._bands(cols)
         rows = np.arange(len(items))
         if len(band_norm) > 1:  # the argmax (002 Fig. 5 line 1) within the span that holds the maximum
@@ -338,17 +359,17 @@ class LayerProducts:
         # l_worst > l_t for sure: reflect across the computed argmax, no measuring needed.
         beaten = top - kappa * (xn * self.norms[worst] + np.abs(self.b64[worst])) > 2 * own - low
         open_ = np.flatnonzero(~(margin > eps) & ~beaten)
-        if open_.size:
-            self._recheck(_Pass(L, cols, width, band_norm, band_top, items, X64, xn, low, kappa), open_, eps, margin,
-                          worst)
+        if coarse:
+            self._fine[items[open_]] = True
+        elif open_.size:
+            self._recheck(_Pass(L, items, X64, xn, low, kappa), open_, eps, margin, worst)
         return worst, margin
 
     def _recheck(self, p: _Pass, open_, eps, margin, worst, group=64):
         """Tiers 2 and 3 of :meth:`evaluate` for the points ``open_`` of the pass ``p``, ``group`` points at a time;
         writes their margins and the rows to reflect across into ``margin`` and ``worst``. A row that is not
         measured has a distance above eps (1 + 4 U64), which is their margin."""
-        L, cols, width, band_norm, band_top, X64, xn, low, kappa = (p.L, p.cols, p.width, p.band_norm, p.band_top,
-                                                                    p.X64, p.xn, p.low, p.kappa)
+        L, X64, xn, low, kappa = p.L, p.X64, p.xn, p.low, p.kappa
         d, t, absb, norms = self.d, p.items, np.abs(self.b64), self.norms
         # The float64 arithmetic of the tests below errs by a few units of U64 times the same magnitudes; a row
         # ruled out is at a distance above eps_ > eps (also at eps = 0).
@@ -356,14 +377,13 @@ class LayerProducts:
         for lo in range(0, len(open_), group):
             ks = open_[lo : lo + group]
             thr = low[ks] - eps_ * norms[t[ks]]  # a row is far if l_i + eps ||w_i|| < thr, rounding included
-            # Tier 2: the rows whose exact logit may come within eps ||w_t - w_i|| of the own one. First a span's
-            # bound from its largest norm (one comparison per entry), then each candidate's own bound in float64.
-            floor = thr[:, None] - kap * (np.multiply.outer(xn[ks], band_norm) + self.max_bias) - eps_ * band_norm
+            # Tier 2: the rows whose exact logit may come within eps ||w_t - w_i|| of the own one. First a bound
+            # from the largest norm (one comparison per entry), then each candidate's own bound in float64.
+            floor = thr - kap * (xn[ks] * self.max_norm + self.max_bias) - eps_ * self.max_norm
             lt = L.dtype.type if isinstance(L, np.ndarray) else np.float32  # compared in the logits' own format
             with np.errstate(over="ignore"):  # beyond float32: inf rounds down to its largest, -inf keeps every row
                 floor = np.nextafter(floor.astype(lt), lt(-np.inf))  # rounded down
-            kk, cc, val = band_candidates(L, ks, width, floor, band_top[ks])
-            ii = cc if cols is None else cols[cc]
+            kk, ii, val = row_candidates(L, ks, floor)
             near = val + kap * (xn[ks][kk] * norms[ii] + absb[ii]) + eps_ * norms[ii] >= thr[kk]
             kk, ii = kk[near], ii[near]
             union, col = np.unique(ii, return_inverse=True)
