@@ -425,7 +425,7 @@ def test_bf16_steps_only_for_wide_layers(monkeypatch, d, steps):
     """Where the CPU has bfloat16 products (forced here; emulated where it has not), a whole vocabulary's Gram pass
     takes them, but reflection steps do only from BF16_STEPS_D columns: a narrower layer (an OCR head, d = 120)
     steps in float32, whose argmax is the most violated row (issue 33: bfloat16 steps doubled PP-OCRv6 small's LP
-    items). The first step's margins are certified either way."""
+    items). The first step's margins are certified either way. On a device neither is bfloat16."""
     import torch
 
     from argmaxable.core import systems
@@ -442,6 +442,8 @@ def test_bf16_steps_only_for_wide_layers(monkeypatch, d, steps):
     assert system.bf16_steps == (steps == "bfloat16")
     L, _, _ = system._logits(items, system.start(items), coarse=system.bf16_steps)
     assert L.dtype == (torch.bfloat16 if steps == "bfloat16" else np.float32)
+    on_device = systems.CategorySystem(W, rng.normal(size=n), device=torch.device("cpu"))
+    assert not on_device.bf16_start and not on_device.bf16_steps  # a device's products: float32, whatever the CPU
 
 
 def test_an_item_steps_in_float32_from_its_first_point_bf16_leaves_open(monkeypatch):

@@ -104,8 +104,9 @@ class LayerProducts:
 
     @cached_property
     def bf16_start(self) -> bool:
-        """Whether :meth:`start_margins` multiplies in bfloat16 (a large float32 system on a CPU that has it)."""
-        return self.dtype == np.float32 and self.Win.size > BF16_ABOVE and bf16_gemm()
+        """Whether :meth:`start_margins` multiplies in bfloat16 (a large float32 system on the numpy path, on a CPU
+        that has it; never on a device, whose products are float32 whatever the host's CPU)."""
+        return self.device is None and self.dtype == np.float32 and self.Win.size > BF16_ABOVE and bf16_gemm()
 
     @cached_property
     def bf16_steps(self) -> bool:
