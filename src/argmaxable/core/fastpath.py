@@ -241,21 +241,14 @@ class LayerProducts:
         worst, margin = np.empty(len(items), dtype=np.int64), np.empty(len(items))
         rest = self._first_steps(items, X, worst, margin, gram)
         step = self._pass_rows
-        if not self.bf16_steps:
-            if len(rest) == len(items) and len(items) <= step:
-                return self._evaluate(items, X, eps)  # (X as given: numpy's BLAS may round a copy differently)
-            for lo in range(0, len(rest), step):
-                k = rest[lo : lo + step]
-                worst[k], margin[k] = self._evaluate(items[k], X[k], eps)
-            return worst, margin
-        coarse = rest[~self._fine[items[rest]]]
-        for lo in range(0, len(coarse), step):
-            k = coarse[lo : lo + step]
-            worst[k], margin[k] = self._evaluate(items[k], X[k], eps, coarse=True)
-        fine = rest[self._fine[items[rest]]]  # with the items the coarse passes just left open
-        for lo in range(0, len(fine), step):
-            k = fine[lo : lo + step]
-            worst[k], margin[k] = self._evaluate(items[k], X[k], eps)
+        if not self.bf16_steps and len(rest) == len(items) and len(items) <= step:
+            return self._evaluate(items, X, eps)  # (X as given: numpy's BLAS may round a copy differently)
+        for coarse in (True, False) if self.bf16_steps else (False,):
+            # the float32 passes after the bfloat16 ones: with the items those just left open
+            now = rest[self._fine[items[rest]] != coarse] if self.bf16_steps else rest
+            for lo in range(0, len(now), step):
+                k = now[lo : lo + step]
+                worst[k], margin[k] = self._evaluate(items[k], X[k], eps, coarse)
         return worst, margin
 
     @cached_property
