@@ -32,6 +32,7 @@ from argmaxable.core.backend import (
     rounding_bound,
     row_candidates,
     row_squares,
+    top_columns,
 )
 from argmaxable.core.numerics import U64, gamma, row_norms
 
@@ -227,10 +228,13 @@ class LayerProducts:
         rank[self._order] = np.arange(self.n_rows)
         return rank
 
-    def evaluate(self, items, X, eps, gram: GramPass | None = None):
+    def evaluate(self, items, X, eps, gram: GramPass | None = None, near: np.ndarray | None = None):
         """The row to reflect across next and a certified lower bound on each point's distance to its item's
         nearest hyperplane (:meth:`_evaluate`), :attr:`_pass_rows` points at a time; start points the Gram pass
-        ``gram`` showed beaten are not measured again (:meth:`_first_steps`).
+        ``gram`` showed beaten are not measured again (:meth:`_first_steps`). ``near``, an int array of shape
+        (len(items), k): each of its rows that starts with -1 receives the rows of its point's k largest computed
+        logits (candidates, not certified, for reflection's working sets), unless the Gram pass stood for the
+        point's product; the others are left as they are (points whose candidates are not wanted).
 
         With :attr:`bf16_steps`, an item steps in bfloat16 while its bfloat16 logits settle its point (some row
         beats it by more than their bound, or none comes near), and in float32 from the first point they leave
@@ -242,13 +246,16 @@ class LayerProducts:
         rest = self._first_steps(items, X, worst, margin, gram)
         step = self._pass_rows
         if not self.bf16_steps and len(rest) == len(items) and len(items) <= step:
-            return self._evaluate(items, X, eps)  # (X as given: numpy's BLAS may round a copy differently)
+            return self._evaluate(items, X, eps, near=near)  # (X as given: numpy's BLAS may round a copy differently)
         for coarse in (True, False) if self.bf16_steps else (False,):
             # the float32 passes after the bfloat16 ones: with the items those just left open
             now = rest[self._fine[items[rest]] != coarse] if self.bf16_steps else rest
             for lo in range(0, len(now), step):
                 k = now[lo : lo + step]
-                worst[k], margin[k] = self._evaluate(items[k], X[k], eps, coarse)
+                part = None if near is None else near[k]
+                worst[k], margin[k] = self._evaluate(items[k], X[k], eps, coarse, part)
+                if near is not None:
+                    near[k] = part
         return worst, margin
 
     @cached_property
@@ -308,7 +315,7 @@ class LayerProducts:
             out[k] = self._order[lo + L.max(dim=1).indices.numpy()]
         return out
 
-    def _evaluate(self, items, X, eps, coarse: bool = False):
+    def _evaluate(self, items, X, eps, coarse: bool = False, near: np.ndarray | None = None):
         """:meth:`evaluate` for one pass of points, in three tiers; each settles what it can and passes on the rest
         (``coarse``: bfloat16 logits, and the points the first tier leaves open are not measured but marked to step
         in float32, :attr:`_fine`):
@@ -321,9 +328,14 @@ class LayerProducts:
         3. the pairs float64 cannot separate either (near-equal rows) are checked on their differences
            ``w_i - w_t``, formed exactly as the LP would form them.
 
-        No tier reads more rows than it keeps: there is no pass over the whole layer per point.
+        No tier reads more rows than it keeps: there is no pass over the whole layer per point. ``near``: as in
+        :meth:`evaluate`.
         """
         L, kappa, cols = self._logits(items, X, coarse)
+        want = np.flatnonzero(near[:, 0] == -1) if near is not None and near.shape[1] else []
+        if len(want):
+            top = top_columns(L, want, near.shape[1])
+            near[want, : top.shape[1]] = top if cols is None else cols[top]
         width, band_norm = self._bands(cols)
         rows = np.arange(len(items))
         if len(band_norm) > 1:  # the argmax (002 Fig. 5 line 1) within the span that holds the maximum

@@ -90,6 +90,25 @@ class Whitening(Protocol):
         """The reflection direction of rows ``a`` in the metric (``P a``)."""
         ...
 
+    def whitened(self, a: np.ndarray) -> np.ndarray:
+        """Rows ``a`` in coordinates where the metric is Euclidean, ``a L`` with P = L Lᵀ: (a L).(L⁻¹ x) = a.x,
+        and a reflection in the metric is a Euclidean one there."""
+        ...
+
+    def to_whitened(self, X: np.ndarray) -> np.ndarray:
+        """Points in those coordinates, ``L⁻¹ x``."""
+        ...
+
+    def from_whitened(self, Y: np.ndarray) -> np.ndarray:
+        """Points back from them, ``L y``."""
+        ...
+
+    def evaluate(self, items: np.ndarray, X: np.ndarray, eps: float, gram: GramPass | None = None,
+                 near: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """As :class:`GramStart`'s; ``near`` (len(items), k) receives the rows of each point's k largest computed
+        logits (uncertified candidates), left as it is where the Gram pass stood for the product."""
+        ...
+
 
 @runtime_checkable
 class Ties(Protocol):
@@ -195,14 +214,15 @@ class CategorySystem(LayerProducts):
         return self.homogeneous
 
     @cached_property
-    def _whitening(self) -> tuple[np.ndarray, np.ndarray]:
-        """The rows' mean mu and the inverse P of their covariance (float64; eigenvalues floored at
-        :data:`WHITENING_FLOOR` of the largest, so that P is positive definite for any layer)."""
+    def _whitening(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The rows' mean mu, the inverse P of their covariance and a factor L of it with its inverse, P = L Lᵀ
+        (float64; eigenvalues floored at :data:`WHITENING_FLOOR` of the largest, so that P is positive definite for
+        any layer)."""
         mean, second = row_moments(self.Win)
         cov = second - np.outer(mean, mean)
         values, vectors = np.linalg.eigh((cov + cov.T) / 2)
         values = np.maximum(values, WHITENING_FLOOR * max(float(values[-1]), np.finfo(np.float64).tiny))
-        return mean, (vectors / values) @ vectors.T
+        return mean, (vectors / values) @ vectors.T, vectors / np.sqrt(values), (vectors * np.sqrt(values)).T
 
     def restart(self, items, box):
         """Points to restart reflection from: x = P (w_t - mu), the first Newton step, from uniform weights, of the
@@ -211,7 +231,7 @@ class CategorySystem(LayerProducts):
         head whose rows share a direction and spread unevenly (Qwen2.5's under-trained tokens: low norms near the
         mean) has most of its items beaten at x = w_t won at this point, the rest in a few reflections in the
         metric P (:meth:`metric`). Scaled to twice the box's reach: the next step scales it onto the box."""
-        mean, P = self._whitening
+        mean, P, _, _ = self._whitening
         X = (np.asarray(self.Win[items], dtype=np.float64) - mean) @ P
         top = np.abs(X).max(axis=1, keepdims=True)
         reach = 2 * float(np.maximum(np.abs(box[0]), np.abs(box[1])).max())
@@ -220,6 +240,18 @@ class CategorySystem(LayerProducts):
     def metric(self, a):
         """Reflection directions in the metric P of :meth:`restart`: ``a P`` (rows ``a``), in ``a``'s dtype."""
         return a @ self._whitening[1].astype(a.dtype)
+
+    def whitened(self, a):
+        """Rows ``a`` as ``a L`` (P = L Lᵀ), in ``a``'s dtype."""
+        return a @ self._whitening[2].astype(a.dtype)
+
+    def to_whitened(self, X):
+        """Points ``X`` as ``L⁻¹ x``, in ``X``'s dtype."""
+        return X @ self._whitening[3].T.astype(X.dtype)
+
+    def from_whitened(self, Y):
+        """Points ``L y`` back from :meth:`to_whitened`'s coordinates, in ``Y``'s dtype."""
+        return Y @ self._whitening[2].T.astype(Y.dtype)
 
     def certificate_pool(self, box, eps):
         """The dual stage (:mod:`supports`): certificates' supports serve every category."""
