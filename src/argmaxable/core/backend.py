@@ -234,13 +234,13 @@ def row_candidates(L, rows: np.ndarray, floor: np.ndarray, entries: int = 1 << 1
     return tuple(np.concatenate(part) for part in zip(*parts, strict=True))
 
 
-def top_columns(L, rows: np.ndarray, k: int) -> np.ndarray:
+def top_columns(L, rows: np.ndarray, k: int, numpy: bool = False) -> np.ndarray:
     """The columns of the ``k`` largest entries of the rows ``rows`` of L (numpy or torch), as an int64 array
-    (len(rows), k), in no particular order: torch's top-k on the CPU costs about one pass over a long row, numpy's
-    partition 25 of them; rows under 2^14 columns stay in numpy (a small layer's check never imports torch)."""
+    (len(rows), k), in no particular order: torch's top-k on the CPU costs about one pass over the row, numpy's
+    partition 25 of them; ``numpy`` keeps a numpy L in numpy (a small layer's check never imports torch)."""
     n = L.shape[1]
     k = min(k, n)
-    if isinstance(L, np.ndarray) and n < 1 << 14:
+    if isinstance(L, np.ndarray) and numpy:
         return np.argpartition(L[rows], n - k, axis=1)[:, n - k :].astype(np.int64, copy=False)
     import torch
 

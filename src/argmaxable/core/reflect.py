@@ -339,7 +339,8 @@ def _reflect_pool(system: System, items: np.ndarray, plan: _Plan, progress) -> _
     In a :class:`~argmaxable.core.systems.Whitening` system that whitens, an item that :data:`RESTART_AFTER`
     reflections have not proven restarts from its whitened point (:meth:`~Whitening.restart`) and reflects in the
     metric P from there: x <- x - 2 (a.x + c) / (a.P a) P a, the reflection across the same hyperplane in that
-    metric. Its best margin and stall count start again."""
+    metric. Its best margin and stall count start again, and after each reflection it also reflects across its
+    working set, the rows nearest its points so far (:class:`_WorkingSets`), before its next evaluation."""
     T, d = len(items), system.d
     patience, box, eps, stall, dtype = plan.patience, plan.box, plan.eps, plan.stall, plan.dtype
     evaluate = system.evaluate if plan.gram is None else partial(system.evaluate, gram=plan.gram)
@@ -364,8 +365,9 @@ def _reflect_pool(system: System, items: np.ndarray, plan: _Plan, progress) -> _
         ``seed``, the rows they last reflected across are kept for their LP."""
         p = at[slots]
         proven[p[won]], steps[p[won]], margin[p[won]] = True, age[slots[won]] + 1, best[slots[won]]
-        for g in slots[seed]:
-            seen[int(at[g])] = np.unique(recent[g][recent[g] >= 0])
+        for g in slots[seed]:  # and those of its working set (the rows nearest its points)
+            rows = recent[g] if sets is None else np.concatenate([recent[g], sets.rows[g]])
+            seen[int(at[g])] = np.unique(rows[rows >= 0])
         keep = ~won | restarted[p] if recorder is not None else np.ones(len(slots), dtype=bool)
         tried = ~won & np.isfinite(best_x[slots, 0])  # the exact LP starts from the best iterate, not the last
         x = np.where(tried[:, None], best_x[slots], X[slots])
