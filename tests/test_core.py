@@ -595,6 +595,7 @@ def test_working_sets_spare_thin_regions_their_evaluations(monkeypatch):
     from argmaxable.core import reflect as reflection
 
     W = _pulled_layer(2000, 32, 1)
+    monkeypatch.setattr(reflection, "SETS_ABOVE", 0)  # a small layer, to stay quick
     res = am.check_categories(W, workers=1)
     monkeypatch.setattr(reflection, "SETTLE_STEPS", 0)
     alone = am.check_categories(W, workers=1)

@@ -55,6 +55,12 @@ RESTART_AFTER = 1
 # took the most evaluations (benchmarks/RESULTS.md): 64 evaluations each (median) without sets, 7 with them.
 NEAR_ROWS, WORKING_ROWS, SETTLE_STEPS = 16, 64, 50
 
+# Layers of at most this many weights reflect without working sets: an evaluation there costs less than a set's upkeep
+# (whitening 16 rows, a Gram product and up to 50 reflections per item and step). The benchmarks' clustered sphere of
+# 4000 x 64 took 1.4-1.5 s with them against 0.4-0.5 s without (benchmarks/RESULTS.md); the same size as the first
+# step's Gram blocks use (:data:`~argmaxable.core.fastpath.BF16_ABOVE`).
+SETS_ABOVE = 1_000_000
+
 
 def stall_window(n: int, d: int) -> int:
     """Reflections without progress after which an item leaves for the exact stages: 12000 d / n, within [16, 64].
@@ -345,7 +351,8 @@ def _reflect_pool(system: System, items: np.ndarray, plan: _Plan, progress) -> _
     patience, box, eps, stall, dtype = plan.patience, plan.box, plan.eps, plan.stall, plan.dtype
     evaluate = system.evaluate if plan.gram is None else partial(system.evaluate, gram=plan.gram)
     whitens = isinstance(system, Whitening) and system.whitens
-    sets = _WorkingSets(min(plan.capacity, T), WORKING_ROWS, d, system.dtype) if whitens and T else None
+    large = system.n_rows * d > SETS_ABOVE
+    sets = _WorkingSets(min(plan.capacity, T), WORKING_ROWS, d, system.dtype) if whitens and large and T else None
     proven, restarted = np.zeros(T, dtype=bool), np.zeros(T, dtype=bool)
     steps, margin = np.full(T, -1, dtype=np.int64), np.full(T, np.nan)
     seen, kept, points = {}, [EMPTY], [np.zeros((0, d), dtype)]
