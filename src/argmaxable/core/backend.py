@@ -234,18 +234,14 @@ def row_candidates(L, rows: np.ndarray, floor: np.ndarray, entries: int = 1 << 1
     return tuple(np.concatenate(part) for part in zip(*parts, strict=True))
 
 
-def top_columns(L, rows: np.ndarray, k: int, numpy: bool = False) -> np.ndarray:
+def top_columns(L, rows: np.ndarray, k: int) -> np.ndarray:
     """The columns of the ``k`` largest entries of the rows ``rows`` of L (numpy or torch), as an int64 array
     (len(rows), k), in no particular order: torch's top-k on the CPU costs about one pass over the row, numpy's
-    partition 25 of them; ``numpy`` keeps a numpy L in numpy (a small layer's check never imports torch)."""
-    n = L.shape[1]
-    k = min(k, n)
-    if isinstance(L, np.ndarray) and numpy:
-        return np.argpartition(L[rows], n - k, axis=1)[:, n - k :].astype(np.int64, copy=False)
+    partition 25 of them (reflection asks only on layers over 1e6 weights, whose checks import torch anyway)."""
     import torch
 
     T = torch.from_numpy(L[rows]) if isinstance(L, np.ndarray) else L[torch.from_numpy(rows).to(L.device)]
-    return T.topk(k, dim=1).indices.cpu().numpy().astype(np.int64, copy=False)
+    return T.topk(min(k, T.shape[1]), dim=1).indices.cpu().numpy().astype(np.int64, copy=False)
 
 
 def _row_entries(L, rows, floor, at: int):

@@ -334,7 +334,7 @@ class LayerProducts:
         L, kappa, cols = self._logits(items, X, coarse)
         want = np.flatnonzero(near[:, 0] == -1) if near is not None and near.shape[1] else []
         if len(want):
-            top = top_columns(L, want, near.shape[1], numpy=self.Win.size <= BF16_ABOVE)
+            top = top_columns(L, want, near.shape[1])
             near[want, : top.shape[1]] = top if cols is None else cols[top]
         width, band_norm = self._bands(cols)
         rows = np.arange(len(items))

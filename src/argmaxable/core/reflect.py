@@ -258,13 +258,14 @@ class _WorkingSets:
         oldest rows once full."""
         size = self.rows.shape[1]
         new = (near >= 0) & (near != items[:, None]) & ~(near[:, :, None] == self.rows[slots][:, None, :]).any(2)
-        new &= np.cumsum(new, axis=1) <= size
+        rank = np.cumsum(new, axis=1)  # each new row's place among its slot's, from 1
+        new &= rank <= size
         p, k = np.nonzero(new)
         if not p.size:
             return
         a, c = system.rows(items[p], near[p, k])
         where = slots[p]
-        place = (self.added[where] + np.cumsum(new, axis=1)[p, k] - 1) % size
+        place = (self.added[where] + rank[p, k] - 1) % size
         self.A[where, place], self.c[where, place], self.rows[where, place] = system.whitened(a), c, near[p, k]
         self.added[slots] += new.sum(axis=1)
         for g in np.unique(where):  # the Gram matrix's new rows and columns
