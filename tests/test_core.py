@@ -629,6 +629,29 @@ def test_a_working_set_settles_a_point_inside_its_rows():
     assert (A @ x[0] > 0).sum() >= 12
     y = sets.settle(system, np.array([1]), x.copy(), steps=10_000)
     assert (A @ y[0] <= 1e-12).all() and not np.array_equal(x, y)
+    assert not sets.dropped.any()
+
+
+def test_a_working_set_that_holds_no_point_is_dropped():
+    """A set whose rows admit no point (w_t = 0 inside the hull of +-e_i: every point violates one of the rows +-e_i)
+    is still violated after each settle and dropped after DROP_AFTER of them, a set that holds points is not; the
+    next item in the slot starts with a set again."""
+    from argmaxable.core.reflect import DROP_AFTER, _WorkingSets
+    from argmaxable.core.systems import CategorySystem
+
+    W = np.vstack([np.zeros(3), np.eye(3), -np.eye(3), np.eye(3) + 0.5])
+    system = CategorySystem(W, None)
+    sets = _WorkingSets(slots=2, size=8, d=3, dtype=np.float64)
+    sets.clear(np.arange(2))
+    sets.add(system, np.array([0, 7]), np.arange(2), np.array([np.arange(1, 7), [8, 9, -1, -1, -1, -1]]))
+    X = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
+    for k in range(1, DROP_AFTER + 1):
+        assert not sets.dropped.any()
+        X = sets.settle(system, np.arange(2), X, steps=50)
+        np.testing.assert_array_equal(sets.unsettled, [k, 0])
+    np.testing.assert_array_equal(sets.dropped, [True, False])
+    sets.clear(np.array([0]))
+    assert not sets.dropped.any() and not sets.unsettled.any()
 
 
 def test_stall_window_follows_the_costs_it_balances():
