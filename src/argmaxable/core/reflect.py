@@ -321,8 +321,7 @@ class _WorkingSets:
                 v[live] -= alpha[:, None] * G[live, k]  # the values after the reflection, from the Gram matrix's rows
                 coef[live, k] += alpha
             violated = np.zeros(len(g), dtype=bool)
-            if live.size:
-                violated[live] = (v[live] > 0).any(axis=1)
+            violated[live] = (v[live] > 0).any(axis=1)  # (live is empty where every set settled)
             self.unsettled[g] += violated
             self.dropped[g] |= self.unsettled[g] >= DROP_AFTER
             here = np.flatnonzero(coef.any(axis=1))
