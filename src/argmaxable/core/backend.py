@@ -222,16 +222,29 @@ def band_argmax(L, span: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
-def row_candidates(L, rows: np.ndarray, floor: np.ndarray, entries: int = 1 << 18
+def row_candidates(L, rows: np.ndarray, floor: np.ndarray, width: int, span_top: np.ndarray, entries: int = 1 << 18
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Entries of the rows ``rows`` of L (numpy or torch) at or above ``floor`` (float32, one per row), as (row
-    position, column, float64 value), sorted by row position; about ``entries`` at a time (64 points of
-    Qwen2.5-Coder's 151936 columns would be 78 MB of float64 at once; 2^18 entries: 2 MB)."""
-    step = max(1, entries // max(L.shape[1], 1))
-    parts = [_row_entries(L, rows[lo : lo + step], floor[lo : lo + step], lo) for lo in range(0, len(rows), step)]
+    """Entries of the rows ``rows`` of L (numpy or torch) at or above ``floor`` (float32 or L's dtype, shape
+    (len(rows), spans): one threshold per span of ``width`` columns), as (row position, column, float64 value),
+    sorted by row position and column. Only the spans whose maximum (``span_top``, the same shape) reaches their
+    threshold are read, about ``entries`` at a time (64 points of Qwen2.5-Coder's 151936 columns would be 78 MB of
+    float64 at once; 2^18 entries: 2 MB); entries are compared in the logits' own format, so no comparison rounds,
+    and only those kept are made float64."""
+    pk, pb = np.nonzero(span_top >= floor)  # (row position, span) pairs that may hold an entry
+    step, spans = max(1, entries // width), np.unique(pb)
+    parts = []
+    for span in spans:
+        k = pk[pb == span]
+        lo, hi = span * width, min((span + 1) * width, L.shape[1])
+        parts += [_span_entries(L, rows, k[a : a + step], lo, hi, floor[k[a : a + step], span])
+                  for a in range(0, len(k), step)]
     if not parts:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
-    return tuple(np.concatenate(part) for part in zip(*parts, strict=True))
+    p, j, v = (np.concatenate(part) for part in zip(*parts, strict=True))
+    if len(spans) > 1:
+        order = np.lexsort((j, p))
+        p, j, v = p[order], j[order], v[order]
+    return p, j, v
 
 
 def top_columns(L, rows: np.ndarray, k: int) -> np.ndarray:
@@ -244,16 +257,17 @@ def top_columns(L, rows: np.ndarray, k: int) -> np.ndarray:
     return T.topk(min(k, T.shape[1]), dim=1).indices.cpu().numpy().astype(np.int64, copy=False)
 
 
-def _row_entries(L, rows, floor, at: int):
-    """:func:`row_candidates` for the rows ``rows``, the first of them at position ``at``."""
+def _span_entries(L, rows, k, lo: int, hi: int, floor):
+    """:func:`row_candidates` in the columns ``lo .. hi`` of the rows ``rows[k]`` (row positions ``k``)."""
     if isinstance(L, np.ndarray):
-        seg = L[rows].astype(np.float64)
-    else:
-        import torch
+        seg = L[rows[k], lo:hi]
+        p, j = np.nonzero(seg >= floor[:, None])
+        return k[p], lo + j, seg[p, j].astype(np.float64)
+    import torch
 
-        seg = L[torch.from_numpy(rows).to(L.device)].double().cpu().numpy()
-    p, j = np.nonzero(seg >= floor[:, None])
-    return at + p, j, seg[p, j]
+    seg = L[torch.from_numpy(rows[k]).to(L.device), lo:hi]
+    p, j = torch.nonzero(seg >= torch.from_numpy(floor[:, None]).to(L.device), as_tuple=True)
+    return k[p.cpu().numpy()], lo + j.cpu().numpy(), seg[p, j].double().cpu().numpy()
 
 
 def resolve_device(device: str | None):
@@ -279,21 +293,24 @@ def resolve_device(device: str | None):
 
 
 class exact_float32:
-    """Context in which torch's float32 products on CUDA are true float32 (no TF32 inputs, no reduced-precision
-    reductions), so that :func:`rounding_bound` holds for them as for numpy's."""
+    """Context in which torch's float32 products are true float32 (on CUDA no TF32 inputs, no reduced-precision
+    reductions; on the CPU too, no bfloat16 passes that a caller's ``torch.set_float32_matmul_precision`` would
+    allow), so that :func:`rounding_bound` holds for them as for numpy's."""
 
     def __enter__(self):
         import torch
 
         m = torch.backends.cuda.matmul
         self._saved = (m.allow_tf32, torch.backends.cudnn.allow_tf32, m.allow_fp16_reduced_precision_reduction,
-                       m.allow_bf16_reduced_precision_reduction)
+                       m.allow_bf16_reduced_precision_reduction, torch.get_float32_matmul_precision())
         m.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
         m.allow_fp16_reduced_precision_reduction = m.allow_bf16_reduced_precision_reduction = False
+        torch.set_float32_matmul_precision("highest")
 
     def __exit__(self, *exc):
         import torch
 
         m = torch.backends.cuda.matmul
         (m.allow_tf32, torch.backends.cudnn.allow_tf32, m.allow_fp16_reduced_precision_reduction,
-         m.allow_bf16_reduced_precision_reduction) = self._saved
+         m.allow_bf16_reduced_precision_reduction, precision) = self._saved
+        torch.set_float32_matmul_precision(precision)

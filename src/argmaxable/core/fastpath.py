@@ -50,6 +50,11 @@ BF16_ABOVE = 1_000_000
 BF16_STEPS_D = 256
 # Spans of columns, by row norm, each with its own rounding bound in a reflection step's first test.
 BANDS = 16
+# A row measured again in float64 (a gathered row and its dot product) costs about as much as this many logits of a
+# float32 product: measured 0.75 us a row against 13 ns a logit at d = 896 (issue 33). A point bfloat16 steps leave
+# open is measured again row by row if at most n / RECHECK_COST rows come within bfloat16's bound, else its item
+# steps in float32 (:meth:`LayerProducts.evaluate`).
+RECHECK_COST = 64
 
 
 @dataclass(frozen=True)
@@ -67,11 +72,16 @@ class GramPass:
 @dataclass(frozen=True)
 class _Pass:
     """One pass of points through :meth:`LayerProducts._evaluate`, as its tiers 2 and 3 (:meth:`~LayerProducts.
-    _recheck`) read it: the computed logits ``L`` (float32 or float64, the rows in order), the items and their
-    points in float64, the points' norms rounded up (``xn``), certified lower bounds on their own logits (``low``)
-    and the products' relative error (``kappa``)."""
+    _recheck`) read it: the computed logits ``L`` (float32, float64 or bfloat16), the row of each column (``cols``,
+    None: the rows in order), the spans of ``width`` columns, the largest row norm and each point's largest logit
+    in each span, the items and their points in float64, the points' norms rounded up (``xn``), certified lower
+    bounds on their own logits (``low``) and the products' relative error (``kappa``)."""
 
-    L: object  # ndarray, or a torch tensor on the torch path
+    L: object  # ndarray, or a torch tensor on the torch paths
+    cols: np.ndarray | None
+    width: int
+    span_norm: np.ndarray  # (spans,)
+    span_top: np.ndarray  # (points, spans)
     items: np.ndarray
     X64: np.ndarray
     xn: np.ndarray
@@ -126,9 +136,10 @@ class LayerProducts:
             self.__dict__["bf16_steps"] = was
 
     def release(self) -> None:
-        """Drop the bfloat16 copy of the layer, the logit buffer, the torch copies (made again on use) and the items
-        that step in float32 (:attr:`_fine`): the end of a scope of reflection."""
-        for name in ("_bf16_layer", "_logit_buffer", "_torch_layer", "_fine"):
+        """Drop the bfloat16 copy of the layer, the logit buffer, the torch copies (made again on use), the items
+        that step in float32 (:attr:`_fine`) and the start points' first rows (:meth:`_first_rows`): the end of a
+        scope of reflection."""
+        for name in ("_bf16_layer", "_logit_buffer", "_torch_layer", "_fine", "_first"):
             self.__dict__.pop(name, None)
 
     @cached_property
@@ -197,6 +208,16 @@ class LayerProducts:
             L = torch.matmul(self._bf16_points(X, m), self._bf16_layer.T, out=self._logit_buffer[:m])[: len(X)]
             L[torch.from_numpy(rows), torch.from_numpy(self._rank[items])] = -torch.inf
             return L, bf16_rounding_bound(self.d + 2), self._order
+        if self.bf16_steps:
+            import torch
+
+            # beside bfloat16 steps, torch's float32 product: the threads of torch's products alone run in the
+            # scope of reflection, numpy's BLAS keeps one (:func:`argmaxable.core.reflect._products`)
+            with exact_float32():
+                L = torch.from_numpy(np.ascontiguousarray(X, dtype=self.dtype)) @ torch.from_numpy(self.W).T
+            L += torch.from_numpy(self.b)
+            L[torch.from_numpy(rows), torch.from_numpy(items)] = -torch.inf
+            return L, self.kappa, None
         L = X @ self.W.T  # (b, n) in self.dtype
         L += self.b
         L[rows, items] = -np.inf  # the target's own (zero) row
@@ -237,11 +258,13 @@ class LayerProducts:
         point's product; the others are left as they are (points whose candidates are not wanted).
 
         With :attr:`bf16_steps`, an item steps in bfloat16 while its bfloat16 logits settle its point (some row
-        beats it by more than their bound, or none comes near), and in float32 from the first point they leave
-        open, for good (:attr:`_fine`): such a point is near the edge of its item's region, where many rows come
-        within bfloat16's bound (on Qwen2.5-Coder-0.5B's head 64% of the points bfloat16 steps reached, each with
-        about 4000 rows to measure again in float64, 3 ms a point against 2 ms for its float32 logits), and where
-        bfloat16's argmax often names a row other than the most violated one (issue 33)."""
+        beats it by more than their bound, or none comes near) or leave few rows within their bound (at most n /
+        :data:`RECHECK_COST`), which are measured again in float64 as float32 steps measure theirs; from the first
+        point that leaves more open it steps in float32, for good (:attr:`_fine`). Which it is varies point by
+        point, not head by head (issue 33): of the points bfloat16 steps leave open, half have 1-2 such rows on
+        SmolLM2's, Qwen2.5-Coder-0.5B's and the under-trained family's heads, and a tenth over 1300 (under-trained,
+        n = 32768) or 5600 (Qwen2.5-Coder, about 4 ms a point in float64 against 2 ms for its float32 logits), near
+        the edge of its item's region, where bfloat16's argmax often names a row other than the most violated one."""
         worst, margin = np.empty(len(items), dtype=np.int64), np.empty(len(items))
         rest = self._first_steps(items, X, worst, margin, gram)
         step = self._pass_rows
@@ -264,10 +287,11 @@ class LayerProducts:
         most an eighth of the layer's own size (or 8 MiB for a small layer), so that reflection's pool adds
         little to the layer and its witnesses at the peak (issue 25: SmolLM2's batch of 1365 points held 128 MiB
         of logits beside its 108 MiB layer). Each row of torch's bfloat16 product on the CPU comes out the same
-        whatever the number of rows (measured, bitwise), so cutting a pool's step changes no result there. numpy's
+        whatever the number of rows (measured, bitwise), so cutting a pool's step changes none of those logits there
+        (the few rows they leave open for a point are measured again by a float64 product of its group). numpy's
         BLAS rounds by shape: its path keeps the pool's step whole (layers under 1M weights, or CPUs without
-        bfloat16), except for the items that left bfloat16 steps (:meth:`evaluate`), whose float32 logits come in
-        passes of as many points (a quarter of the layer's size), cut the same way in every run."""
+        bfloat16). The items that left bfloat16 steps (:meth:`evaluate`) get their float32 logits (torch's product)
+        in passes of as many points (a quarter of the layer's size), cut the same way in every run."""
         if self.device is None and not self.bf16_steps:
             return sys.maxsize
         itemsize = 2 if self.device is None else np.dtype(self.dtype).itemsize
@@ -285,11 +309,29 @@ class LayerProducts:
         k = np.flatnonzero(where[items] >= 0)
         k = k[(X[k] == self.Win[items[k]]).all(axis=1)]
         margin[k], at = gram_margin[items[k]], where[items[k]]
-        for lo in np.unique(at):
-            worst[k[at == lo]] = self._block_argmax(items[k[at == lo]], X[k[at == lo]], lo, block)
+        if self.bf16_start:
+            worst[k] = self._first_rows(gram)[items[k]]
+        else:  # numpy's BLAS rounds by shape: these points' products as they come
+            for lo in np.unique(at):
+                worst[k[at == lo]] = self._block_argmax(items[k[at == lo]], X[k[at == lo]], lo, block)
         rest = np.ones(len(items), dtype=bool)
         rest[k] = False
         return np.flatnonzero(rest)
+
+    def _first_rows(self, gram: GramPass) -> np.ndarray:
+        """The row each start point that ``gram`` shows beaten reflects across first (:meth:`_block_argmax` of its
+        Gram block; -1 for the others), for every such item at the first call, kept to the end of the scope
+        (:meth:`release`). A pool's step holds a few new items per block: asked step by step, SmolLM2's took
+        many small products. Each row of a bfloat16 product is the same whatever the rows beside it
+        (:meth:`_pass_rows`), so the rows are those of the steps."""
+        if self.__dict__.get("_first", (None,))[0] is not gram:
+            rows = np.full(self.n_rows, -1, dtype=np.int64)
+            beaten = np.flatnonzero(gram.beaten >= 0)
+            for lo in np.unique(gram.beaten[beaten]):
+                k = beaten[gram.beaten[beaten] == lo]
+                rows[k] = self._block_argmax(k, self.Win[k], lo, gram.block)
+            self._first = (gram, rows)
+        return self._first[1]
 
     def _block_argmax(self, items, X, lo: int, block: int) -> np.ndarray:
         """The row of each point's largest logit among rows ``lo .. lo + block``, its own row left out: of
@@ -317,8 +359,8 @@ class LayerProducts:
 
     def _evaluate(self, items, X, eps, coarse: bool = False, near: np.ndarray | None = None):
         """:meth:`evaluate` for one pass of points, in three tiers; each settles what it can and passes on the rest
-        (``coarse``: bfloat16 logits, and the points the first tier leaves open are not measured but marked to step
-        in float32, :attr:`_fine`):
+        (``coarse``: bfloat16 logits, and the points the first tier leaves open with more than n /
+        :data:`RECHECK_COST` rows to measure are not measured but marked to step in float32, :attr:`_fine`):
 
         1. the computed logits with one bound per point (from the largest row norm): most points win, or lose, by
            far more than the rounding;
@@ -365,18 +407,21 @@ class LayerProducts:
         # l_worst > l_t for sure: reflect across the computed argmax, no measuring needed.
         beaten = top - kappa * (xn * self.norms[worst] + np.abs(self.b64[worst])) > 2 * own - low
         open_ = np.flatnonzero(~(margin > eps) & ~beaten)
-        if coarse:
-            self._fine[items[open_]] = True
-        elif open_.size:
-            self._recheck(_Pass(L, items, X64, xn, low, kappa), open_, eps, margin, worst)
+        if open_.size:
+            limit = self.n_rows // RECHECK_COST if coarse else None
+            p = _Pass(L, cols, width, band_norm, band_top, items, X64, xn, low, kappa)
+            fine = self._recheck(p, open_, eps, margin, worst, limit)
+            self._fine[items[fine]] = True
         return worst, margin
 
-    def _recheck(self, p: _Pass, open_, eps, margin, worst, group=64):
+    def _recheck(self, p: _Pass, open_, eps, margin, worst, limit: int | None = None, group=64) -> np.ndarray:
         """Tiers 2 and 3 of :meth:`evaluate` for the points ``open_`` of the pass ``p``, ``group`` points at a time;
         writes their margins and the rows to reflect across into ``margin`` and ``worst``. A row that is not
-        measured has a distance above eps (1 + 4 U64), which is their margin."""
+        measured has a distance above eps (1 + 4 U64), which is their margin. Points with more than ``limit`` rows
+        to measure are left as they are and returned (their items step in float32: :meth:`evaluate`)."""
         L, X64, xn, low, kappa = p.L, p.X64, p.xn, p.low, p.kappa
         d, t, absb, norms = self.d, p.items, np.abs(self.b64), self.norms
+        left = []
         # The float64 arithmetic of the tests below errs by a few units of U64 times the same magnitudes; a row
         # ruled out is at a distance above eps_ > eps (also at eps = 0).
         kap, eps_ = kappa + 8 * U64, max(eps, 2.0**-1000) * (1 + 4 * U64)
@@ -384,14 +429,21 @@ class LayerProducts:
             ks = open_[lo : lo + group]
             thr = low[ks] - eps_ * norms[t[ks]]  # a row is far if l_i + eps ||w_i|| < thr, rounding included
             # Tier 2: the rows whose exact logit may come within eps ||w_t - w_i|| of the own one. First a bound
-            # from the largest norm (one comparison per entry), then each candidate's own bound in float64.
-            floor = thr - kap * (xn[ks] * self.max_norm + self.max_bias) - eps_ * self.max_norm
+            # from each span's largest norm (one comparison per entry of the spans that may hold one), then each
+            # candidate's own bound in float64.
+            floor = thr[:, None] - kap * (np.multiply.outer(xn[ks], p.span_norm) + self.max_bias) - eps_ * p.span_norm
             lt = L.dtype.type if isinstance(L, np.ndarray) else np.float32  # compared in the logits' own format
             with np.errstate(over="ignore"):  # beyond float32: inf rounds down to its largest, -inf keeps every row
                 floor = np.nextafter(floor.astype(lt), lt(-np.inf))  # rounded down
-            kk, ii, val = row_candidates(L, ks, floor)
+            kk, cc, val = row_candidates(L, ks, floor, p.width, p.span_top[ks])
+            ii = cc if p.cols is None else p.cols[cc]
             near = val + kap * (xn[ks][kk] * norms[ii] + absb[ii]) + eps_ * norms[ii] >= thr[kk]
             kk, ii = kk[near], ii[near]
+            if limit is not None:
+                many = np.bincount(kk, minlength=len(ks)) > limit
+                left.append(ks[many])
+                keep = ~many[kk]
+                kk, ii, ks, thr = (np.cumsum(~many) - 1)[kk[keep]], ii[keep], ks[~many], thr[~many]
             union, col = np.unique(ii, return_inverse=True)
             G = X64[ks] @ np.asarray(self.Win[union], dtype=np.float64).T  # (k, |union|): one blocked product
             g = G[kk, col] + self.b64[ii]
@@ -412,6 +464,7 @@ class LayerProducts:
                 if mine.size:  # reflect across the float64 argmax, or across a duplicate that always wins
                     lost = mine[dist[mine] == -np.inf]
                     worst[k] = ii[lost[0]] if lost.size else ii[mine[np.argmax(g[mine])]]
+        return np.concatenate(left) if left else np.zeros(0, dtype=np.int64)
 
     def _exact_distances(self, t, i, X):
         """Certified distance of each point ``X[p]`` to the hyperplane of the pair (t[p], i[p]), in float64 on
