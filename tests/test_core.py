@@ -909,7 +909,9 @@ def test_an_exact_duplicate_gets_its_first_blocking_row_alone_as_lp_system():
 @pytest.mark.skipif(not bf16_gemm(), reason="no native bfloat16 products on this CPU")
 def test_logits_of_one_pass_take_an_eighth_of_the_layer_and_cutting_changes_nothing():
     """On the bfloat16 path a reflection step's logits are computed a pass of points at a time, at most an eighth
-    of the layer (8 MiB for a small one), into one buffer; a batch cut into passes gets the results of one pass."""
+    of the layer (8 MiB for a small one), into one buffer; a batch cut into passes gets the results of one pass:
+    the same rows to reflect across, the same margins but for the points whose rows near the bound are measured
+    again in float64 (a product of their group, whose rounding follows its shape), within a few units of it."""
     from argmaxable.core import systems
 
     rng = np.random.default_rng(9)
@@ -923,8 +925,10 @@ def test_logits_of_one_pass_take_an_eighth_of_the_layer_and_cutting_changes_noth
     assert system._logit_buffer.shape == (system._pass_rows, n)
     whole = systems.CategorySystem(W, None)
     whole.__dict__["_pass_rows"] = len(items)
-    np.testing.assert_array_equal(whole.evaluate(items, X, 1e-8)[0], worst)
-    np.testing.assert_array_equal(whole.evaluate(items, X, 1e-8)[1], margin)
+    whole_worst, whole_margin = whole.evaluate(items, X, 1e-8)
+    np.testing.assert_array_equal(whole_worst, worst)
+    np.testing.assert_allclose(whole_margin, margin, rtol=1e-12, atol=0)
+    assert (whole_margin == margin).mean() > 0.9
     big = systems.CategorySystem(np.zeros((70000, 256), dtype=np.float32), None)  # 72 MB: its eighth is the budget
     assert big._pass_rows == 70000 * 256 * 4 // 8 // (2 * 70000)
 
@@ -1024,6 +1028,14 @@ def test_a_bf16_check_multiplies_a_handful_of_point_counts_and_padding_changes_n
     worst, margin = system.evaluate(items, X, 1e-8)
     settled = ~measured[items]
     assert 50 <= settled.sum() < len(items) and system._fine[items].sum() < (~settled).sum()
+    # A point measured again that wins has the margin its logits show, not eps (the rows left unmeasured: within
+    # bfloat16's bound of their computed logits), and no more than its exact distance to any row.
+    won = np.flatnonzero(~settled & ~system._fine[items] & (margin > 1e-8))
+    W64, X64 = W.astype(np.float64), X.astype(np.float64)
+    D = W64[items[won], None, :] - W64[None, :, :]  # (won, n, d)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exact = np.nanmin(np.einsum("knd,kd->kn", D, X64[won]) / np.linalg.norm(D, axis=2), axis=1)
+    assert len(won) >= 2 and (margin[won] <= exact).all() and (margin[won] > 1e-4).all()
     for lo in range(0, len(items), 7):  # 7 points padded to 16 at a time
         k = slice(lo, lo + 7)
         system._fine[:] = False

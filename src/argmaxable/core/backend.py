@@ -247,6 +247,30 @@ def row_candidates(L, rows: np.ndarray, floor: np.ndarray, width: int, span_top:
     return p, j, v
 
 
+def span_maxima_without(L, rows: np.ndarray, width: int, span_top: np.ndarray, k: np.ndarray, cols: np.ndarray
+                        ) -> np.ndarray:
+    """``span_top`` (the maximum of each of the rows ``rows`` of L over each span of ``width`` columns, float64
+    (len(rows), spans)) with the spans that hold a listed entry (row position ``k[i]``, column ``cols[i]``) taken
+    again without the listed entries (-inf where nothing is left): the largest logits of the rows not listed."""
+    out = np.array(span_top, dtype=np.float64)
+    span = cols // width
+    for s in np.unique(span):
+        sel = span == s
+        pos, local = np.unique(k[sel], return_inverse=True)
+        lo, hi = s * width, min((s + 1) * width, L.shape[1])
+        if isinstance(L, np.ndarray):
+            seg = L[rows[pos], lo:hi]  # a copy
+            seg[local, cols[sel] - lo] = -np.inf
+            out[pos, s] = seg.max(axis=1)
+        else:
+            import torch
+
+            seg = L[torch.from_numpy(rows[pos]).to(L.device), lo:hi]  # a copy
+            seg[torch.from_numpy(local).to(L.device), torch.from_numpy(cols[sel] - lo).to(L.device)] = -torch.inf
+            out[pos, s] = seg.amax(dim=1).double().cpu().numpy()
+    return out
+
+
 def top_columns(L, rows: np.ndarray, k: int) -> np.ndarray:
     """The columns of the ``k`` largest entries of the rows ``rows`` of L (numpy or torch), as an int64 array
     (len(rows), k), in no particular order: torch's top-k on the CPU costs about one pass over the row, numpy's

@@ -32,6 +32,7 @@ from argmaxable.core.backend import (
     rounding_bound,
     row_candidates,
     row_squares,
+    span_maxima_without,
     top_columns,
 )
 from argmaxable.core.numerics import U64, gamma, row_norms
@@ -457,14 +458,28 @@ class LayerProducts:
                 h = hard[lo3 : lo3 + 512]
                 k3, i3 = ks[kk[h]], ii[h]
                 dist[h] = self._exact_distances(t[k3], i3, X64[k3])
+            rest = self._unmeasured_margin(p, ks, kk, ii, kap, eps_)
             bounds = np.searchsorted(kk, np.arange(len(ks) + 1))  # kk is sorted: each point's pairs in a run
             for j, k in enumerate(ks):
                 mine = np.arange(bounds[j], bounds[j + 1])
-                margin[k] = min(eps_, dist[mine].min(initial=np.inf))
+                margin[k] = min(rest[j], dist[mine].min(initial=np.inf))
                 if mine.size:  # reflect across the float64 argmax, or across a duplicate that always wins
                     lost = mine[dist[mine] == -np.inf]
                     worst[k] = ii[lost[0]] if lost.size else ii[mine[np.argmax(g[mine])]]
         return np.concatenate(left) if left else np.zeros(0, dtype=np.int64)
+
+    def _unmeasured_margin(self, p: _Pass, ks, kk, ii, kap: float, eps_: float) -> np.ndarray:
+        """For each point ``ks`` of the pass ``p``, a certified lower bound on its distance to the hyperplanes of the
+        rows tier 2 did not measure (the pairs ``kk``, ``ii`` are those it did): above eps_ (they were ruled out by
+        it), and as tier 1 bounds them, each span's largest computed logit among them within kappa (||x|| times the
+        span's largest norm + max |b_i|). Without the second, a point tier 2 settles would keep eps as its margin
+        where its computed logits show far more (SmolLM2's head: 6270 radius bounds at 1e-8)."""
+        col = ii if p.cols is None else self._rank[ii]
+        top = span_maxima_without(p.L, ks, p.width, p.span_top[ks], kk, col)
+        up = top + kap * (np.multiply.outer(p.xn[ks], p.span_norm) + self.max_bias)
+        with np.errstate(invalid="ignore"):  # an all-zero layer: 0 / 0, a NaN bound that proves nothing
+            bound = ((p.low[ks, None] - up) / np.add.outer(self.norms[p.items[ks]], p.span_norm)).min(axis=1)
+        return np.fmax(eps_, bound)
 
     def _exact_distances(self, t, i, X):
         """Certified distance of each point ``X[p]`` to the hyperplane of the pair (t[p], i[p]), in float64 on
