@@ -439,12 +439,12 @@ class LayerProducts:
             kk, cc, val = row_candidates(L, ks, floor, p.width, p.span_top[ks])
             ii = cc if p.cols is None else p.cols[cc]
             near = val + kap * (xn[ks][kk] * norms[ii] + absb[ii]) + eps_ * norms[ii] >= thr[kk]
-            kk, ii = kk[near], ii[near]
+            kk, ii, cc = kk[near], ii[near], cc[near]
             if limit is not None:
                 many = np.bincount(kk, minlength=len(ks)) > limit
                 left.append(ks[many])
                 keep = ~many[kk]
-                kk, ii, ks, thr = (np.cumsum(~many) - 1)[kk[keep]], ii[keep], ks[~many], thr[~many]
+                kk, ii, cc, ks, thr = (np.cumsum(~many) - 1)[kk[keep]], ii[keep], cc[keep], ks[~many], thr[~many]
             union, col = np.unique(ii, return_inverse=True)
             G = X64[ks] @ np.asarray(self.Win[union], dtype=np.float64).T  # (k, |union|): one blocked product
             g = G[kk, col] + self.b64[ii]
@@ -458,7 +458,14 @@ class LayerProducts:
                 h = hard[lo3 : lo3 + 512]
                 k3, i3 = ks[kk[h]], ii[h]
                 dist[h] = self._exact_distances(t[k3], i3, X64[k3])
-            rest = self._unmeasured_margin(p, ks, kk, ii, kap, eps_)
+            nearest = np.full(len(ks), np.inf)
+            np.minimum.at(nearest, kk, dist)
+            # The rows left unmeasured bound the margin only of a point that wins against the measured ones.
+            rest = np.full(len(ks), eps_)
+            wins = np.flatnonzero(nearest > eps_)
+            if wins.size:
+                sub = np.isin(kk, wins)
+                rest[wins] = self._unmeasured_margin(p, ks[wins], np.searchsorted(wins, kk[sub]), cc[sub], kap, eps_)
             bounds = np.searchsorted(kk, np.arange(len(ks) + 1))  # kk is sorted: each point's pairs in a run
             for j, k in enumerate(ks):
                 mine = np.arange(bounds[j], bounds[j + 1])
@@ -468,14 +475,14 @@ class LayerProducts:
                     worst[k] = ii[lost[0]] if lost.size else ii[mine[np.argmax(g[mine])]]
         return np.concatenate(left) if left else np.zeros(0, dtype=np.int64)
 
-    def _unmeasured_margin(self, p: _Pass, ks, kk, ii, kap: float, eps_: float) -> np.ndarray:
+    def _unmeasured_margin(self, p: _Pass, ks, kk, cc, kap: float, eps_: float) -> np.ndarray:
         """For each point ``ks`` of the pass ``p``, a certified lower bound on its distance to the hyperplanes of the
-        rows tier 2 did not measure (the pairs ``kk``, ``ii`` are those it did): above eps_ (they were ruled out by
-        it), and as tier 1 bounds them, each span's largest computed logit among them within kappa (||x|| times the
-        span's largest norm + max |b_i|). Without the second, a point tier 2 settles would keep eps as its margin
-        where its computed logits show far more (SmolLM2's head: 6270 radius bounds at 1e-8)."""
-        col = ii if p.cols is None else self._rank[ii]
-        top = span_maxima_without(p.L, ks, p.width, p.span_top[ks], kk, col)
+        rows tier 2 did not measure (the pairs ``kk``, ``cc``, positions in ``ks`` and columns of ``p.L``, are those
+        it did): above eps_ (they were ruled out by it), and as tier 1 bounds them, each span's largest computed
+        logit among them within kappa (||x|| times the span's largest norm + max |b_i|). Without the second, a point
+        tier 2 settles would keep eps as its margin where its computed logits show far more (SmolLM2's head: 6270
+        radius bounds at 1e-8). Asked only for points that win against the rows tier 2 measured."""
+        top = span_maxima_without(p.L, ks, p.width, p.span_top[ks], kk, cc)
         up = top + kap * (np.multiply.outer(p.xn[ks], p.span_norm) + self.max_bias)
         with np.errstate(invalid="ignore"):  # an all-zero layer: 0 / 0, a NaN bound that proves nothing
             bound = ((p.low[ks, None] - up) / np.add.outer(self.norms[p.items[ks]], p.span_norm)).min(axis=1)
