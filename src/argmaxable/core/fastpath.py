@@ -263,8 +263,9 @@ class LayerProducts:
         :data:`RECHECK_COST`), which are measured again in float64 as float32 steps measure theirs; from the first
         point that leaves more open it steps in float32, for good (:attr:`_fine`). Which it is varies point by
         point, not head by head (issue 33): of the points bfloat16 steps leave open, half have 1-2 such rows on
-        SmolLM2's, Qwen2.5-Coder-0.5B's and the under-trained family's heads, and a tenth over 1300 (under-trained,
-        n = 32768) or 5600 (Qwen2.5-Coder, about 4 ms a point in float64 against 2 ms for its float32 logits), near
+        SmolLM2's and Qwen2.5-Coder-0.5B's heads (9 on the under-trained family's), and a tenth over 1300
+        (under-trained, n = 32768) or 5600 (Qwen2.5-Coder, about 4 ms a point in float64 against 2 ms for its float32
+        logits), near
         the edge of its item's region, where bfloat16's argmax often names a row other than the most violated one."""
         worst, margin = np.empty(len(items), dtype=np.int64), np.empty(len(items))
         rest = self._first_steps(items, X, worst, margin, gram)
