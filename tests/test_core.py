@@ -495,29 +495,49 @@ def test_a_point_bf16_leaves_open_is_measured_again_or_its_item_steps_in_float32
 @pytest.mark.parametrize("arithmetic", ["float32", "bfloat16"])
 def test_numpy_blas_keeps_one_thread_while_torch_multiplies_the_steps(monkeypatch, arithmetic):
     """Where reflection's steps multiply in bfloat16 (torch's threads), numpy's BLAS runs on one thread for the
-    scope of the products and gets its threads back after; float32 steps (numpy's products) keep them (issue 33:
-    the idle BLAS threads spinning beside torch's made SmolLM2's bfloat16 products 1.3x slower on 2 cores)."""
+    scope of the products, except in the float32 products of the items that left bfloat16 steps, which get the
+    caller's threads, and gets its threads back after; float32 steps keep them throughout (issue 33: the idle BLAS
+    threads spinning beside torch's made SmolLM2's bfloat16 products 1.3x slower on 2 cores)."""
+    from contextlib import contextmanager
+
     from threadpoolctl import threadpool_info, threadpool_limits
 
     from argmaxable.core import systems
+
+    def blas():
+        return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
 
     for name, value in ARITHMETIC[arithmetic].items():
         monkeypatch.setattr(fastpath, name, value)
     rng = np.random.default_rng(3)
     W = rng.normal(size=(300, 256)).astype(np.float32)
     W[:20] *= 0.2  # beaten at their start points: the pool steps
-    threads = []
-    evaluate = systems.CategorySystem.evaluate
+    threads, float32_threads = [], []
+    evaluate, caller = systems.CategorySystem.evaluate, fastpath.LayerProducts._caller_blas_threads
 
     def spy(self, *args, **kw):
-        threads.append(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
+        threads.append(blas())
         return evaluate(self, *args, **kw)
 
+    @contextmanager
+    def spy_caller(self):
+        with caller(self):
+            float32_threads.append(blas())
+            yield
+
     monkeypatch.setattr(systems.CategorySystem, "evaluate", spy)
+    monkeypatch.setattr(fastpath.LayerProducts, "_caller_blas_threads", spy_caller)
     with threadpool_limits(limits=2, user_api="blas"):
         res = am.check_categories(W)
-        after = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
-    assert threads and set(threads) == {1 if arithmetic == "bfloat16" else 2} and after == 2
+        after = blas()
+        system = systems.CategorySystem(W, None)
+        with system.step_threads():
+            inside = blas()
+            with system._caller_blas_threads():
+                float32 = blas()
+    one = arithmetic == "bfloat16"
+    assert threads and set(threads) == {1 if one else 2} and after == 2
+    assert (inside, float32) == ((1, 2) if one else (2, 2)) and set(float32_threads) <= {2}
     assert am.verify_certificate(res, W).all()
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -136,6 +136,33 @@ class LayerProducts:
         finally:
             self.__dict__["bf16_steps"] = was
 
+    @contextmanager
+    def step_threads(self) -> Iterator[None]:
+        """The scope of reflection's products. Where its steps multiply in bfloat16 (torch's threads), numpy's BLAS
+        keeps one thread here: after each of its calls between two products (working sets, float64 re-measures)
+        its idle threads spin for a while on the cores torch's threads need (SmolLM2's head, 2 cores: the same
+        bfloat16 product 216 us a point beside two BLAS threads, 161 beside one; issue 33). The float32 steps of
+        the items that left bfloat16 (:attr:`_fine`) get the caller's threads back for their product alone
+        (:meth:`_caller_blas_threads`): torch's float32 product there took 83 s of Gemma-3-270M's check (py-spy, 2
+        cores) where numpy's had taken 54 s."""
+        if not self.bf16_steps:
+            yield
+            return
+        from threadpoolctl import ThreadpoolController
+
+        controller = ThreadpoolController()
+        with controller.limit(limits=1, user_api="blas") as held:
+            self._blas = (controller, held.get_original_num_threads()["blas"])
+            try:
+                yield
+            finally:
+                del self._blas
+
+    def _caller_blas_threads(self):
+        """Within :meth:`step_threads`, a scope with the BLAS threads its caller had; elsewhere nothing changes."""
+        held = self.__dict__.get("_blas")
+        return nullcontext() if held is None else held[0].limit(limits=held[1], user_api="blas")
+
     def release(self) -> None:
         """Drop the bfloat16 copy of the layer, the logit buffer, the torch copies (made again on use), the items
         that step in float32 (:attr:`_fine`) and the start points' first rows (:meth:`_first_rows`): the end of a
@@ -209,17 +236,8 @@ class LayerProducts:
             L = torch.matmul(self._bf16_points(X, m), self._bf16_layer.T, out=self._logit_buffer[:m])[: len(X)]
             L[torch.from_numpy(rows), torch.from_numpy(self._rank[items])] = -torch.inf
             return L, bf16_rounding_bound(self.d + 2), self._order
-        if self.bf16_steps:
-            import torch
-
-            # beside bfloat16 steps, torch's float32 product: the threads of torch's products alone run in the
-            # scope of reflection, numpy's BLAS keeps one (:func:`argmaxable.core.reflect._products`)
-            with exact_float32():
-                L = torch.from_numpy(np.ascontiguousarray(X, dtype=self.dtype)) @ torch.from_numpy(self.W).T
-            L += torch.from_numpy(self.b)
-            L[torch.from_numpy(rows), torch.from_numpy(items)] = -torch.inf
-            return L, self.kappa, None
-        L = X @ self.W.T  # (b, n) in self.dtype
+        with self._caller_blas_threads():
+            L = X @ self.W.T  # (b, n) in self.dtype
         L += self.b
         L[rows, items] = -np.inf  # the target's own (zero) row
         return L, self.kappa, None
@@ -292,7 +310,7 @@ class LayerProducts:
         whatever the number of rows (measured, bitwise), so cutting a pool's step changes none of those logits there
         (the few rows they leave open for a point are measured again by a float64 product of its group). numpy's
         BLAS rounds by shape: its path keeps the pool's step whole (layers under 1M weights, or CPUs without
-        bfloat16). The items that left bfloat16 steps (:meth:`evaluate`) get their float32 logits (torch's product)
+        bfloat16). The items that left bfloat16 steps (:meth:`evaluate`) get their float32 logits
         in passes of as many points (a quarter of the layer's size), cut the same way in every run."""
         if self.device is None and not self.bf16_steps:
             return sys.maxsize

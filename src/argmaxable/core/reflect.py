@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from argmaxable.core.backend import release_free_heap
 from argmaxable.core.box import inside, shrink_factors
@@ -167,18 +166,10 @@ def _products(system: System, whole: bool) -> Iterator[None]:
     """The scope of reflection's products: what a :class:`~argmaxable.core.systems.GramStart` system keeps for
     them (the bfloat16 copy of the layer, the logit buffer, the torch copies: half the float32 layer and more) is
     dropped when they are over, before a whole vocabulary's witnesses are written (:func:`_write_witnesses`), and
-    with it the blocks reflection's temporaries left in the heap.
-
-    Where the steps multiply in bfloat16 (torch's threads), numpy's BLAS keeps one thread in the scope: after each
-    of its calls between two products (working sets, float64 re-measures) its idle threads spin for a while on the
-    cores torch's threads need, and the float32 steps there are torch's products too
-    (:meth:`~argmaxable.core.fastpath.LayerProducts._logits`). Measured on SmolLM2's head (2 cores, issue 33): the
-    same bfloat16 product 216 us a point beside two BLAS threads against 161 beside one, the check 22.2 s against
-    15.3 s; Qwen2.5-Coder-0.5B's 118.2 s against 110.0 s; Gemma-3-270M's 221.1 s against 230.1 s (268.6 s with its
-    float32 steps on numpy's one thread)."""
-    one = isinstance(system, GramStart) and system.bf16_steps
+    with it the blocks reflection's temporaries left in the heap; within it numpy's BLAS threads are as the system's
+    steps need them (:meth:`~argmaxable.core.fastpath.LayerProducts.step_threads`)."""
     try:
-        with threadpool_limits(limits=1, user_api="blas") if one else nullcontext():
+        with system.step_threads() if isinstance(system, GramStart) else nullcontext():
             yield
     finally:
         if isinstance(system, GramStart):

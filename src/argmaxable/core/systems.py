@@ -71,6 +71,10 @@ class GramStart(Protocol):
     def evaluate(self, items: np.ndarray, X: np.ndarray, eps: float, gram: GramPass | None = None
                  ) -> tuple[np.ndarray, np.ndarray]: ...
 
+    def step_threads(self) -> AbstractContextManager:
+        """The scope of reflection's products, with numpy's BLAS threads as the steps need them."""
+        ...
+
     def release(self) -> None:
         """Drop what the products keep (made again if used later): reflection releases it when its products are
         over (:func:`~argmaxable.core.reflect.reflect`), before a whole vocabulary's witnesses are written."""
