@@ -283,8 +283,8 @@ class LayerProducts:
         point, not head by head (issue 33): of the points bfloat16 steps leave open, half have 1-2 such rows on
         SmolLM2's and Qwen2.5-Coder-0.5B's heads (9 on the under-trained family's), and a tenth over 1300
         (under-trained, n = 32768) or 5600 (Qwen2.5-Coder, about 4 ms a point in float64 against 2 ms for its float32
-        logits), near
-        the edge of its item's region, where bfloat16's argmax often names a row other than the most violated one."""
+        logits), near the edge of its item's region, where bfloat16's argmax often names a row other than the most
+        violated one."""
         worst, margin = np.empty(len(items), dtype=np.int64), np.empty(len(items))
         rest = self._first_steps(items, X, worst, margin, gram)
         step = self._pass_rows
@@ -488,7 +488,7 @@ class LayerProducts:
             bounds = np.searchsorted(kk, np.arange(len(ks) + 1))  # kk is sorted: each point's pairs in a run
             for j, k in enumerate(ks):
                 mine = np.arange(bounds[j], bounds[j + 1])
-                margin[k] = min(rest[j], dist[mine].min(initial=np.inf))
+                margin[k] = min(rest[j], nearest[j])
                 if mine.size:  # reflect across the float64 argmax, or across a duplicate that always wins
                     lost = mine[dist[mine] == -np.inf]
                     worst[k] = ii[lost[0]] if lost.size else ii[mine[np.argmax(g[mine])]]
