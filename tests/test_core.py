@@ -1077,7 +1077,7 @@ def _pool(system, box, record: bool, capacity: int = 64):
     x = np.full((n, system.d), np.nan, dtype=system.dtype)
     x[pool.kept] = pool.points
     if pool.path is not None:
-        x[pool.path.where] = pool.path.replay(system)
+        pool.path.replay(system, x, pool.path.where)
     return pool, x
 
 
@@ -1094,16 +1094,18 @@ def _clustered_system(dtype, bias):
 
 @pytest.mark.parametrize("dtype, bias, bound", [(np.float32, False, 0.02), (np.float64, False, 0.02),
                                                 (np.float32, True, 100.0), (np.float64, True, 100.0)])
-def test_a_pool_path_replays_its_witnesses_bit_for_bit(dtype, bias, bound):
+def test_a_pool_path_replays_its_witnesses_bit_for_bit(dtype, bias, bound, monkeypatch):
     """A whole vocabulary's witnesses are written after reflection from the pool's recorded path (so the witnesses
     and the bfloat16 copy of the layer are never in memory at once): replaying the scalings into the box (a small
     box shrinks every point) and the reflections gives each proven point exactly as the pool computed it (the same
     pool without a recorder keeps every point as a row). Without a bias, the items that restarted from their
     whitened point (proven after more than one reflection) are not in the path: the pool keeps them as rows. A
-    pool of 64 slots for 600 items refills them as items leave."""
+    pool of 64 slots for 600 items refills them as items leave. The path replays 7 items at a time (a chunk
+    boundary falls inside most steps' records)."""
     from argmaxable.core import reflect as rf
     from argmaxable.core.box import make_box
 
+    monkeypatch.setattr(rf, "REPLAY_BYTES", 7 * 8 * 40)
     system, box = _clustered_system(dtype, bias), make_box(40, bound)
     pool, x = _pool(system, box, record=True)
     plain, y = _pool(system, box, record=False)
