@@ -102,6 +102,8 @@ class Reflect:
                              eps=self.settings.eps, progress=bar.update, out=witness if whole else None)
             if isinstance(system, GramStart) and system.bf16_steps:
                 self._again_in_float32(system, ledger.items[open_], approx, bar)
+                sharpened = system.sharpen(ledger.items[open_], approx.x, approx.margin, self.settings.eps)
+                bar.set_postfix_str(f"{sharpened} radius bounds measured again in float32")
         ledger.reflected(open_, approx.steps, None if whole else approx.x)
         return approx, whole
 

@@ -75,6 +75,11 @@ class GramStart(Protocol):
         """The scope of reflection's products, with numpy's BLAS threads as the steps need them."""
         ...
 
+    def sharpen(self, items: np.ndarray, X: np.ndarray, margin: np.ndarray, eps: float) -> int:
+        """The certified margins, in place, of points whose bfloat16 steps left them at their floor, measured again
+        in float32; how many."""
+        ...
+
     def release(self) -> None:
         """Drop what the products keep (made again if used later): reflection releases it when its products are
         over (:func:`~argmaxable.core.reflect.reflect`), before a whole vocabulary's witnesses are written."""
