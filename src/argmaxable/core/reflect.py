@@ -208,8 +208,8 @@ class Path:
         :data:`REPLAY_BYTES` of float64 points at a time: each step is elementwise on its item's own point and rows,
         so a chunk of items replays as the whole would, its steps in their order. Replayed whole, the first step's
         rows, their differences and their products held three copies of the points beside the witnesses (issue 33:
-        SmolLM2's peak, 4.3x its float32 layer). Each step's entries are sorted into chunks once: Gemma-3-270M's
-        thousands of steps read again for each of its 160 chunks took 10 s."""
+        SmolLM2's peak, 4.3x its float32 layer). Each step's entries are sorted into chunks once, so that no step is
+        read again for every chunk."""
         chunk = max(1, REPLAY_BYTES // (8 * system.d))
         steps = [[] for _ in range(0, len(self.items), chunk)]  # per chunk: (step, its entries there)
         for r, (scaled, scale, moved, _, _) in enumerate(self.records):
