@@ -22,7 +22,7 @@ run: $(VENV)/.installed
 	$(BIN)/snakemake --cores $(CORES)
 
 test: $(VENV)/.installed lint
-	$(BIN)/pytest
+	$(if $(wildcard ../shared/seeds),ARGMAXABLE_SEEDS=$(abspath ../shared/seeds)) $(BIN)/pytest
 
 # The property tests with new random examples (make test draws the same ones every run); a failure found here
 # becomes an @example of its test.

@@ -28,11 +28,12 @@ def write_tables(tables: Mapping[str, pd.DataFrame], out: Mapping[str, str], con
         write_table(df, path.with_suffix(".md"), config=config, **extra)
 
 
-def write_figure(fig, path: str | Path, config: Any = None) -> None:
-    """Save ``fig`` as ``path`` (.png) and beside it as .pdf, then close it."""
+def write_figure(fig, path: str | Path, config: Any = None, **extra: Any) -> None:
+    """Save ``fig`` as ``path`` (.png) and beside it as .pdf, then close it (``extra``: e.g. ``inputs``, the files
+    it was drawn from, for the sidecars)."""
     import matplotlib.pyplot as plt
 
     path = Path(path)
-    save_figure(fig, path, config=config)
-    save_figure(fig, path.with_suffix(".pdf"), config=config)
+    save_figure(fig, path, config=config, **extra)
+    save_figure(fig, path.with_suffix(".pdf"), config=config, **extra)
     plt.close(fig)

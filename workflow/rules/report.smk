@@ -1,4 +1,4 @@
-# report family: the replication report over every table and figure of the three papers (issue 14). Each family
+# report family: the replication report over every table and figure of the three papers. Each family
 # declares its items in workflow/report/<family>.yaml; papers.yaml is the catalogue of all items.
 import glob
 

@@ -87,7 +87,7 @@ def make_paper_tables(summary_paths: Iterable[str | os.PathLike], out_path: str 
     summaries = _read(summary_paths)
     order = [*PAPER_SOURCES, OTHER]
     key = {id(s): (s.get("paper") or {}).get("table") or OTHER for s in summaries}
-    sections = ["# Detection results per paper table (002 Tables 4-8, thesis Tables A.1-A.5)", ""]
+    sections = ["# Detection results per paper table (ACL 2022 Tables 4-8, thesis Figs. A.1-A.5)", ""]
     for table in sorted(set(key.values()), key=lambda t: order.index(t) if t in order else len(order)):
         group = [s for s in summaries if key[id(s)] == table]
         frame = detect_table(group).round({"mean steps": 2, "seconds": 1})

@@ -46,9 +46,11 @@ from argmaxable.report.declarations import (
     PLACEHOLDER,
     DeclarationError,
     bare_numbers,
+    citation,
     load_catalogue,
     load_declarations,
     load_methods,
+    place,
 )
 from argmaxable.report.query import fill, read_value
 from argmaxable.report.readme import README_BLOCKS, readme_blocks, run_summary, update_readme
@@ -64,6 +66,7 @@ __all__ = [
     "assess_all",
     "bare_numbers",
     "check_claim",
+    "citation",
     "coverage",
     "coverage_counts",
     "fill",
@@ -73,6 +76,7 @@ __all__ = [
     "make_report",
     "mark_shared",
     "method_differences",
+    "place",
     "read_value",
     "readme_blocks",
     "render_html",
@@ -110,15 +114,19 @@ def make_report(report_dir: str | Path, results_dir: str | Path, out_md: str | P
     methods = method_differences(load_methods(report_dir / "papers.yaml"), catalogue, results_dir, config)
     items = assess_all(catalogue, load_declarations(report_dir, catalogue), results_dir, experiment, families,
                        config=config, methods=methods)
-    header = {"experiment": experiment, "code version": code_version(),
-              "families run": ", ".join(families) if families is not None else "all",
-              "how to read": "one section per paper, items in the paper's order, then the items beyond the papers; "
-                             "each states how ours relates to the paper's: exact match / within tolerance (of "
-                             "numbers printed in the paper, cited by seed line) / self-check (against values the "
-                             "project computes where the paper prints none) / same inputs / differs / substitute "
-                             "data / not run / missing; a paper's claim is tested on this run's files (each value's "
-                             "file and rows named) and ours agrees, differs or is inconclusive (the run cannot "
-                             "decide); a check several items share is counted once"}
+    header = {
+        "what this is": "every table, figure and stated claim of the three papers, in each paper's order, with what "
+                        "this run made for it and how it relates to the paper's; then the items beyond the papers",
+        "how to read": "each item states its relation: exact match / within tolerance (of numbers printed in the "
+                       "paper) / self-check (against values the project computes where the paper prints none) / "
+                       "unresolved (ours too uncertain to hold the paper's to) / same inputs / differs / substitute "
+                       "data / not run / out of scope (with why) / missing; a paper's claim is tested on this run's "
+                       "files (each value's file and rows named): ours agrees, differs, or this run cannot decide "
+                       "(inconclusive, with why); a check several items share is counted once",
+        "citations": "by paper and place (section, table or figure, as the published paper numbers them); the "
+                     "bracketed line key points into the plain-text copy of the paper, for those who hold it",
+        "experiment": experiment, "code version": code_version(),
+        "families run": ", ".join(families) if families is not None else "all"}
     for path, text in ((out_md, render_markdown(catalogue, items, header, results_dir, methods)),
                        (out_html, render_html(catalogue, items, header, methods, fonts=fonts))):
         with atomic_path(path) as tmp:

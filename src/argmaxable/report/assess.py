@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from argmaxable.core.reflect import stall_window
 from argmaxable.provenance import sidecar
-from argmaxable.report.declarations import BEYOND, DeclarationError, _claim_names
+from argmaxable.report.declarations import BEYOND, DeclarationError, _claim_names, citation
 from argmaxable.report.query import (
     OPS,
     _format,
@@ -30,10 +31,12 @@ from argmaxable.report.query import (
 )
 
 # What the report concludes (computed), in the coverage table's order.
-STATUSES = ("exact match", "within tolerance", "self-check", "same inputs", "differs", "substitute data",
-            "beyond the papers", "not run", "missing")
+STATUSES = ("exact match", "within tolerance", "self-check", "unresolved", "same inputs", "differs",
+            "substitute data", "beyond the papers", "not run", "out of scope", "missing")
 
-COMPARED = ("exact match", "within tolerance", "self-check", "differs")  # outcomes of a comparison, best first
+# Outcomes of a comparison, best first. "unresolved": our value's uncertainty interval reaches the smallest (or
+# largest) value the quantity can take, so it would admit every paper value on that side: no tolerance is granted.
+COMPARED = ("exact match", "within tolerance", "self-check", "unresolved", "differs")
 
 VERDICTS = ("agrees", "differs", "inconclusive")  # ours against the paper's claim (or: cannot tell)
 
@@ -83,7 +86,7 @@ def _one_check(chk: dict, values: dict[str, Any], fmt: dict[str, str | None]) ->
     # the declared factor times the right side, to 12 digits: 0.75 x 0.2 is 0.15, not 0.15000000000000002
     ok = None if lnum is None or rnum is None else \
         bool(OPS[chk["op"]](lnum, float(f"{rnum * chk.get('times', 1):.12g}")))
-    rname = chk["right"] if isinstance(chk["right"], str) else "the paper's"
+    rname = chk["right"] if isinstance(chk["right"], str) else chk.get("as", "the paper's")  # a typed threshold
     times = f"{chk['times']:g} x " if "times" in chk else ""
     text = (f"{chk['left']} {_format(left, fmt.get(chk['left']))} {chk['op']} {times}{rname} "
             f"{_format(raw, fmt.get(chk['right']) if isinstance(chk['right'], str) else None)}")
@@ -94,7 +97,8 @@ def check_claim(checks: list[dict], values: dict[str, Any], formats: dict[str, s
     """Whether ours agrees with the paper's claim: every ``{left, op, right}`` check holds.
 
     ``left``/``right`` name values (``right`` may be a number: the paper's, as its claim states it);
-    ``times`` multiplies the right side (a claim such as "a lot more": the factor is the declaration's).
+    ``times`` multiplies the right side (a claim such as "a lot more": the factor is the declaration's); ``as``
+    names a numeric right side that is not a number the paper prints (default "the paper's").
     ``inconclusive`` lists conditions of the same form, each with ``why`` (and optionally ``and``: more
     conditions that must hold with it): when one holds the check cannot decide (both sides zero, too few samples,
     a run that stops short of where the claim applies), and neither does a check whose value is not a number.
@@ -117,13 +121,6 @@ def _relation(decl: dict, experiment: str) -> dict:
     rel = decl.get("relation", {})
     return rel.get(experiment) or rel.get("offline") or {"kind": "not_run", "note": "no relation declared"}
 
-def _cite(spec: dict | int | list, seed: str, seeds: dict[str, str] | None = None) -> str:
-    """``seed:line[,line]`` for a ``cite`` of one line, several, or ``{paper, line}`` (another paper's seed)."""
-    if isinstance(spec, dict):
-        seed, spec = (seeds or {})[spec["paper"]], spec["line"]
-    lines = spec if isinstance(spec, list) else [spec]
-    return f"{seed}:{','.join(map(str, lines))}"
-
 def compare(spec: dict, results_dir: Path) -> tuple[str, str, pd.DataFrame]:
     """Compare our column with the paper's column of one table, cell by cell.
 
@@ -133,11 +130,13 @@ def compare(spec: dict, results_dir: Path) -> tuple[str, str, pd.DataFrame]:
     place: the outcome is then "self-check", never a match), optional ``tolerance`` (absolute, with its
     ``tolerance_reason``; a cell is within it when |diff| < tolerance, strictly), optional ``interval`` (two
     columns of the table, low and high, bounding our value's uncertainty: a cell is within tolerance when the
-    paper's value lies between them, with its ``tolerance_reason``) and ``where`` ({column: value}).
+    paper's value lies between them, with its ``tolerance_reason``; with ``floor`` and/or ``ceiling``, the smallest
+    and largest value the quantity can take: an interval reaching one of them bounds nothing on that side, would
+    admit every paper value there, and is refused: the outcome is "unresolved") and ``where`` ({column: value}).
 
     Returns
     -------
-    status : {"exact match", "within tolerance", "self-check", "differs"}
+    status : {"exact match", "within tolerance", "self-check", "unresolved", "differs"}
     summary : str
     cells : DataFrame
         key columns, ours, paper, diff (rows where the paper has no value are dropped).
@@ -170,6 +169,16 @@ def compare(spec: dict, results_dir: Path) -> tuple[str, str, pd.DataFrame]:
         equal, within = cells["diff"] == 0, cells["diff"].abs() < tol
         if interval:  # the paper's value inside our value's uncertainty range
             low, high = (pd.to_numeric(cells[c], errors="coerce") for c in interval)
+            floor, ceiling = spec.get("floor", -np.inf), spec.get("ceiling", np.inf)
+            refused = ((low <= floor) | (high >= ceiling)) & (cells["diff"] != 0)
+            if refused.any():
+                i = refused.idxmax()
+                edge = f"the smallest value it can take, {floor:g}" if low[i] <= floor else \
+                    f"the largest value it can take, {ceiling:g}"
+                return "unresolved", (f"ours {_format(float(ours[i]), None)} against the paper's "
+                                      f"{_format(float(paper[i]), None)}; our uncertainty interval ({interval[0]}-"
+                                      f"{interval[1]}: {low[i]:g}-{high[i]:g}) reaches {edge}, so it would admit "
+                                      "every value on that side: no tolerance is granted"), cells
             within |= (low <= paper) & (paper <= high)
     else:  # verdicts and other labels: equal or not
         equal = within = cells["ours"].astype(str) == cells["paper"].astype(str)
@@ -204,18 +213,20 @@ def _value_specs(decl: dict, rel: dict) -> dict[str, dict]:
     return {**decl.get("values", {}), **rel.get("values", {})}
 
 def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experiment: str,
-           families: list[str] | None = None, *, seed: str = "", config: Any = None,
-           methods: list[str] | None = None, seeds: dict[str, str] | None = None) -> Assessment:
+           families: list[str] | None = None, *, config: Any = None, methods: list[str] | None = None,
+           papers: dict[str, dict] | None = None) -> Assessment:
     """Status and one-line relation of one catalogue item for this run.
 
     ``families``: the families whose rules ran (None: all); an item of another family is "not run".
-    ``seed``: the paper's seed file (citations name it; ``seeds``: every paper's, for a cite naming another
-    paper); ``config``: the composed config (``{cfg:...}``);
+    ``papers``: the catalogue (citations name the paper and the place of its lines, :func:`citation`);
+    ``config``: the composed config (``{cfg:...}``);
     ``methods``: the method differences that change this item's numbers (from :func:`method_differences`).
     """
     a = Assessment(paper=paper, item=entry["item"], title=entry["title"], status="missing",
                    line="no family declares this item")
     if decl is None:
+        if entry.get("out_of_scope"):
+            a.status, a.line = "out of scope", f"out of scope: {entry['out_of_scope']}"
         return a
     a.family = decl["family"]
     rel = _relation(decl, experiment)
@@ -248,16 +259,16 @@ def assess(paper: str, entry: dict, decl: dict | None, results_dir: Path, experi
                for link in rel.get("links", decl.get("links", []))]
     note = text(rel.get("note", decl.get("note", "")))
     if claim := rel.get("claim", decl.get("claim")):
-        a.claim = _assess_claim(claim, values, formats, text, seed, seeds, value_specs, results_dir)
+        a.claim = _assess_claim(claim, values, formats, text, paper, papers, value_specs, results_dir)
     if pv := rel.get("paper_values", decl.get("paper_values")):
-        a.paper_values, a.paper_cite = pd.DataFrame(pv["rows"]), _cite(pv["cite"], seed, seeds)
+        a.paper_values, a.paper_cite = pd.DataFrame(pv["rows"]), citation(pv["cite"], paper, papers)
     claim_text = f"; {CLAIM_PHRASES[a.claim['verdict']]} the paper's claim" if a.claim else ""
     if decl.get("beyond"):
         a.status, a.line = "beyond the papers", f"beyond the papers: {note}{claim_text}"
     elif rel["kind"] == "substitute":
         a.status, a.line = "substitute data", f"substitute data: {note}{claim_text}"
     elif specs:
-        _assess_comparisons(a, specs, results_dir, seed, seeds)
+        _assess_comparisons(a, specs, results_dir, papers)
         a.line = f"{a.line}{': ' + note if note else ''}{claim_text}"
     else:
         a.status, a.line = "same inputs", (f"same inputs: {note}" if note else "same inputs") + claim_text
@@ -293,23 +304,27 @@ def _key(obj: Any) -> str:
     """A short hash of a declaration's part: two items with the same key run the same check."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
-def _assess_claim(claim: dict, values: dict[str, Any], formats: dict[str, str | None], text, seed: str,
-                  seeds: dict[str, str] | None, value_specs: dict[str, dict], results_dir: Path) -> dict:
+def _assess_claim(claim: dict, values: dict[str, Any], formats: dict[str, str | None], text, paper: str,
+                  papers: dict[str, dict] | None, value_specs: dict[str, dict], results_dir: Path) -> dict:
     """The paper's claim with its citation, our verdict, what it read (files and rows of each compared value),
-    the declared evidence it rests on and, when ours differs, the declared cause (inconclusive: why)."""
-    verdict, detail, why = check_claim(claim.get("check", []), values, formats, claim.get("inconclusive"))
+    the declared evidence it rests on and, when ours differs, the declared cause (inconclusive: why). A claim that
+    declares ``lacks`` (the population it is about, absent from this experiment: distilled students, say) is
+    inconclusive for that reason whatever its checks say; they are still shown."""
+    unsure = [{**c, "why": text(c["why"])} for c in claim.get("inconclusive", [])]  # each reason with its values
+    verdict, detail, why = check_claim(claim.get("check", []), values, formats, unsure)
+    if claim.get("lacks"):  # the run has none of the models the claim is about: its checks decide nothing
+        verdict, why = "inconclusive", text(claim["lacks"])
     names = _claim_names(claim)
-    key = _key([claim["text"], claim.get("cite"), claim.get("check"), claim.get("inconclusive"),
+    key = _key([claim["text"], claim.get("cite"), claim.get("check"), claim.get("inconclusive"), claim.get("lacks"),
                 {n: value_specs[n] for n in names}])
-    return {"text": claim["text"], "cite": _cite(claim["cite"], seed, seeds) if "cite" in claim else "",
+    return {"text": claim["text"], "cite": citation(claim["cite"], paper, papers) if "cite" in claim else "",
             "verdict": verdict, "detail": detail, "why": why,
             "evidence": text(claim.get("evidence", "")),
             "read": [describe_value(n, value_specs[n], results_dir) for n in names],
             "cause": text(claim["cause"]) if verdict == "differs" and claim.get("cause") else "",
             "key": key, "shared": []}
 
-def _assess_comparisons(a: Assessment, specs: list[dict], results_dir: Path, seed: str,
-                        seeds: dict[str, str] | None) -> None:
+def _assess_comparisons(a: Assessment, specs: list[dict], results_dir: Path, papers: dict[str, dict] | None) -> None:
     """Compare every declared table: the worst outcome is the status; the line starts with their summary."""
     try:
         done = [compare(spec, results_dir) for spec in specs]
@@ -317,11 +332,11 @@ def _assess_comparisons(a: Assessment, specs: list[dict], results_dir: Path, see
         raise DeclarationError(f"{a.family}.yaml: {a.paper} {a.item}: compare names column {err.args[0]} that "
                                "its table does not have; fix the declaration's key/ours/paper") from None
     a.status = max((status for status, _, _ in done), key=COMPARED.index)  # the worst of the comparisons
-    summary = "; ".join(f"{spec['ours']}: {text}" if len(done) > 1 else text
-                        for spec, (_, text, _) in zip(specs, done, strict=True))
-    a.comparison = pd.concat([cells.assign(column=spec["ours"]) if len(done) > 1 else cells
+    summary = "; ".join(f"{spec.get('label', spec['ours'])}: {status} ({text})" if len(done) > 1 else text
+                        for spec, (status, text, _) in zip(specs, done, strict=True))
+    a.comparison = pd.concat([cells.assign(column=spec.get("label", spec["ours"])) if len(done) > 1 else cells
                               for spec, (_, _, cells) in zip(specs, done, strict=True)], ignore_index=True)
-    a.cited = list(dict.fromkeys(_cite(spec["cite"], seed, seeds) for spec in specs if spec.get("cite")))
+    a.cited = list(dict.fromkeys(citation(spec["cite"], a.paper, papers) for spec in specs if spec.get("cite")))
     a.compare_key = _key([{k: v for k, v in spec.items() if k != "cite"} for spec in specs])
     a.line = f"{a.status} ({summary})"
 
@@ -341,7 +356,7 @@ def method_differences(methods: list[dict], catalogue: dict, results_dir: Path, 
         ours = fill(m["ours"], values, {n: v.get("fmt") for n, v in specs.items()}, config) if not gone else \
             f"not measured in this run ({', '.join(gone)} absent)"
         out.append({"what": m["what"], "ours": ours, "paper": m["paper"],
-                    "cite": _cite(m["cite"]["line"], catalogue[m["cite"]["paper"]]["seed"]),
+                    "cite": citation(m["cite"], "", catalogue),
                     "items": [tuple(i.split(" ", 1)) for i in m.get("items", [])]})
     return out
 
@@ -352,12 +367,11 @@ def assess_all(catalogue: dict[str, dict], decls: dict[tuple[str, str], dict], r
     def per_item(paper: str, item: str) -> list[str]:
         return [f"method: {m['what']}: ours {m['ours']}; the paper {m['paper']} ({m['cite']})"
                 for m in methods if (paper, item) in m["items"]]
-    seeds = {paper: spec["seed"] for paper, spec in catalogue.items()}
     items = [assess(paper, entry, decls.get((paper, entry["item"])), Path(results_dir), experiment, families,
-                    seed=spec["seed"], config=config, methods=per_item(paper, entry["item"]), seeds=seeds)
+                    config=config, methods=per_item(paper, entry["item"]), papers=catalogue)
              for paper, spec in catalogue.items() for entry in spec["items"]]
     items += [assess(BEYOND, {"item": item, "title": d["title"]}, d, Path(results_dir), experiment, families,
-                     config=config, seeds=seeds) for (paper, item), d in decls.items() if paper == BEYOND]
+                     config=config, papers=catalogue) for (paper, item), d in decls.items() if paper == BEYOND]
     mark_shared(items)
     return items
 
@@ -394,7 +408,7 @@ def coverage_counts(items: list[Assessment]) -> dict[str, int]:
     verdicts = Counter(group[0].claim["verdict"] for group in claims.values())
     compared = _distinct(papers, lambda a: f"{a.status} {a.compare_key}" if a.compare_key else None)
     return {"items": len(papers), "same": sum(c[s] for s in ("exact match", "within tolerance", "self-check",
-                                                             "same inputs", "differs")),
+                                                             "unresolved", "same inputs", "differs")),
             **{s: c[s] for s in STATUSES if s != "beyond the papers"},
             **{f"{s} checks": sum(g[0].status == s for g in compared.values()) for s in COMPARED},
             "claim items": sum(len(g) for g in claims.values()), "claims": len(claims),
@@ -413,8 +427,10 @@ def coverage_line(items: list[Assessment]) -> str:
             f"{_checks(c['exact match'], c['exact match checks'])}, {c['within tolerance']} within "
             f"a stated tolerance of them, {c['differs']} differing{_checks(c['differs'], c['differs checks'])}, "
             f"{c['self-check']} self-checks against values the project computes where the paper prints none, "
+            f"{c['unresolved']} unresolved (our value too uncertain to hold the paper's to), "
             f"{c['same inputs']} with nothing numeric to compare); {c['substitute data']} with substitute data; "
-            f"{c['not run']} not run in this experiment; {c['missing']} missing. The papers' claims tested on "
+            f"{c['not run']} not run in this experiment; {c['out of scope']} out of scope (each says why); "
+            f"{c['missing']} missing. The papers' claims tested on "
             f"this run are {c['claims']} distinct checks over {c['claim items']} items (an item that shares "
             f"another's check says so and counts once): {c['claims agrees']} agree, {c['claims differs']} differ, "
             f"{c['claims inconclusive']} inconclusive. {c['beyond the papers']} items beyond the papers.")

@@ -32,8 +32,43 @@ class DeclarationError(ValueError):
     """A report declaration is malformed (names the file, the item and the fix)."""
 
 def load_catalogue(path: str | Path) -> dict[str, dict]:
-    """``{paper: {title, seed, items: [{item, title}, ...]}}`` from ``papers.yaml``."""
+    """``{paper: {title, short, seed, sections, floats, items: [{item, title[, out_of_scope]}, ...]}}`` from
+    ``papers.yaml``."""
     return yaml.safe_load(Path(path).read_text())["papers"]
+
+
+def place(paper: dict, line: int) -> str:
+    """Where a line of a paper's text sits, as a reader of the published paper finds it: the table or figure
+    whose rows or caption it is (``floats``: [first line, last line, name]; numbered through the paper, and a
+    float's place in the text need not be its section's), else the innermost section that holds it
+    (``sections``: [first line, name]), e.g. "Table 7" or "§5.1"."""
+    floats = [name for first, last, name in paper.get("floats", []) if first <= line <= last]
+    sections = [name for first, name in paper.get("sections", []) if first <= line]
+    return (floats or sections[-1:] or ["front matter"])[0]
+
+
+def _spans(lines: list[int]) -> str:
+    """``[302, 303, 304, 310]`` as "302-304, 310"."""
+    out: list[list[int]] = []
+    for n in sorted(lines):
+        if out and n == out[-1][1] + 1:
+            out[-1][1] = n
+        else:
+            out.append([n, n])
+    return ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in out)
+
+
+def citation(spec: dict | int | list, paper: str, papers: dict[str, dict] | None) -> str:
+    """A ``cite`` (one line of the paper's text, several, or ``{paper, line}`` for another paper's) as the paper's
+    short name and the places its lines sit (:func:`place`), then the line key into the paper's text file for
+    those who hold it: "ACL 2022 Table 7 [text 002_6008ffe8464613bf.txt, line 671]"."""
+    if isinstance(spec, dict):
+        paper, spec = spec["paper"], spec["line"]
+    lines = spec if isinstance(spec, list) else [spec]
+    info = (papers or {}).get(paper, {})
+    where = "; ".join(dict.fromkeys(place(info, n) for n in lines))
+    plural = "s" if len(lines) > 1 else ""
+    return f"{info.get('short', paper)} {where} [text {info.get('seed', paper)}, line{plural} {_spans(lines)}]"
 
 def load_methods(path: str | Path) -> list[dict]:
     """The method differences declared in ``papers.yaml`` (see :func:`method_differences`)."""
@@ -41,14 +76,14 @@ def load_methods(path: str | Path) -> list[dict]:
 
 def _prose(decl: dict) -> list[tuple[str, str]]:
     """Every piece of prose of a declaration as (where, text): notes, differences, and a claim's cause, evidence
-    and the reasons it may be inconclusive."""
+    and the reasons it may be inconclusive (``lacks`` and each condition's ``why``)."""
     out = []
     for prefix, holder in [("", decl), *((f"relation.{k}.", v) for k, v in decl.get("relation", {}).items())]:
         if holder.get("note"):
             out.append((f"{prefix}note", holder["note"]))
         out += [(f"{prefix}differences", d) for d in holder.get("differences", [])]
         claim = holder.get("claim") or {}
-        out += [(f"{prefix}claim.{k}", claim[k]) for k in ("cause", "evidence") if claim.get(k)]
+        out += [(f"{prefix}claim.{k}", claim[k]) for k in ("cause", "evidence", "lacks") if claim.get(k)]
         out += [(f"{prefix}claim.inconclusive.why", c["why"]) for c in claim.get("inconclusive", [])]
     return out
 

@@ -28,8 +28,10 @@ def _anchor(paper: str, item: str) -> str:
     return re.sub(r"[^a-z0-9-]", "", f"{paper}-{item}".lower().replace(" ", "-"))
 
 def _sections(catalogue: dict, items: list[Assessment]) -> list[tuple[str, str, list[Assessment]]]:
-    """(title, seed line, items) per paper, then the items beyond the papers."""
-    out = [(spec["title"], f"Seed: `{spec['seed']}`", [a for a in items if a.paper == paper])
+    """(title, how its citations read, items) per paper, then the items beyond the papers."""
+    out = [(spec["title"], f"Cited as \"{spec.get('short', paper)}\" with the section, table or figure; the "
+            f"bracketed line key points into the text file `{spec['seed']}` for those who hold it.",
+            [a for a in items if a.paper == paper])
            for paper, spec in catalogue.items()]
     beyond = [a for a in items if a.paper == BEYOND]
     if beyond:
@@ -55,9 +57,10 @@ def _claim_text(a: Assessment) -> list[str]:
 
 def _methods_md(methods: list[dict]) -> list[str]:
     lines = ["## Method differences", "", "Where this project's method is not the papers'; each item whose numbers "
-             "it changes repeats it.", "", "| what | ours (this run) | the paper | seed |", "|---|---|---|---|"]
+             "it changes repeats it.", "", "| what | ours (this run) | the paper | where the paper says so |",
+             "|---|---|---|---|"]
     lines += [f"| {markdown_cell(m['what'])} | {markdown_cell(m['ours'])} | {markdown_cell(m['paper'])} | "
-              f"`{m['cite']}` |" for m in methods]
+              f"{markdown_cell(m['cite'])} |" for m in methods]
     return [*lines, ""]
 
 def _md_table(df: pd.DataFrame) -> str:
@@ -85,14 +88,14 @@ def _md_item(a: Assessment, results_dir: Path, shown: _Shown) -> list[str]:
     if a.claim:
         lines += [*_claim_text(a), ""]
     if a.paper_values is not None:
-        lines += [f"The paper's values (`{a.paper_cite}`):", "", _md_table(a.paper_values), ""]
+        lines += [f"The paper's values ({a.paper_cite}):", "", _md_table(a.paper_values), ""]
     lines += [f"- known difference: {d}" for d in a.differences]
     for fig in a.figures:
         first = shown.before(fig, a)
         lines += ["", f"`{rel(fig)}`: shown above under [{first.name}](#{_anchor(first.paper, first.item)})" if first
                   else f"![{a.item}]({rel(fig)})"]
     if a.comparison is not None:
-        cited = f" (the paper's values: `{'`, `'.join(a.cited)}`)" if a.cited else ""
+        cited = f" (the paper's values: {'; '.join(a.cited)})" if a.cited else ""
         lines += ["", f"Ours beside the paper's values{cited}:", "", _md_table(a.comparison)]
     for title, rows, path in a.views:
         lines += ["", f"{title} (all {len(rows)} rows of `{rel(path)}`):", "", _md_table(rows)]
@@ -194,7 +197,7 @@ def _html_table(df: pd.DataFrame) -> str:
             f"(scripts page, sort and search them all)</div>{head}"
             f"<script type='application/json'>{data}</script></div>")
 
-_GLYPHS = "<!-- glyphs -->"  # where the header states the glyphs shipped in the page
+_GLYPHS = "<!-- glyphs -->"  # where the page ends by stating the glyphs shipped in it
 
 def _status_span(status: str) -> str:
     return f'<span class="s {status.replace(" ", "-")}">{html.escape(status)}</span>'
@@ -208,11 +211,11 @@ def _html_item(a: Assessment, shown: _Shown) -> list[str]:
     if a.claim:
         c = a.claim
         after, read = _claim_parts(c)
-        parts.append(f"<p><b>Paper's claim</b> (<code>{esc(c['cite'])}</code>): &ldquo;{esc(c['text'])}"
+        parts.append(f"<p><b>Paper's claim</b> ({esc(c['cite'])}): &ldquo;{esc(c['text'])}"
                      f"&rdquo; Ours {_status_span(c['verdict'])} {esc(after)}</p><ul class='read'>"
                      + "".join(f"<li>read {esc(r)}</li>" for r in read) + "</ul>")
     if a.paper_values is not None:
-        parts += [f"<p>The paper's values (<code>{esc(a.paper_cite)}</code>):</p>", _html_table(a.paper_values)]
+        parts += [f"<p>The paper's values ({esc(a.paper_cite)}):</p>", _html_table(a.paper_values)]
     parts += [f"<p><b>Known difference:</b> {esc(d)}</p>" for d in a.differences]
     for fig in a.figures:
         if first := shown.before(fig, a):
@@ -222,7 +225,7 @@ def _html_item(a: Assessment, shown: _Shown) -> list[str]:
         parts.append(f"<figure><img class='report-figure' alt='{esc(a.item)}' "
                      f"src='data:image/png;base64,{data}'><figcaption>{esc(fig.name)}</figcaption></figure>")
     if a.comparison is not None:
-        cited = f" (the paper's values: <code>{esc(', '.join(a.cited))}</code>)" if a.cited else ""
+        cited = f" (the paper's values: {esc('; '.join(a.cited))})" if a.cited else ""
         parts += [f"<p>Ours beside the paper's values{cited}:</p>", _html_table(a.comparison)]
     for title, rows, path in a.views:
         parts += [f"<p>{esc(title)} (all {len(rows)} rows of <code>{esc(path.name)}</code>):</p>", _html_table(rows)]
@@ -255,11 +258,11 @@ def render_html(catalogue: dict, items: list[Assessment], header: dict, methods:
     esc = html.escape
     parts = ["</style></head><body><h1>Replication report</h1><ul>"]
     parts += [f"<li>{esc(k)}: {esc(str(v))}</li>" for k, v in header.items()]
-    parts.append(f"{_GLYPHS}</ul><h2>Method differences</h2><p>Where this project's method is not the papers'; each "
+    parts.append("</ul><h2>Method differences</h2><p>Where this project's method is not the papers'; each "
                  "item whose numbers it changes repeats it.</p><table><tr><th>what</th><th>ours (this run)</th>"
-                 "<th>the paper</th><th>seed</th></tr>")
+                 "<th>the paper</th><th>where the paper says so</th></tr>")
     parts += [f"<tr><td>{esc(m['what'])}</td><td>{esc(m['ours'])}</td><td>{esc(m['paper'])}</td>"
-              f"<td><code>{esc(m['cite'])}</code></td></tr>" for m in methods]
+              f"<td>{esc(m['cite'])}</td></tr>" for m in methods]
     parts += [f"</table><h2>Coverage</h2><p>{esc(coverage_line(items))}</p>", _html_table(coverage(items)),
               "<table><tr><th>paper</th><th>item</th><th>title</th><th>status</th><th>relation</th></tr>"]
     parts += [f"<tr><td>{esc(a.paper)}</td><td><a href='#{_anchor(a.paper, a.item)}'>{esc(a.item)}</a></td>"
@@ -270,9 +273,9 @@ def render_html(catalogue: dict, items: list[Assessment], header: dict, methods:
         parts.append(f"<h2>{esc(title)}</h2><p>{esc(seed.replace('`', ''))}</p>")
         for a in group:
             parts += _html_item(a, shown)
-    parts.append(f"<script>{_PAGER_JS}</script></body></html>")
+    parts.append(f"{_GLYPHS}<script>{_PAGER_JS}</script></body></html>")
     body = "\n".join(parts)
     faces, note = glyphs.font_faces(html.unescape(body), fonts)
-    body = body.replace(_GLYPHS, f"<li>glyphs: {esc(note)}</li>" if note else "", 1)
+    body = body.replace(_GLYPHS, f"<h2>About this page</h2><p>Glyphs: {esc(note)}</p>" if note else "", 1)
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Replication report</title>"
             f"<style>{_CSS}{faces}\n{body}")

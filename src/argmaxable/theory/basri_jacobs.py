@@ -177,7 +177,8 @@ def plot_fig2(df: pd.DataFrame, probability: float):
     ax.set_xscale("log")
     ax.set_xlabel("m")
     ax.set_ylabel("bound on P(any m tokens can be the top m)")
-    ax.set_title(f"004 Fig. 2: Cor. 1's bound for the models of Table 1 (dotted: {probability})", fontsize=9)
+    ax.set_title(f"Basri & Jacobs Fig. 2: Cor. 1's bound for the models of Table 1 (dotted: {probability})",
+                 fontsize=9)
     ax.legend(fontsize=6, ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5), title="model (N, d)",
               title_fontsize=6)
     ax.grid(alpha=0.3)
@@ -203,9 +204,10 @@ def plot_appendix_b(df: pd.DataFrame, probability: float, N: int, d: int):
     ax.plot(df["m"], df["bound_gumbel"], "--", color="tab:purple", label="bound, Gumbel form")
     ax.plot(df["m"], df["bound_direct"], ":", color="tab:green", label="bound, direct Phi^(N-m)")
     ax.axhline(probability, color="k", lw=0.8, linestyle=":")
-    for curve, colour in (("bound_gumbel", "tab:purple"), ("simulation", "tab:blue")):
+    for curve, colour, what in (("bound_gumbel", "tab:purple", "bound (Gumbel form)"),
+                                ("simulation", "tab:blue", "simulation")):
         if not pd.isna(m := cross.loc[curve, "first_m_below"]):
-            ax.axvline(m, color=colour, lw=1.2, label=f"ours: {curve} first below {probability} at m = {m}")
+            ax.axvline(m, color=colour, lw=1.2, label=f"ours: {what} first below {probability} at m = {m}")
     if (N, d) == (BASRI_JACOBS_APPENDIX_B["N"], BASRI_JACOBS_APPENDIX_B["d"]):  # the appendix's crossings
         for key, colour, what in (("m_bound", "tab:purple", "bound"), ("m_simulation", "tab:blue", "simulation")):
             ax.axvline(BASRI_JACOBS_APPENDIX_B[key], color=colour, lw=1.0, ls="--", alpha=0.6,
@@ -214,7 +216,8 @@ def plot_appendix_b(df: pd.DataFrame, probability: float, N: int, d: int):
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_xlabel("m")
     ax.set_ylabel("top-m probability")
-    ax.set_title(f"004 Fig. 5 (appendix B): top-m probability against m, bound and simulation,\nrandom {N} x {d} "
+    ax.set_title(f"Basri & Jacobs Fig. 5 (appendix B): top-m probability against m, bound and simulation,\nrandom "
+                 f"{N} x {d} "
                  f"matrix; first m below {probability}: bound {cross.loc['bound_gumbel', 'first_m_below']}, "
                  f"simulation {sim['first_m_below']}\nthe bound under the simulation's Wilson interval at "
                  f"{_m_list(df, 'below')}, over it at {_m_list(df, 'above')}", fontsize=9)

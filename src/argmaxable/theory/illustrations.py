@@ -38,6 +38,8 @@ B3 = np.array([0.2, -0.25, 0.15])
 # 002 Fig. 7: four classes in d = 2 with a bias not in the column space of W.
 W4 = np.array([[1.0, 0.1], [0.2, 1.0], [-1.0, 0.3], [-0.2, -1.0]])
 B4 = np.array([0.0, 0.35, -0.25, 0.3])
+# The square |x_j| <= 4 holds a part of all 18 regions of Fig. 7(c) (with 1.5, two bounded ones lie outside).
+FIG7_EXTENT = 4.0
 # Feasible rankings stated in the captions: 002 Fig. 3 (6/6 for |C| = 3, 12/24 for |C| = 4), Fig. 7 (12/24
 # without a bias, 18/24 with one), Fig. 8 (3! = 6).
 RANKINGS_PAPER = {("Fig. 3", 3, False): 6, ("Fig. 3", 4, False): 12, ("Fig. 7", 4, False): 12,
@@ -83,13 +85,12 @@ def draw_arrangement(ax, W: np.ndarray, b: np.ndarray | None, *, extent: float, 
             ax.plot(t, -(a[0] * t + c) / a[1], "k-", lw=0.6)
         else:
             ax.plot(-(a[1] * t + c) / a[0], t, "k-", lw=0.6)
-    if labels:
+    if labels:  # every region in view, at its centroid (a region clipped to the square is convex: inside it)
         ranks = ranking_labels(W, b, X)
         for r in np.unique(ranks):
             inside = ranks == r
-            if inside.sum() > pixels:  # label regions large enough to read at this scale
-                ax.text(X[inside, 0].mean(), X[inside, 1].mean(), r, ha="center", va="center", fontsize=6,
-                        family="monospace")
+            ax.text(X[inside, 0].mean(), X[inside, 1].mean(), r, ha="center", va="center", fontsize=6,
+                    family="monospace")
     ax.set_xlim(-extent, extent)
     ax.set_ylim(-extent, extent)
     ax.set_xlabel("x1")
@@ -119,7 +120,7 @@ def plot_fig3(table: pd.DataFrame):
         draw_arrangement(ax, W, None, extent=2.0)
         row = table[(table["figure"] == "Fig. 3") & (table["classes"] == n)].iloc[0]
         ax.set_title(f"|C| = {n}, d = 2: {row['feasible']}/{row['rankings']} rankings feasible", fontsize=9)
-    fig.suptitle("002 Fig. 3 (right column): braid arrangement restricted to span(W); labels: classes in "
+    fig.suptitle("ACL 2022 Fig. 3 (right column): braid arrangement restricted to span(W); labels: classes in "
                  "increasing order of probability", fontsize=9)
     fig.tight_layout()
     return fig
@@ -131,10 +132,10 @@ def plot_fig7(table: pd.DataFrame):
 
     fig, axes = plt.subplots(1, 2, figsize=(8, 4))
     for ax, b, panel in zip(axes, (None, B4), ("(a) softmax(Wx)", "(c) softmax(Wx + b)"), strict=True):
-        draw_arrangement(ax, W4, b, extent=1.5, pixels=500)
+        draw_arrangement(ax, W4, b, extent=FIG7_EXTENT, pixels=500)
         row = table[(table["figure"] == "Fig. 7") & (table["bias"] == (b is not None))].iloc[0]
         ax.set_title(f"{panel}: {row['feasible']}/{row['rankings']} rankings", fontsize=9)
-    fig.suptitle("002 Fig. 7: effect of the bias term on feasible rankings (|C| = 4, d = 2)", fontsize=9)
+    fig.suptitle("ACL 2022 Fig. 7: effect of the bias term on feasible rankings (|C| = 4, d = 2)", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -179,7 +180,7 @@ def plot_fig8():
         ax.set_aspect("equal")
         ax.axhline(0, color="0.8", lw=0.5)
         ax.axvline(0, color="0.8", lw=0.5)
-    fig.suptitle("002 Fig. 8: constructing the braid arrangement in the input space (|C| = 3, d = 2)", fontsize=9)
+    fig.suptitle("ACL 2022 Fig. 8: constructing the braid arrangement in the input space (|C| = 3, d = 2)", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -263,7 +264,7 @@ def plot_braid_reflect(verdicts: pd.DataFrame, *, bound: float, eps: float):
     mid.set_aspect("equal")
     mid.set_xlabel("x1")
     mid.legend(fontsize=7, loc="lower left")
-    mid.set_title(f"(b) one step (002 Fig. 5): x0, where c{i + 1} beats c{target + 1} (red),\nreflected "
+    mid.set_title(f"(b) one step (ACL 2022 Fig. 5): x0, where c{i + 1} beats c{target + 1} (red),\nreflected "
                   f"across H to where P(c{target + 1}) > P(c{i + 1}) (blue)", fontsize=8)
     right.axis("off")
     cells = [[f"c{r.item + 1}", r.stage, str(r.steps) if r.steps >= 0 else "-", r.status]
@@ -271,7 +272,7 @@ def plot_braid_reflect(verdicts: pd.DataFrame, *, bound: float, eps: float):
     tab = right.table(cellText=cells, colLabels=["class", "stage", "steps", "verdict"], loc="center")
     tab.scale(1, 1.4)
     right.set_title("(c) combined algorithm: approximate stage,\nexact LP where it fails", fontsize=8)
-    fig.suptitle("002 Figs 4, 5, 9 / thesis Fig. 4.4: braid reflect and the combined algorithm", fontsize=9)
+    fig.suptitle("ACL 2022 Figs 4, 5, 9 / thesis Fig. 4.4: braid reflect and the combined algorithm", fontsize=9)
     fig.tight_layout()
     return fig
 

@@ -79,7 +79,7 @@ def plot_sweep(frames: list[pd.DataFrame], patience: int):
         ax.set_ylabel("braid-reflect steps")
     axes[0, 0].legend(fontsize=7, markerscale=4)
     n = len(frames[0])
-    fig.suptitle(f"002 Fig. 10 / thesis Fig. A.6: random softmax layers, {n} classes, W, b ~ U(-1, 1), "
+    fig.suptitle(f"ACL 2022 Fig. 10 / thesis Fig. A.6: random softmax layers, {n} classes, W, b ~ U(-1, 1), "
                  f"patience {patience}", fontsize=9)
     fig.tight_layout()
     return fig

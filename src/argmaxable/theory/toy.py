@@ -31,7 +31,7 @@ def plot_toy(W: np.ndarray = TOY_W, extent: float = 3.0, pixels: int = 300):
                 cmap=ListedColormap(colors), vmin=-0.5, vmax=len(W) - 0.5, interpolation="nearest")
     for i in np.unique(winner):
         left.text(g1[winner == i].mean(), g2[winner == i].mean(), f"c{i + 1}", ha="center", va="center")
-    left.set_title("argmax class of x (002 Fig. 1)", fontsize=9)
+    left.set_title("argmax class of x (ACL 2022 Fig. 1)", fontsize=9)
     left.set_xlabel("x1")
     left.set_ylabel("x2")
     hull = np.vstack([W[:3], W[:1]])
@@ -42,7 +42,7 @@ def plot_toy(W: np.ndarray = TOY_W, extent: float = 3.0, pixels: int = 300):
     right.set_xlim(-1.4, 1.4)
     right.set_ylim(-1.4, 1.4)
     right.set_aspect("equal")
-    right.set_title("weight vectors: c4 inside the hull (002 Fig. 2)", fontsize=9)
+    right.set_title("weight vectors: c4 inside the hull (ACL 2022 Fig. 2)", fontsize=9)
     fig.tight_layout()
     return fig
 

@@ -108,7 +108,7 @@ def run_fraction(settings: TopmConfig | Mapping, matrix: str, kind: str, model_c
     df.insert(1, "kind", kind)
     df.insert(2, "N", W.shape[0])
     df.insert(3, "d", W.shape[1])
-    write_table(df, out, config=config)
+    write_table(df, out, config=config, inputs=layer.files)  # the head's files, also for the Gaussian twin's shape
 
 
 def largest_passing(df: pd.DataFrame, probability: float) -> int:
@@ -157,8 +157,8 @@ def plot_fraction(curves: pd.DataFrame, probability: float):
     with_paper = [m for m in panels if m in PAPER_FIG1]
     lines = (f"vertical lines: the paper's m ({', '.join(with_paper)})" if with_paper else
              f"the paper prints m only for {', '.join(PAPER_FIG1)}, none of them drawn here")
-    fig.suptitle(f"004 Fig. 1: top-m sets and prescribed probabilities (eps = 0.05, delta = 0.1)\nlegend: largest m "
-                 f"with share >= {probability}; {lines}; curves stop at their first zero", fontsize=9)
+    fig.suptitle(f"Basri & Jacobs Fig. 1: top-m sets and prescribed probabilities (eps = 0.05, delta = 0.1)\n"
+                 f"legend: largest m with share >= {probability}; {lines}; curves stop at their first zero", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -170,8 +170,8 @@ def run_fraction_summary(settings: TopmConfig | Mapping, inputs: list[str], out:
     curves["cor1_bound"] = [float(bound(N, d, m)) if m < d - 3 else np.nan
                             for N, d, m in zip(curves["N"], curves["d"], curves["m"], strict=True)]
     p = typed(TopmConfig, settings).probability
-    write_tables({"curves": curves, "summary": fraction_summary(curves, p)}, out, config)
-    write_figure(plot_fraction(curves, p), out["figure"], config)
+    write_tables({"curves": curves, "summary": fraction_summary(curves, p)}, out, config, inputs=inputs)
+    write_figure(plot_fraction(curves, p), out["figure"], config, inputs=inputs)
 
 
 # ------------------------------------------------------------------------------------------------ Fig. 3
@@ -247,7 +247,7 @@ def plot_scaling(by_d: pd.DataFrame, by_n: pd.DataFrame, fit: tuple[float, float
     bx.legend(fontsize=7)
     for a in (ax, bx):
         a.grid(alpha=0.3)
-    fig.suptitle(f"004 Fig. 3 on random matrices; {trials} sets per m (0.99 allows "
+    fig.suptitle(f"Basri & Jacobs Fig. 3 on random matrices; {trials} sets per m (0.99 allows "
                  f"{int(np.floor(0.01 * trials))} failures)", fontsize=9)
     fig.tight_layout()
     return fig
@@ -303,7 +303,7 @@ def plot_rows(stats: dict) -> object:
             ax.set_ylabel("density (histogram, area 1)")
             ax.set_title(model if row == 0 else "", fontsize=9)
             ax.legend(fontsize=7)
-    fig.suptitle("004 Fig. 7: trained rows vs a Gaussian matrix with the same mean row norm", fontsize=9)
+    fig.suptitle("Basri & Jacobs Fig. 7: trained rows vs a Gaussian matrix with the same mean row norm", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -320,14 +320,15 @@ def run_rows(settings: TopmConfig | Mapping, models: dict[str, tuple[dict, str]]
         key -> (model config, local directory).
     """
     pairs = typed(TopmConfig, settings).rows.pairs
-    stats, rows = {}, []
+    stats, rows, files = {}, [], []
     for key, (model_cfg, root) in models.items():
-        W = load_trained(model_cfg, root).W
+        layer = load_trained(model_cfg, root)
+        W, files = layer.W, [*files, *layer.files]
         stats[key] = compare_rows(W, pairs, seed)
         for kind, (norms, cos) in stats[key].items():
             rows.append({"model": key, "kind": kind, "N": W.shape[0], "d": W.shape[1],
                          "norm_mean": norms.mean(), "norm_std": norms.std(), "norm_cv": norms.std() / norms.mean(),
                          "cos_mean": cos.mean(), "cos_std": cos.std(), "cos_positive": float(np.mean(cos > 0)),
                          "pairs": pairs})
-    write_tables({"table": pd.DataFrame(rows)}, out, config)
-    write_figure(plot_rows(stats), out["figure"], config)
+    write_tables({"table": pd.DataFrame(rows)}, out, config, inputs=files)
+    write_figure(plot_rows(stats), out["figure"], config, inputs=files)

@@ -162,14 +162,14 @@ def plot_natural(cumulative: pd.DataFrame, curves: pd.DataFrame, model: str, n_t
     ax.set_xscale("log")
     ax.set_xlabel("m")
     ax.set_ylabel("mean cumulative top-m probability")
-    ax.set_title(f"004 Fig. 4: {model} on {n_texts} texts (std over texts)", fontsize=9)
+    ax.set_title(f"Basri & Jacobs Fig. 4: {model} on {n_texts} texts (std over texts)", fontsize=9)
     for test, cur in curves.groupby("test"):
         bx.plot(cur["m"], cur["fraction"], marker="o", ms=3, color=COLORS[test], label=test)
     if "prescribed" in PAPER_FIG1.get(model, {}):
         bx.axvline(PAPER_FIG1[model]["prescribed"], color="tab:red", alpha=0.4, lw=0.8)
     bx.set_xlabel("m")
     bx.set_ylabel("share of random m-sets")
-    bx.set_title(f"004 Fig. 6: {model}'s matrix; {int(curves['trials'].iloc[0])} sets per m", fontsize=9)
+    bx.set_title(f"Basri & Jacobs Fig. 6: {model}'s matrix; {int(curves['trials'].iloc[0])} sets per m", fontsize=9)
     bx.legend(fontsize=7)
     for a in (ax, bx):
         a.grid(alpha=0.3)
@@ -202,5 +202,6 @@ def run_natural(settings: TopmConfig | Mapping, model: str, model_cfg: dict, roo
     curves.insert(0, "model", model)
     cumulative = cumulative_table(tops, topm.natural.cumulative_m)
     cumulative.insert(0, "model", model)
-    write_tables({"cumulative": cumulative, "curves": curves}, out, config)
-    write_figure(plot_natural(cumulative, curves, model, len(tops)), out["figure"], config)
+    inputs = [*layer.files, tops_path]  # the head, and the model's next-token probabilities
+    write_tables({"cumulative": cumulative, "curves": curves}, out, config, inputs=inputs)
+    write_figure(plot_natural(cumulative, curves, model, len(tops)), out["figure"], config, inputs=inputs)

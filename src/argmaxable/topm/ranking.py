@@ -83,7 +83,7 @@ def plot_rankings(exhaustive: pd.DataFrame, sampled: pd.DataFrame, by_d: pd.Data
         ax.axvspan(2 * k - 0.1, 2 * k + 2 + 0.1, color=color, alpha=0.12)
     ax.set_xlabel("d (features)")
     ax.set_ylabel(f"share of top-k rankings argmaxable (n = {n}, all)")
-    ax.set_title("shaded: 004 Cor. 3, 2k <= d* <= 2k + 2", fontsize=9)
+    ax.set_title("shaded: Basri & Jacobs Cor. 3, 2k <= d* <= 2k + 2", fontsize=9)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     for layer, style in (("dft", "-"), ("gaussian", "--")):
