@@ -40,6 +40,7 @@ W4 = np.array([[1.0, 0.1], [0.2, 1.0], [-1.0, 0.3], [-0.2, -1.0]])
 B4 = np.array([0.0, 0.35, -0.25, 0.3])
 # The square |x_j| <= 4 holds a part of all 18 regions of Fig. 7(c) (with 1.5, two bounded ones lie outside).
 FIG7_EXTENT = 4.0
+FIG7_INSET = 0.7  # panel (c)'s bounded regions lie in this square, drawn again larger and labelled there
 # Feasible rankings stated in the captions: 002 Fig. 3 (6/6 for |C| = 3, 12/24 for |C| = 4), Fig. 7 (12/24
 # without a bias, 18/24 with one), Fig. 8 (3! = 6).
 RANKINGS_PAPER = {("Fig. 3", 3, False): 6, ("Fig. 3", 4, False): 12, ("Fig. 7", 4, False): 12,
@@ -68,9 +69,10 @@ def ranking_labels(W: np.ndarray, b: np.ndarray | None, X: np.ndarray) -> np.nda
 
 
 def draw_arrangement(ax, W: np.ndarray, b: np.ndarray | None, *, extent: float, pixels: int = 300,
-                     labels: bool = True, lines: bool = True) -> None:
+                     labels: bool | str = True, lines: bool = True, inset: float | None = None) -> None:
     """Colour the input plane by argmax class, draw every braid line (w_i - w_j) x + b_i - b_j = 0, label
-    each ranking region at its centre."""
+    each ranking region at its centre. With ``inset`` (a square |x_j| <= inset drawn apart, its regions too small
+    to label here), ``labels`` "outside" labels the regions not wholly inside it and "inside" only those."""
     from matplotlib.colors import ListedColormap
 
     n = len(W)
@@ -89,6 +91,9 @@ def draw_arrangement(ax, W: np.ndarray, b: np.ndarray | None, *, extent: float, 
         ranks = ranking_labels(W, b, X)
         for r in np.unique(ranks):
             inside = ranks == r
+            within = inset is not None and np.abs(X[inside]).max() < inset - 4 * extent / pixels  # off its edge
+            if (labels == "outside" and within) or (labels == "inside" and not within):
+                continue
             ax.text(X[inside, 0].mean(), X[inside, 1].mean(), r, ha="center", va="center", fontsize=6,
                     family="monospace")
     ax.set_xlim(-extent, extent)
@@ -129,12 +134,17 @@ def plot_fig3(table: pd.DataFrame):
 def plot_fig7(table: pd.DataFrame):
     """002 Fig. 7 (a, c): the same W without and with a bias; the bias creates bounded regions."""
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
 
-    fig, axes = plt.subplots(1, 2, figsize=(8, 4))
-    for ax, b, panel in zip(axes, (None, B4), ("(a) softmax(Wx)", "(c) softmax(Wx + b)"), strict=True):
-        draw_arrangement(ax, W4, b, extent=FIG7_EXTENT, pixels=500)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 4.3))
+    for ax, b, panel in zip(axes, (None, B4), ("(a) softmax(Wx)", "(c) softmax(Wx + b)"), strict=False):
+        draw_arrangement(ax, W4, b, extent=FIG7_EXTENT, pixels=500, inset=FIG7_INSET, labels="outside")
         row = table[(table["figure"] == "Fig. 7") & (table["bias"] == (b is not None))].iloc[0]
         ax.set_title(f"{panel}: {row['feasible']}/{row['rankings']} rankings", fontsize=9)
+    axes[1].add_patch(Rectangle((-FIG7_INSET, -FIG7_INSET), 2 * FIG7_INSET, 2 * FIG7_INSET, fill=False, lw=1,
+                                edgecolor="0.2", linestyle="--"))
+    draw_arrangement(axes[2], W4, B4, extent=FIG7_INSET, pixels=400, inset=FIG7_INSET, labels="inside")
+    axes[2].set_title(f"(c) within the dashed square |x_j| <= {FIG7_INSET:g}: its bounded regions", fontsize=9)
     fig.suptitle("ACL 2022 Fig. 7: effect of the bias term on feasible rankings (|C| = 4, d = 2)", fontsize=9)
     fig.tight_layout()
     return fig
