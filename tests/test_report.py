@@ -495,6 +495,10 @@ def test_a_long_table_is_whole_paged_sorted_and_searched_and_its_glyphs_ship_in_
     assert "<p>cards: <a href='fam/a.png'>a.png</a>, <a href='fam/b.png'>b.png</a></p>" in page
     assert "<p>none yet: none</p>" in page
     assert "4 from DejaVu Sans" in page and "unicode-range:U+05D5,U+05DC,U+05DD,U+05E9" in page
+    # the front matter opens with what a reader needs; the fonts' licences close the page
+    head = page.split("<body>", 1)[1].split("<h2>", 1)[0]  # what a reader sees before the first section
+    assert head.index("<li>what this is:") < head.index("<li>how to read:") < head.index("<li>citations:")
+    assert "DejaVu" not in head and page.index("<h2>About this page</h2><p>Glyphs:") > page.index("<h2>Coverage")
     md = (results / "report.md").read_text()
     assert "(first 25 of 60 rows; report.html pages, sorts and searches them all)" in md and "`fam/empty.parquet`:" \
         "\n\nnone" in md
