@@ -3,14 +3,15 @@
 Inputs are plain YAML files in ``workflow/report/``:
 
 - ``papers.yaml``, the catalogue: each paper's tables and figures in the paper's order, and the method
-  differences (:func:`method_differences`) with the seed lines that state the paper's method;
+  differences (:func:`method_differences`) with the lines of the paper's text that state its method;
 - ``<family>.yaml``, one per experiment family, next to its rules: the items that family makes. The fields
   are documented in one place, the header of ``workflow/report/papers.yaml``; in short: ``paper`` and ``item``
   (as the paper numbers it) or ``beyond: true`` (an item the papers do not have), ``outputs``, ``relation`` per
-  experiment, ``compare`` (our column beside the paper's: ``cite`` names the seed lines that print the paper's values,
-  ``self_check`` says what the project computed instead), ``values`` (numbers read from this run's files),
-  ``claim`` (the paper's claim, its seed line and the check that says whether ours agrees), ``needs`` and
-  ``differences``.
+  experiment, ``compare`` (our column beside the paper's: ``cite`` names the lines of the paper's text that print
+  its values, ``self_check`` says what the project computed instead), ``values`` (numbers read from this run's
+  files), ``claim`` (the paper's claim, the line that states it and the check that says whether ours agrees),
+  ``needs`` and ``differences``. A citation reads as the paper and its place (:func:`citation`), the line key
+  into its plain-text copy after it.
 
 Prose never carries a number typed by hand: notes, differences and causes are templates whose ``{name}``
 placeholders are filled from the item's ``values`` (read from this run's files) or ``{cfg:dotted.key}`` (the

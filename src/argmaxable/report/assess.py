@@ -126,7 +126,7 @@ def compare(spec: dict, results_dir: Path) -> tuple[str, str, pd.DataFrame]:
 
     ``spec``: ``table`` (path under results), ``key`` (columns naming a cell), ``ours`` (column name),
     ``paper`` (a column of the same table, or the paper's numbers as records ``[{<key>: ..., paper: ...}]``),
-    ``cite`` (seed lines printing the paper's values) or ``self_check`` (what the project computed in their
+    ``cite`` (the lines of the paper's text printing its values) or ``self_check`` (what the project computed in their
     place: the outcome is then "self-check", never a match), optional ``tolerance`` (absolute, with its
     ``tolerance_reason``; a cell is within it when |diff| < tolerance, strictly), optional ``interval`` (two
     columns of the table, low and high, bounding our value's uncertainty: a cell is within tolerance when the

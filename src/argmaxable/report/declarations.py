@@ -100,8 +100,8 @@ def bare_numbers(text: str) -> list[str]:
 
 def _check_compare(spec: dict, where: str) -> None:
     if not (spec.get("cite") or spec.get("self_check")):
-        raise DeclarationError(f"{where}: compare on {spec.get('ours')!r} needs `cite` (the seed lines that print "
-                               "the paper's values) or `self_check` (what the project computed in their place)")
+        raise DeclarationError(f"{where}: compare on {spec.get('ours')!r} needs `cite` (the lines of the paper's text "
+                               "that print its values) or `self_check` (what the project computed in their place)")
     if (spec.get("tolerance") or spec.get("interval")) and not spec.get("tolerance_reason"):
         raise DeclarationError(f"{where}: compare on {spec.get('ours')!r} has a tolerance without "
                                "`tolerance_reason` (why that much difference is allowed)")
