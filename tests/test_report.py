@@ -38,7 +38,7 @@ def test_catalogue_lists_every_item_once_and_every_item_is_declared_or_says_why_
     keys = [(p, it["item"]) for p, spec in catalogue.items() for it in spec["items"]]
     # ACL 2022: 21 tables and figures, §4.1 and §5.1; thesis: 74 (chapters 1-3 too); Basri & Jacobs: 8
     assert len(keys) == len(set(keys)) == 105
-    floats = {(p, name) for p, spec in catalogue.items() for _, _, name in spec["floats"]}
+    floats = {(p, f[2]) for p, spec in catalogue.items() for f in spec["floats"]}
     assert floats - set(keys) == set(), "tables or figures of a paper's outline missing from its items"
     decls = load_declarations(REPORT_DIR, catalogue)
     silent = [k for p, spec in catalogue.items() for it in spec["items"]

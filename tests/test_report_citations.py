@@ -38,7 +38,7 @@ def test_every_citation_names_the_paper_and_a_place_a_reader_of_it_finds():
     for where, paper, cite in cites:
         text = citation(cite, paper, CATALOGUE)
         name = CATALOGUE[cite["paper"] if isinstance(cite, dict) else paper]["short"]
-        assert re.fullmatch(rf"{re.escape(name)} (§[\d.]+|App\. [A-H][\d.]*|(Table|Fig\.) [\dA-Z.]+)"
+        assert re.fullmatch(rf"{re.escape(name)} (§[\d.]+|App\. [A-H][\d.]*|(Table|Fig\.) [\dA-Z.]+)(, p\. \d+)?"
                             rf"(; .+)? \[text \d{{3}}_[0-9a-f]{{16}}\.txt, lines? [\d, -]+\]", text), (where, text)
 
 
@@ -48,9 +48,19 @@ def test_a_line_is_placed_in_its_innermost_section_and_its_table_or_figure():
     assert place(acl, 587) == "Table 4" and place(acl, 671) == "Table 7"
     assert place(acl, 205) == "§3.3.1" and place(acl, 10) == "front matter"
     assert place(CATALOGUE["basri_jacobs"], 299) == "Fig. 5"  # in the text under App. C
-    assert place(CATALOGUE["thesis"], 3038) == "Table 5.1"
+    assert place(CATALOGUE["thesis"], 3038) == "Table 5.1, p. 164"
     assert citation({"paper": "thesis", "line": [2550, 2551, 2552, 2554]}, "acl2022", CATALOGUE) == \
-        "Thesis Table 4.2 [text 001_b7c21f74bf9df842.txt, lines 2550-2552, 2554]"
+        "Thesis Table 4.2, p. 135 [text 001_b7c21f74bf9df842.txt, lines 2550-2552, 2554]"
+
+
+def _listed(lines: list[str], heading: str, number: str, every: bool = False):
+    """The page the thesis's contents (or its list of figures or tables) gives ``number`` (every: all of them,
+    a figure listed twice)."""
+    start = lines.index(heading)
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("List of "))
+    pages = [int(m.group(1)) for text in lines[start + 1:end]
+             if (m := re.match(rf"{re.escape(number)}[\t ].*\t(\d+)\s*$", text))]
+    return pages if every else pages[0]
 
 
 @pytest.mark.parametrize("paper", sorted(CATALOGUE))
@@ -61,14 +71,19 @@ def test_the_outline_is_the_papers_own(paper):
         pytest.skip(f"the papers' texts are not here: set ARGMAXABLE_SEEDS to their folder (now {SEEDS})")
     spec = CATALOGUE[paper]
     lines = (SEEDS / spec["seed"]).read_text().splitlines()
-    for first, name in spec["sections"]:
+    for first, name, *page in spec["sections"]:
         number = name.removeprefix("§").removeprefix("App. ")
         assert re.match(rf"(#+ )?{re.escape(number)} +[A-Z]", lines[first - 1]), (name, lines[first - 1][:60])
+        assert not page or _listed(lines, "Contents", number) == page[0], (name, page)
     captions = [(i, m.group(1), m.group(2)) for i, text in enumerate(lines, 1)
                 if (m := re.match(r"(Table|Figure) ([0-9A-Z]+(?:\.[0-9]+)?):", text))]
     for i, kind, number in captions:
         name = f"{'Table' if kind == 'Table' else 'Fig.'} {number}"
-        assert any(n == name and lo <= i <= hi for lo, hi, n in spec["floats"]), (paper, name, i)
+        assert any(f[2] == name and f[0] <= i <= f[1] for f in spec["floats"]), (paper, name, i)
+    for _, _, name, *page in spec["floats"]:
+        kind, number = name.split(" ")
+        listed = "List of Figures" if kind == "Fig." else "List of Tables"
+        assert not page or page[0] in _listed(lines, listed, number, every=True), (name, page)
     assert len(spec["floats"]) == len(captions)
 
 

@@ -396,7 +396,7 @@ def test_thesis_table_1_1_sets_the_llm_heads_beside_the_table(tmp_path):
     assert "ratio_min 85 >= LLaMa 2's n/d in the table 7.8: holds" in a.claim["detail"]
     assert a.paper_values["d"].tolist() == [4096, 4096, 4096, 8192]
     assert a.views[0][1]["model"].tolist() == ["SmolLM2", "Gemma"]
-    assert a.paper_cite == "Thesis Table 1.1 [text 001_b7c21f74bf9df842.txt, lines 492-495]"
+    assert a.paper_cite == "Thesis Table 1.1, p. 34 [text 001_b7c21f74bf9df842.txt, lines 492-495]"
     files["detect/study/Tiny.json"] = {"model": "Tiny", "group": llm, "n": 1000, "d": 500, "n_over_d": 2.0}
     assert _run(tmp_path / "wide", ("thesis", "Table 1.1"), files).claim["verdict"] == "differs"
 

@@ -39,12 +39,17 @@ def load_catalogue(path: str | Path) -> dict[str, dict]:
 
 def place(paper: dict, line: int) -> str:
     """Where a line of a paper's text sits, as a reader of the published paper finds it: the table or figure
-    whose rows or caption it is (``floats``: [first line, last line, name]; numbered through the paper, and a
-    float's place in the text need not be its section's), else the innermost section that holds it
-    (``sections``: [first line, name]), e.g. "Table 7" or "§5.1"."""
-    floats = [name for first, last, name in paper.get("floats", []) if first <= line <= last]
-    sections = [name for first, name in paper.get("sections", []) if first <= line]
-    return (floats or sections[-1:] or ["front matter"])[0]
+    whose rows or caption it is (``floats``: [first line, last line, name, page?]; numbered through the paper,
+    and a float's place in the text need not be its section's), else the innermost section that holds it
+    (``sections``: [first line, name, page?]), with its page where the paper's outline gives one: "Table 7",
+    "§5.1", "Table 5.1, p. 164"."""
+    floats = [f for f in paper.get("floats", []) if f[0] <= line <= f[1]]
+    sections = [s for s in paper.get("sections", []) if s[0] <= line]
+    found = [(f[2], f[3:]) for f in floats[:1]] or [(s[1], s[2:]) for s in sections[-1:]]
+    if not found:
+        return "front matter"
+    name, page = found[0]
+    return f"{name}, p. {page[0]}" if page else name
 
 
 def _spans(lines: list[int]) -> str:
