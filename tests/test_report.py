@@ -259,7 +259,7 @@ def test_note_numbers_are_read_back_from_the_files_they_cite(tmp_path):
     assert a.line == (f"substitute data: mean 32 vs 29.88 s; epochs up to 5 s; m = {slope:.4f} d {intercept:.4f}, "
                       "m(16) = 3, bound 100; ours differs from the paper's claim")
     assert a.claim["verdict"] == "differs" and a.claim["cause"] == "DFT 32 s vs BSL 29.88 s"
-    assert a.claim["cite"] == "Paper 2020 Table 1 [text s.txt, line 7]"  # the place first, the line key after
+    assert a.claim["cite"] == "Paper 2020 Table 1 — line 7 of s.txt"  # the place first, the line key after
     # the declared cause has no full stop; the rendered sentence ends one before whatever follows
     catalogue = {"p": {"title": "P", "seed": "s.txt"}}
     assert "Cause: DFT 32 s vs BSL 29.88 s.\n" in render_markdown(catalogue, [a], {}, results)
@@ -384,7 +384,7 @@ def test_method_differences_come_from_the_config_and_repeat_on_their_items(small
                 "paper": "patience 2500", "cite": {"paper": "p", "line": 4}, "items": ["p Fig. 4"]}]
     filled = method_differences(methods, catalogue, results, {"detect": {"patience": 2500}})
     assert filled[0]["ours"] == f"{stall_window(10**9, 1)}-{stall_window(1, 10**9)} steps, patience 2500"
-    assert filled[0]["cite"] == "p front matter [text s.txt, line 4]"  # no outline: the text before any section
+    assert filled[0]["cite"] == "p front matter — line 4 of s.txt"  # no outline: the text before any section
     items = assess_all(catalogue, load_declarations(report_dir, catalogue), results, "offline", methods=filled)
     assert [a.item for a in items if any("method: stall" in d for d in a.differences)] == ["Fig. 4"]
 

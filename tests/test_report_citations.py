@@ -39,7 +39,7 @@ def test_every_citation_names_the_paper_and_a_place_a_reader_of_it_finds():
         text = citation(cite, paper, CATALOGUE)
         name = CATALOGUE[cite["paper"] if isinstance(cite, dict) else paper]["short"]
         assert re.fullmatch(rf"{re.escape(name)} (§[\d.]+|App\. [A-H][\d.]*|(Table|Fig\.) [\dA-Z.]+)(, p\. \d+)?"
-                            rf"(; .+)? \[text \d{{3}}_[0-9a-f]{{16}}\.txt, lines? [\d, -]+\]", text), (where, text)
+                            rf"(; .+)? — lines? [\d, -]+ of \d{{3}}_[0-9a-f]{{16}}\.txt", text), (where, text)
 
 
 def test_a_line_is_placed_in_its_innermost_section_and_its_table_or_figure():
@@ -50,7 +50,7 @@ def test_a_line_is_placed_in_its_innermost_section_and_its_table_or_figure():
     assert place(CATALOGUE["basri_jacobs"], 299) == "Fig. 5"  # in the text under App. C
     assert place(CATALOGUE["thesis"], 3038) == "Table 5.1, p. 164"
     assert citation({"paper": "thesis", "line": [2550, 2551, 2552, 2554]}, "acl2022", CATALOGUE) == \
-        "Thesis Table 4.2, p. 135 [text 001_b7c21f74bf9df842.txt, lines 2550-2552, 2554]"
+        "Thesis Table 4.2, p. 135 — lines 2550-2552, 2554 of 001_b7c21f74bf9df842.txt"
 
 
 def _listed(lines: list[str], heading: str, number: str, every: bool = False):

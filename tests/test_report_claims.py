@@ -253,7 +253,7 @@ def test_table_1_says_which_heads_fail_it_and_that_they_are_not_mt_models(tmp_pa
     ties = next(m for m in methods if m["what"].startswith("ties"))
     assert ("acl2022", "Table 1") in ties["items"] and ("acl2022", "Table 4") in ties["items"]
     assert "in this run's real heads 7 of the 14 unargmaxable tokens are ties" in ties["ours"]
-    assert ties["cite"] == "ACL 2022 §3.3.1 [text 002_6008ffe8464613bf.txt, line 205]"
+    assert ties["cite"] == "ACL 2022 §3.3.1 — line 205 of 002_6008ffe8464613bf.txt"
 
 
 def test_items_sharing_a_check_say_so_and_count_once(tmp_path):
@@ -336,7 +336,7 @@ def test_table_4_with_only_ties_is_inconclusive_under_the_stated_convention(tmp_
         assert "this project's convention" in a.claim["why"] and "ACL 2022 §3.3.1" in a.claim["why"]
         assert [title for title, _, _ in a.views] and a.views[0][1]["model"].tolist() == ["SmolLM2"]
         assert any("detect/study/*.json (3 files), 2 of 3 records" in r for r in a.claim["read"])
-        assert a.claim["cite"] == "ACL 2022 Table 4 [text 002_6008ffe8464613bf.txt, line 587]"
+        assert a.claim["cite"] == "ACL 2022 Table 4 — line 587 of 002_6008ffe8464613bf.txt"
     study["detect/study/gemma.json"] = record("Gemma", llm, 2, 0)
     inside = _run(tmp_path / "inside", ("acl2022", "Table 4"), study)
     assert inside.claim["verdict"] == "differs" and "17: 15 ties, 2 strictly inside" in inside.claim["cause"]
@@ -375,7 +375,7 @@ def test_section_4_1_reads_the_llm_heads_steps_per_token(tmp_path):
     a = _run(tmp_path, ("acl2022", "§4.1"), files)
     assert a.claim["verdict"] == "differs" and "steps_max 1.92 < the paper's 1.2: fails" in a.claim["detail"]
     assert "from 1.05 to 1.92" in a.claim["cause"]
-    assert a.claim["cite"] == "ACL 2022 §4.1 [text 002_6008ffe8464613bf.txt, line 268]"
+    assert a.claim["cite"] == "ACL 2022 §4.1 — line 268 of 002_6008ffe8464613bf.txt"
     files["detect/smol/summary.json"]["mean_steps"] = 1.1
     assert _run(tmp_path / "easy", ("acl2022", "§4.1"), files).claim["verdict"] == "agrees"
     files = {k: v for k, v in files.items() if "ocr" in k or k.endswith("parquet")}
@@ -396,7 +396,7 @@ def test_thesis_table_1_1_sets_the_llm_heads_beside_the_table(tmp_path):
     assert "ratio_min 85 >= LLaMa 2's n/d in the table 7.8: holds" in a.claim["detail"]
     assert a.paper_values["d"].tolist() == [4096, 4096, 4096, 8192]
     assert a.views[0][1]["model"].tolist() == ["SmolLM2", "Gemma"]
-    assert a.paper_cite == "Thesis Table 1.1, p. 34 [text 001_b7c21f74bf9df842.txt, lines 492-495]"
+    assert a.paper_cite == "Thesis Table 1.1, p. 34 — lines 492-495 of 001_b7c21f74bf9df842.txt"
     files["detect/study/Tiny.json"] = {"model": "Tiny", "group": llm, "n": 1000, "d": 500, "n_over_d": 2.0}
     assert _run(tmp_path / "wide", ("thesis", "Table 1.1"), files).claim["verdict"] == "differs"
 

@@ -124,8 +124,9 @@ def make_report(report_dir: str | Path, results_dir: str | Path, out_md: str | P
                        "data / not run / out of scope (with why) / missing; a paper's claim is tested on this run's "
                        "files (each value's file and rows named): ours agrees, differs, or this run cannot decide "
                        "(inconclusive, with why); a check several items share is counted once",
-        "citations": "by paper and place (section, table or figure, as the published paper numbers them); the "
-                     "bracketed line key points into the plain-text copy of the paper, for those who hold it",
+        "citations": "by paper and place (section, table or figure, as the published paper numbers them, and the "
+                     "thesis's page); the line key after the dash points into the paper's plain-text copy, for those "
+                     "who hold it",
         "experiment": experiment, "code version": code_version(),
         "families run": ", ".join(families) if families is not None else "all"}
     for path, text in ((out_md, render_markdown(catalogue, items, header, results_dir, methods)),

@@ -350,8 +350,9 @@ def method_differences(methods: list[dict], catalogue: dict, results_dir: Path, 
     out = []
     for m in methods:
         specs = m.get("values", {})
-        gone = [v.get("file", v.get("glob")) for v in specs.values()
-                if not all(p.exists() for p in value_files(v, results_dir)) or not value_files(v, results_dir)]
+        gone = list(dict.fromkeys(v.get("file", v.get("glob")) for v in specs.values()
+                                  if not all(p.exists() for p in value_files(v, results_dir))
+                                  or not value_files(v, results_dir)))
         values = {**builtin, **{n: read_value(v, results_dir) for n, v in specs.items() if not gone}}
         ours = fill(m["ours"], values, {n: v.get("fmt") for n, v in specs.items()}, config) if not gone else \
             f"not measured in this run ({', '.join(gone)} absent)"

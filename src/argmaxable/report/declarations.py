@@ -66,14 +66,14 @@ def _spans(lines: list[int]) -> str:
 def citation(spec: dict | int | list, paper: str, papers: dict[str, dict] | None) -> str:
     """A ``cite`` (one line of the paper's text, several, or ``{paper, line}`` for another paper's) as the paper's
     short name and the places its lines sit (:func:`place`), then the line key into the paper's text file for
-    those who hold it: "ACL 2022 Table 7 [text 002_6008ffe8464613bf.txt, line 671]"."""
+    those who hold it: "ACL 2022 Table 7 — line 671 of 002_6008ffe8464613bf.txt"."""
     if isinstance(spec, dict):
         paper, spec = spec["paper"], spec["line"]
     lines = spec if isinstance(spec, list) else [spec]
     info = (papers or {}).get(paper, {})
     where = "; ".join(dict.fromkeys(place(info, n) for n in lines))
     plural = "s" if len(lines) > 1 else ""
-    return f"{info.get('short', paper)} {where} [text {info.get('seed', paper)}, line{plural} {_spans(lines)}]"
+    return f"{info.get('short', paper)} {where} — line{plural} {_spans(lines)} of {info.get('seed', paper)}"
 
 def load_methods(path: str | Path) -> list[dict]:
     """The method differences declared in ``papers.yaml`` (see :func:`method_differences`)."""

@@ -30,7 +30,7 @@ def _anchor(paper: str, item: str) -> str:
 def _sections(catalogue: dict, items: list[Assessment]) -> list[tuple[str, str, list[Assessment]]]:
     """(title, how its citations read, items) per paper, then the items beyond the papers."""
     out = [(spec["title"], f"Cited as \"{spec.get('short', paper)}\" with the section, table or figure; the "
-            f"bracketed line key points into the text file `{spec['seed']}` for those who hold it.",
+            f"line key after the dash points into the text file `{spec['seed']}`, for those who hold it.",
             [a for a in items if a.paper == paper])
            for paper, spec in catalogue.items()]
     beyond = [a for a in items if a.paper == BEYOND]
