@@ -15,7 +15,7 @@ $(BIN)/activate:
 	$(BIN)/pip install -q --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/activate
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[pipeline,dev]'
 	touch $@
 
 run: $(VENV)/.installed
