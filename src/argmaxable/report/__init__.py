@@ -51,7 +51,14 @@ from argmaxable.report.declarations import (
     load_methods,
 )
 from argmaxable.report.query import fill, read_value
-from argmaxable.report.readme import README_BLOCKS, readme_blocks, run_summary, update_readme
+from argmaxable.report.readme import (
+    README_BLOCKS,
+    documents,
+    readme_blocks,
+    run_summary,
+    update_documents,
+    update_readme,
+)
 from argmaxable.report.render import render_html, render_markdown
 
 __all__ = [
@@ -66,6 +73,7 @@ __all__ = [
     "check_claim",
     "coverage",
     "coverage_counts",
+    "documents",
     "fill",
     "load_catalogue",
     "load_declarations",
@@ -78,6 +86,7 @@ __all__ = [
     "render_html",
     "render_markdown",
     "run_summary",
+    "update_documents",
     "update_readme",
 ]
 
