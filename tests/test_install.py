@@ -68,6 +68,8 @@ def test_the_light_install_checks_a_head_without_the_pipeline(tmp_path):
                "--no-progress", cwd=tmp_path).stdout
     assert "3 argmaxable, 1 unargmaxable, 0 undecided" in out
     assert "matches its evidence" in _run(tool, "verify", tmp_path / "t.parquet", tmp_path / "w.npz").stdout
+    config = subprocess.run([tool, "config", "show"], capture_output=True, text=True, cwd=tmp_path)
+    assert config.returncode == 2 and config.stderr.count("\n") == 1 and "argmaxable[pipeline]" in config.stderr
     api = _run(venv / "bin" / "python", "-c", "import numpy as np, argmaxable as am; W = np.load('w.npz')['W']; "
                "print(am.verify_certificate(am.check_categories(W, workers=1), W).all())", cwd=tmp_path)
     assert api.stdout.strip() == "True"

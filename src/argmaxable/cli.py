@@ -35,6 +35,8 @@ from argmaxable.text import csv_frame, csv_uncell, printable
 from argmaxable.verify import DEFAULT_BOUND, DEFAULT_EPS, checked_radii
 
 EXIT_USAGE = 2  # argparse's own status for bad usage; we use it for every user error
+# What only the extra `pipeline` installs (pyproject.toml), by import name: a command that needs one says so.
+PIPELINE_MODULES = ("omegaconf", "hydra", "snakemake", "matplotlib", "datasets")
 LISTED = 20  # unargmaxable tokens printed by `check softmax` (the full table goes to --out)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a command stopped by Ctrl-C
 EVIDENCE_SUFFIX = ".evidence.npz"  # beside the table: the whole result with its evidence
@@ -775,6 +777,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except ModuleNotFoundError as err:  # `pip install .` is the tool alone; config and report need the pipeline's
+        if (err.name or "").split(".")[0] not in PIPELINE_MODULES:
+            raise
+        print(f"argmaxable: error: 'argmaxable {args.group}' needs the pipeline's packages ({err.name} is not "
+              "installed): pip install 'argmaxable[pipeline]', or '.[pipeline]' from a clone", file=sys.stderr)
+        return EXIT_USAGE
     except (ValueError, OSError, SolverError) as err:  # our errors: WeightsError, ConfigError, UsageError...
         message = str(err).strip().splitlines() or [type(err).__name__]
         print(f"argmaxable: error: {printable(message[0])}", file=sys.stderr)
