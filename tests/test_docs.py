@@ -32,11 +32,16 @@ def pages() -> list[Path]:
     return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 
 
+TEXT_SUFFIXES = (".md", ".py", ".yaml", ".yml", ".smk", ".sh", ".toml", ".txt", ".ipynb")
+
+
 def prose_files() -> list[Path]:
+    """Every text file under :data:`PROSE_ROOTS` (a root may be one file)."""
     out = []
     for root in PROSE_ROOTS:
         path = REPO / root
-        out += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix == ".md") if path.is_dir() else [path]
+        out += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in TEXT_SUFFIXES
+                      and "__pycache__" not in p.parts) if path.is_dir() else [path]
     return out
 
 
@@ -147,7 +152,7 @@ def _prose(text: str) -> str:
 
 def test_every_number_in_prose_is_read_back_from_a_file():
     facts = _facts()
-    typed = [f"{p.relative_to(REPO)}: {m}" for p in prose_files()
+    typed = [f"{p.relative_to(REPO)}: {m}" for p in pages()
              for m in NUMBER.findall(_prose(p.read_text())) if m not in facts and m.lstrip("-") not in ("0", "1")]
     assert not typed, "numbers typed into prose: generate them, read them back in _facts, or remove them"
 
