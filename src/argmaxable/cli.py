@@ -680,7 +680,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse with its usage errors on one line, as every other error (the usage is in ``--help``)."""
 
     def error(self, message: str):
-        print(f"argmaxable: error: {self.prog}: {printable(message)} (see {self.prog} --help)", file=sys.stderr)
+        print(f"argmaxable: error: {printable(message)} (see {self.prog} --help)", file=sys.stderr)
         sys.exit(EXIT_USAGE)
 
 
