@@ -277,9 +277,11 @@ def _check_out(args) -> None:
 
 
 TOKEN_COLUMNS = ("token", "raw_token", "token_type")  # readable, as stored (where they differ), GGUF's types
-# What greedy decoding does with a category (column greedy_decoding): wins somewhere in the box; is the first index of
-# a tie group that wins once merged (numpy.argmax, torch.argmax pick it); never is the argmax.
-GREEDY = {"argmaxable": "emits", "tie": "emits on a tie", "never": "never emits", "undecided": "undecided"}
+# What greedy decoding does with a category of each status (column greedy_decoding): an argmaxable one wins somewhere
+# in the box; an unargmaxable one is never the argmax, unless it is the first index of a tie group that wins once
+# merged (numpy.argmax and torch.argmax pick it: EMITS_ON_A_TIE).
+GREEDY = {"argmaxable": "emits", "unargmaxable": "never emits", "undecided": "undecided"}
+EMITS_ON_A_TIE = "emits on a tie"
 
 
 def _decoding_columns(res, layer, split) -> dict[str, np.ndarray]:
@@ -294,11 +296,11 @@ def _decoding_columns(res, layer, split) -> dict[str, np.ndarray]:
     for g in tie_groups(layer.W, layer.b):
         group[g] = g[0]
     kind = np.full(n, "", dtype=object)
-    greedy = np.array([GREEDY.get(s, "undecided") for s in status], dtype=object)
+    greedy = np.array([GREEDY[s] for s in status], dtype=object)
     if split is not None and len(split):
         at = np.searchsorted(res.items, split["category"].to_numpy())
         kind[at] = split["kind"].to_numpy()
-        greedy[at] = np.where(split["emitted"].to_numpy(dtype=bool), GREEDY["tie"], GREEDY["never"])
+        greedy[at[split["emitted"].to_numpy(dtype=bool)]] = EMITS_ON_A_TIE
     return {"kind": kind, "tie_group": group[res.items], "greedy_decoding": greedy}
 
 
