@@ -1,6 +1,7 @@
 # Two entry points, each self-contained on a fresh machine with Python 3.11:
-#   make run   - create .venv, install, run the offline default pipeline (snakemake)
-#   make test  - create .venv, install with dev extras, lint (make lint) and run the test suite
+#   make run   - create .venv, install with the pipeline extra, run the offline default pipeline (snakemake)
+#   make test  - create .venv, install with the pipeline and dev extras, lint (make lint) and run the test suite
+# (`pip install .` alone is the tool without the pipeline: argmaxable check / audit / verify and the Python API.)
 #   make lint  - ruff, lint-imports (the package's layer order) and snakemake --lint; any finding fails it
 #   make fuzz  - the property tests with new random examples (make test repeats the same ones)
 PYTHON ?= python3
@@ -15,7 +16,7 @@ $(BIN)/activate:
 	$(BIN)/pip install -q --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/activate
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[pipeline,dev]'
 	touch $@
 
 run: $(VENV)/.installed

@@ -3,4 +3,4 @@
 # from the workflow's working directory, the repository root: the project as pyproject.toml declares it
 # (torch==2.13.0 is already there, conda-forge's CPU build).
 set -euo pipefail
-pip install -e .
+pip install -e ".[pipeline]"

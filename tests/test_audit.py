@@ -299,7 +299,8 @@ def test_check_softmax_shows_ties_as_groups_and_greedy_ids(tmp_path, capsys):
     assert main(["check", "softmax", str(path), "--workers", "1", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "7 unargmaxable: 4 ties in 1 groups of equal rows, 3 strictly inside" in out
-    assert "greedy decoding (first index on ties) can still emit 15; it never emits the other 6" in out
+    assert "emitted by greedy decoding on a tie (first index wins; never the strict argmax), 1: 15\n" in out
+    assert "never emitted by greedy decoding, 6: " in out
 
 
 def test_evidence_none_writes_no_evidence_and_verify_says_why(tmp_path, capsys):

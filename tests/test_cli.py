@@ -45,7 +45,7 @@ def test_check_softmax_toy(toy, tmp_path, capsys):
     assert main(["check", "softmax", str(toy), "--out", str(tmp_path / "out.csv"), "--workers", "1"]) == 0
     out = capsys.readouterr().out
     assert "3 argmaxable, 1 unargmaxable, 0 undecided" in out
-    assert "unargmaxable: 3" in out
+    assert "unargmaxable tokens: 3\n" in out and "never emitted by greedy decoding, 1: 3\n" in out
     table = pd.read_csv(tmp_path / "out.csv")
     assert table["status"].tolist() == ["argmaxable"] * 3 + ["unargmaxable"]
     assert (tmp_path / "out.csv.meta.json").is_file()
@@ -62,7 +62,7 @@ def test_check_softmax_bias_makes_every_class_argmaxable(tmp_path, capsys):
     assert "4 argmaxable, 0 unargmaxable" in capsys.readouterr().out
     assert (pd.read_parquet(tmp_path / "o.parquet")["status"] == "argmaxable").all()
     assert main(["check", "softmax", str(path), "--no-bias"]) == 0
-    assert "unargmaxable: 3" in capsys.readouterr().out
+    assert "unargmaxable tokens: 3\n" in capsys.readouterr().out
 
 
 def test_check_assignments_cover_count(tmp_path, capsys):
@@ -467,3 +467,139 @@ def test_csv_tokens_never_run_as_formulas_and_verify_reads_them_back(tmp_path, c
     assert raw["token"].tolist() == ["the", "'=HYPERLINK(\"http://x\")", "'-ing", "''s", "'+1", "'@sum"]
     capsys.readouterr()
     assert main(["verify", str(out), *args]) == 0 and "matches its evidence" in capsys.readouterr().out
+
+
+# The check's summary, as a practitioner reads it: what the box is, what a verdict means for decoding, and every
+# count traceable to a column of the table written.
+
+TIED = np.vstack([TOY, TOY[:1], TOY[:1]])  # rows 4 and 5 equal row 0: a tie group whose merged row wins; 3 inside
+
+
+@pytest.fixture
+def tied(tmp_path):
+    path = tmp_path / "tied.npz"
+    np.savez(path, W=TIED)
+    return path
+
+
+def test_check_states_the_box_and_what_a_verdict_means_for_decoding(toy, capsys):
+    assert main(["check", "softmax", str(toy), "--workers", "1", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "box: |x_j| <= 100 for each of the 2 inputs x_j of the layer; eps 1e-08: a token is argmaxable" in out
+    assert "greedy decoding never emits it" in out and "sampling still can" in out
+    assert main(["check", "softmax", str(toy), "--lower", "0", "--workers", "1", "--no-progress"]) == 0
+    assert "box: 0 <= x_j <= 100 for each of the 2 inputs" in capsys.readouterr().out
+
+
+def test_ties_greedy_decoding_emits_are_listed_apart_from_tokens_never_emitted(tied, capsys):
+    assert main(["check", "softmax", str(tied), "--workers", "1", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "emitted by greedy decoding on a tie (first index wins; never the strict argmax), 1: 0\n" in out
+    assert "never emitted by greedy decoding, 3: 3, 4, 5\n" in out
+
+
+def test_every_count_of_the_summary_is_a_column_of_the_table(tied, tmp_path, capsys):
+    out_path = tmp_path / "t.csv"
+    assert main(["check", "softmax", str(tied), "--out", str(out_path), "--workers", "1", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    table = pd.read_csv(out_path, keep_default_na=False)
+    status = table["status"].value_counts()
+    assert f"{status['argmaxable']} argmaxable, {status['unargmaxable']} unargmaxable, 0 undecided" in out
+    ties = table[table["kind"] == "tie"]
+    inside = table[table["kind"].isin(["near-tie", "strictly inside"])]
+    assert (f"{status['unargmaxable']} unargmaxable: {len(ties)} ties in {ties['tie_group'].nunique()} groups of equal "
+            f"rows, {len(inside)} strictly inside the others' hull ({(table['kind'] == 'near-tie').sum()} of them "
+            "near-ties)") in out
+    assert (len(ties), ties["tie_group"].nunique(), len(inside)) == (3, 1, 1)
+    emits = table.loc[table["greedy_decoding"] == "emits on a tie", "category"].tolist()
+    never = table.loc[table["greedy_decoding"] == "never emits", "category"].tolist()
+    assert (emits, never) == ([0], [3, 4, 5])
+    assert f"on a tie (first index wins; never the strict argmax), {len(emits)}: 0" in out
+    assert f"never emitted by greedy decoding, {len(never)}: 3, 4, 5" in out
+    assert main(["verify", str(out_path), str(tied)]) == 0  # the new columns are checked against the evidence too
+
+
+def test_radius_bounds_that_are_no_radius_are_empty_with_the_reason(tied, tmp_path, capsys):
+    """A tie's certificate bounds its radius by -inf and a row inside the hull's by a negative number: neither is a
+    radius. The table leaves them empty and says why; the evidence keeps the bounds."""
+    layer, out_path = tmp_path / "biased.npz", tmp_path / "t.parquet"
+    b = np.zeros(len(TIED))
+    b[3] = -1.0  # row 3, inside the hull, loses by 1 at the origin: its region is empty by a margin
+    np.savez(layer, W=TIED, b=b)
+    assert main(["check", "softmax", str(layer), "--out", str(out_path), "--workers", "1", "--no-progress"]) == 0
+    table = pd.read_parquet(out_path)
+    evidence = am_load(out_path, TIED)
+    upper = np.asarray(evidence.radius_upper)
+    assert upper[3] < 0 and np.isneginf(upper[[4, 5]]).all()  # what the table used to show
+    assert not (table["radius_upper"] < 0).any() and not np.isinf(table["radius_upper"]).any()
+    notes = dict(zip(table["category"], table["radius_note"], strict=True))
+    assert notes[4] == notes[5] == "no region: a row exactly equal to another's"
+    assert notes[3] == "no region: the certificate bounds the radius below zero"
+    assert [notes[i] != "" for i in range(len(TIED))] == (upper < 0).tolist()  # a note exactly where a bound is blank
+    assert np.array_equal(table["radius_upper"].notna(), (upper >= 0))
+
+
+def am_load(table, W):
+    from argmaxable.cli import evidence_path
+    from argmaxable.core import CheckResult
+
+    return CheckResult.load(evidence_path(table), W=W)
+
+
+def test_hardest_to_reach_is_stated_in_the_units_of_the_box(toy, capsys):
+    assert main(["check", "softmax", str(toy), "--workers", "1", "--no-progress"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("hardest to reach by the "))
+    radius = float(re.search(r"radius >= (\S+) \(column radius\)", line).group(1))
+    res = __import__("argmaxable").check_categories(TOY, workers=1)
+    assert radius == float(f"{np.nanmin(res.radius):.3g}")
+    assert "in the units of x" in line and "far below the region's own radius" in line
+
+
+def test_progress_names_each_step_on_stderr(toy, tmp_path, capsys):
+    assert main(["check", "softmax", str(toy), "--out", str(tmp_path / "t.csv"), "--workers", "1", "--progress"]) == 0
+    steps = [x for x in capsys.readouterr().err.replace("\r", "\n").splitlines() if x.startswith("argmaxable: ")]
+    assert [s.split(" ")[1] for s in steps] == ["reading", "checking", "sorting", "writing"]
+    assert steps[1] == "argmaxable: checking its 4 categories"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--bound", "-5"], "'bound' parameter must be a positive number"),
+    (["--bound", "abc"], "argument --bound: invalid float value: 'abc'"),
+    (["--eps", "-1"], "'eps' parameter"),
+    (["--lower", "5", "--upper", "1"], "The box is empty or flat"),
+])
+def test_bad_values_are_refused_before_any_output(toy, capsys, argv, message):
+    with pytest.raises(SystemExit) if "abc" in argv else _no_exit() as stop:
+        assert main(["check", "softmax", str(toy), *argv]) == 2
+    if stop is not None:
+        assert stop.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and message in captured.err
+
+
+def _no_exit():
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
+def test_a_vocab_given_with_a_gguf_is_refused_before_any_output(tmp_path, capsys):
+    from test_detect_gguf import head_rows, write_gguf
+
+    path = write_gguf(tmp_path / "m.gguf", head_rows(4), qtype="F32")
+    (tmp_path / "vocab.txt").write_text("a\n")
+    assert main(["check", "softmax", str(path), "--vocab", str(tmp_path / "vocab.txt")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "names its" in captured.err and captured.err.count("\n") == 1
+
+
+def test_the_highs_banner_is_silent_in_the_cli_and_the_python_api(tmp_path):
+    np.savez(tmp_path / "w.npz", W=np.random.default_rng(0).normal(size=(300, 3)))  # needs the exact LP
+    cli = subprocess.run([sys.executable, "-m", "argmaxable.cli", "check", "softmax", str(tmp_path / "w.npz"),
+                          "--workers", "1", "--no-progress"], capture_output=True, text=True)
+    api = subprocess.run([sys.executable, "-c", "import numpy as np, argmaxable as am; res = am.check_categories("
+                          "np.random.default_rng(0).normal(size=(300, 3)), workers=1); print(res.counts())"],
+                         capture_output=True, text=True)
+    for run in (cli, api):
+        assert run.returncode == 0 and "HiGHS" not in run.stdout + run.stderr, run.stderr
+    assert "unargmaxable" in api.stdout

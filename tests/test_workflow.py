@@ -83,9 +83,9 @@ def test_the_environment_installs_pyprojects_pins():
     script installs the project itself as pyproject.toml declares it."""
     env = yaml.safe_load((REPO / "environment.yml").read_text())
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    torch_pin = next(d for d in project["dependencies"] if d.startswith("torch=="))
+    torch_pin = next(d for d in project["optional-dependencies"]["pipeline"] if d.startswith("torch=="))
     conda = {spec.split("=")[0]: spec.split("=")[1:] for spec in env["dependencies"] if isinstance(spec, str)}
     assert conda["pytorch"] == [torch_pin.removeprefix("torch=="), "cpu_*"]
     assert project["requires-python"] == f">={conda['python'][0]}"
     post_deploy = (REPO / "environment.post-deploy.sh").read_text()
-    assert re.search(r"^pip install -e \.$", post_deploy, re.M)
+    assert re.search(r"^pip install -e \"\.\[pipeline\]\"$", post_deploy, re.M)

@@ -35,6 +35,8 @@ from argmaxable.text import csv_frame, csv_uncell, printable
 from argmaxable.verify import DEFAULT_BOUND, DEFAULT_EPS, checked_radii
 
 EXIT_USAGE = 2  # argparse's own status for bad usage; we use it for every user error
+# What only the extra `pipeline` installs (pyproject.toml), by import name: a command that needs one says so.
+PIPELINE_MODULES = ("omegaconf", "hydra", "snakemake", "matplotlib", "datasets")
 LISTED = 20  # unargmaxable tokens printed by `check softmax` (the full table goes to --out)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a command stopped by Ctrl-C
 EVIDENCE_SUFFIX = ".evidence.npz"  # beside the table: the whole result with its evidence
@@ -148,10 +150,16 @@ def _name_rows(layer, tokens) -> None:
 def _settings(args, bound_default: float, layer=None) -> dict:
     """Only the options the user gave: everything else keeps the core's documented defaults. ``--activation``
     becomes the box ``lower``/``upper`` of :func:`argmaxable.core.activation_bounds`, for the activation as the
-    model computes it (:func:`_activation_box`)."""
+    model computes it (:func:`_activation_box`). Every value is checked here, by the core's own rules, so a bad one
+    is refused before the model is read or anything printed."""
+    from argmaxable.core.box import make_box
+    from argmaxable.core.settings import Settings
+
     names = ("bound", "lower", "upper", "patience", "eps", "solver", "workers")
     out = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
+    Settings(**{k: v for k, v in out.items() if k not in ("lower", "upper")})
     out.update(_activation_box(args, out.get("bound", bound_default), layer))
+    make_box(1, out.get("bound", bound_default), out.get("lower"), out.get("upper"))
     return out
 
 
@@ -176,26 +184,38 @@ def _name(i: int, layer) -> str:
     return f"{i}{token}{kind}"
 
 
+def _split(res, layer, settings: dict | None = None):
+    """The unargmaxable categories of ``res`` as ties, near-ties or strictly inside
+    (:func:`argmaxable.detect.study.split_unargmaxable`), in the box the result records; None where there are none."""
+    from argmaxable.core.settings import PATIENCE, SOLVER, WORKERS
+    from argmaxable.detect.study import split_unargmaxable
+
+    if not res.unargmaxable.size:
+        return None
+    import pandas as pd
+
+    settings = settings or {}
+    recorded = res.settings
+    frame = pd.DataFrame({"box": "paper", "category": res.items, "status": res.status})
+    detect = {"bound": recorded["bound"], "eps": recorded["eps"],
+              "patience": recorded.get("patience", settings.get("patience", PATIENCE)),
+              "solver": recorded.get("solver", settings.get("solver", SOLVER)),
+              "workers": settings.get("workers", WORKERS)}
+    return split_unargmaxable(layer, frame, {"paper": {"lower": recorded.get("lower"), "upper": recorded.get("upper")}},
+                              detect)
+
+
 def _list_unargmaxable(res, layer, settings: dict, split=None) -> None:
     """Name the unargmaxable categories (the full list goes to --out): groups of equal rows (ties) with the id greedy
     decoding still emits (the first index on ties, where the merged row can win), then the others (``split``: their
     kinds where already known, :func:`argmaxable.detect.study.split_unargmaxable`)."""
-    from argmaxable.core.settings import PATIENCE, SOLVER, WORKERS
-    from argmaxable.detect.study import split_unargmaxable, tie_groups
+    from argmaxable.detect.study import tie_groups
 
     unarg = res.unargmaxable
     if not unarg.size:
         return
-    import pandas as pd
-
     groups = tie_groups(layer.W, layer.b)
-    if split is None:
-        frame = pd.DataFrame({"box": "paper", "category": res.items, "status": res.status})
-        detect = {"bound": res.settings["bound"], "eps": res.settings["eps"],
-                  "patience": settings.get("patience", PATIENCE), "solver": settings.get("solver", SOLVER),
-                  "workers": settings.get("workers", WORKERS)}
-        split = split_unargmaxable(layer, frame, {"paper": {"lower": settings.get("lower"),
-                                                            "upper": settings.get("upper")}}, detect, groups)
+    split = _split(res, layer, settings) if split is None else split
     tied = split[split["kind"] == "tie"]
     inside = split[split["kind"] != "tie"]
     shown_groups = [g for g in groups if np.isin(g, tied["category"]).any()]
@@ -209,12 +229,18 @@ def _list_unargmaxable(res, layer, settings: dict, split=None) -> None:
         listed = inside["category"].to_numpy()
         print("unargmaxable tokens: " + ", ".join(_name(int(i), layer) for i in listed[:LISTED])
               + (f", ... ({len(listed)} in all)" if len(listed) > LISTED else ""))
-    emitted = tied.loc[tied["emitted"], "category"].astype(int).tolist()
-    if emitted:
-        print(f"greedy decoding (first index on ties) can still emit {', '.join(map(str, emitted))}; it never emits "
-              f"the other {unarg.size - len(emitted)}")
-    else:
-        print(f"greedy decoding (first index on ties) never emits any of the {unarg.size}")
+    emitted = split.loc[split["emitted"], "category"].astype(int).to_numpy()
+    never = split.loc[~split["emitted"], "category"].astype(int).to_numpy()
+    if emitted.size:
+        print(f"emitted by greedy decoding on a tie (first index wins; never the strict argmax), {emitted.size}: "
+              + _ids(emitted))
+    print(f"never emitted by greedy decoding, {never.size}: " + _ids(never) if never.size else
+          "greedy decoding can emit every one of them, on a tie")
+
+
+def _ids(ids: np.ndarray) -> str:
+    """At most :data:`LISTED` ids, and how many more."""
+    return ", ".join(map(str, ids[:LISTED].tolist())) + (f", ... ({ids.size} in all)" if ids.size > LISTED else "")
 
 
 def evidence_path(table: str | Path) -> Path:
@@ -251,28 +277,72 @@ def _check_out(args) -> None:
 
 
 TOKEN_COLUMNS = ("token", "raw_token", "token_type")  # readable, as stored (where they differ), GGUF's types
+# What greedy decoding does with a category of each status (column greedy_decoding): an argmaxable one wins somewhere
+# in the box; an unargmaxable one is never the argmax, unless it is the first index of a tie group that wins once
+# merged (numpy.argmax and torch.argmax pick it: EMITS_ON_A_TIE).
+GREEDY = {"argmaxable": "emits", "unargmaxable": "never emits", "undecided": "undecided"}
+EMITS_ON_A_TIE = "emits on a tie"
 
 
-def _table(res, layer=None):
+def _decoding_columns(res, layer, split) -> dict[str, np.ndarray]:
+    """Per category the columns the summary counts from: ``kind`` (tie, near-tie, strictly inside; "" for a
+    category not unargmaxable), ``tie_group`` (the lowest id of its group of exactly equal rows, -1 in none) and
+    ``greedy_decoding`` (:data:`GREEDY`)."""
+    from argmaxable.detect.study import tie_groups
+
+    n = len(res.items)
+    status = np.asarray(res.status).astype(str)
+    group = np.full(layer.W.shape[0], -1, dtype=np.int64)
+    for g in tie_groups(layer.W, layer.b):
+        group[g] = g[0]
+    kind = np.full(n, "", dtype=object)
+    greedy = np.array([GREEDY[s] for s in status], dtype=object)
+    if split is not None and len(split):
+        at = np.searchsorted(res.items, split["category"].to_numpy())
+        kind[at] = split["kind"].to_numpy()
+        greedy[at[split["emitted"].to_numpy(dtype=bool)]] = EMITS_ON_A_TIE
+    return {"kind": kind, "tie_group": group[res.items], "greedy_decoding": greedy}
+
+
+def _radius_note(upper: np.ndarray, tie_group: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``radius_upper`` where it is a radius, NaN where the certificate's bound is below zero (no region: an empty
+    one, or a row exactly equal to another's), with the reason in ``radius_note``; the evidence keeps the bound."""
+    below = upper < 0
+    tie = below & (tie_group >= 0) if tie_group is not None else np.zeros_like(below)
+    note = np.where(tie, "no region: a row exactly equal to another's",
+                    np.where(below, "no region: the certificate bounds the radius below zero", ""))
+    return np.where(below, np.nan, upper), note.astype(object)
+
+
+def _table(res, layer=None, split=None):
     """The ``--out`` table of a result: one row per item; its radii only where its own evidence backs them
-    (:func:`argmaxable.verify.checked_radii`: what ``verify`` checks); each category's token, stored name and
-    type where the layer names them."""
+    (:func:`argmaxable.verify.checked_radii`: what ``verify`` checks) and where they are radii (``radius_note`` says
+    why one is not); each category's token, stored name and type where the layer names them, and the columns the
+    summary counts (:func:`_decoding_columns`; ``split`` where already made, else made here from the result's box)."""
     frame = res.to_frame().rename(columns={"item": "category" if res.kind == "categories" else "assignment"})
-    frame["radius"], frame["radius_upper"] = checked_radii(res)
+    radius, upper = checked_radii(res)
+    decoding = None
     if layer is not None and res.kind == "categories":
+        decoding = _decoding_columns(res, layer, _split(res, layer) if split is None else split)
+    frame["radius"] = radius
+    frame["radius_upper"], frame["radius_note"] = _radius_note(upper, None if decoding is None else
+                                                               decoding["tie_group"])
+    if decoding is not None:
+        for column, values in decoding.items():
+            frame[column] = values
         named = zip(TOKEN_COLUMNS, (layer.tokens, layer.raw_tokens, layer.token_types), strict=True)
         for at, (column, values) in enumerate([(c, v) for c, v in named if v is not None], start=1):
             frame.insert(at, column, [values[i] for i in frame["category"]])
     return frame
 
 
-def _write(res, args, layer, extra_inputs=()) -> None:
+def _write(res, args, layer, extra_inputs=(), split=None) -> None:
     """The table, its .meta.json (the command, the settings, the layer's origin and the files it was read from,
     hashed) and its evidence (``--evidence``)."""
     if args.out is None:
         return
     out = Path(args.out)
-    frame = _table(res, layer)
+    frame = _table(res, layer, split)
     # the table, its .meta.json and its evidence are staged and renamed together: one unit, old or new
     compact = args.evidence == "compact" and res.kind == "categories"
     companions = [] if args.evidence == "none" else [
@@ -283,16 +353,68 @@ def _write(res, args, layer, extra_inputs=()) -> None:
                                                                           "it; drop --evidence none to keep it)"))
 
 
+def _step(args, text: str) -> None:
+    """Name the step the command is at, on stderr, where ``--progress`` shows its bars."""
+    if args.progress:
+        print(f"argmaxable: {text}", file=sys.stderr, flush=True)
+
+
+def _box_words(settings: dict, d: int) -> str:
+    """The box a result records, as the inequality it is: ``|x_j| <= B``, or each end where the box is narrowed."""
+    lo, hi = (np.unique(np.asarray(settings[k], dtype=np.float64)) for k in ("lower", "upper"))
+    bound = settings["bound"]
+    if lo.size == 1 and hi.size == 1 and lo[0] == -hi[0] == -bound:
+        text = f"|x_j| <= {bound:g}"
+    else:
+        ends = [f"{v[0]:g}" if v.size == 1 else f"[{v[0]:g}, {v[-1]:g}]" for v in (lo, hi)]
+        text = f"{ends[0]} <= x_j <= {ends[1]}"
+    return (f"{text} for each of the {d} inputs x_j of the layer; eps {settings['eps']:g}: a token is argmaxable "
+            "where its region holds a ball of that radius")
+
+
+def _meaning(res, layer, box: str) -> None:
+    """What the verdicts mean for decoding, and how far inside its region the least reachable token was found."""
+    print(f"box: {box}")
+    print("unargmaxable: no input x in the box makes the token the strict argmax of Wx + b, so greedy decoding "
+          "never emits it (save the first id of a tie, listed below); sampling still can, with the probability "
+          "softmax gives it")
+    radius = np.asarray(res.radius, dtype=np.float64)
+    won = np.flatnonzero((np.asarray(res.status).astype(str) == "argmaxable") & np.isfinite(radius))
+    if won.size:
+        t = won[np.argmin(radius[won])]
+        print(f"hardest to reach by the certified bounds: {_name(int(res.items[t]), layer)}, radius >= "
+              f"{radius[t]:.3g} (column radius), in the units of x: a ball of that radius around a point of the box "
+              "lies in the token's region. The bound is taken at the point the check found, which may barely win, so "
+              "it can sit far below the region's own radius; 'argmaxable audit' bounds the hardest from both sides")
+
+
 def cmd_check_softmax(args) -> int:
+    import contextlib
+    import io
+
     _check_out(args)
-    _settings(args, BOUND)  # a bad combination of options is refused before the model is read
-    layer = _read_layer(args)
+    _settings(args, BOUND)  # a bad value or combination of options is refused before the model is read
+    _step(args, f"reading the head of {args.path}")
+    with contextlib.redirect_stdout(io.StringIO()) as notes:  # what the reader says waits until it has read
+        layer = _read_layer(args)
     settings = _settings(args, BOUND, layer)
+    print(notes.getvalue(), end="")
     print(_describe(args.path, layer.W, layer.b))
+    _step(args, f"checking its {layer.W.shape[0]} categories")
     res = am.check_categories(layer.W, b=layer.b, progress=args.progress, **settings)
-    print(res.summary())
-    _list_unargmaxable(res, layer, settings)
-    _write(res, args, layer)
+    print(res.summary().split("\n")[0] + " (column status)")
+    _meaning(res, layer, _box_words(res.settings, layer.W.shape[1]))
+    split = None
+    if res.unargmaxable.size:
+        _step(args, f"sorting its {res.unargmaxable.size} unargmaxable categories into ties and rows inside the hull")
+        split = _split(res, layer, settings)
+        _list_unargmaxable(res, layer, settings, split)
+    if args.out is not None:
+        _step(args, f"writing {args.out}")
+        _write(res, args, layer, split=split)
+        print(f"the counts above are columns of {args.out}: status, kind (tie, near-tie, strictly inside), tie_group "
+              "(the lowest id of the row's group of equal rows) and greedy_decoding (emits, emits on a tie, never "
+              "emits); radius_note says why a radius is left empty")
     return 0
 
 
@@ -492,7 +614,7 @@ def cmd_config_catalogues(args) -> int:
 
 
 def cmd_report_readme(args) -> int:
-    from argmaxable.report import readme_blocks, update_readme
+    from argmaxable.report import readme_blocks, update_documents
 
     summary, readme = Path(args.summary), Path(args.readme)
     blocks = {}
@@ -510,8 +632,9 @@ def cmd_report_readme(args) -> int:
         text = markdown(data, only=EXCERPT, level=4).strip()
         blocks["audit"] = (f"{text}\n\n(the card `argmaxable audit {data['model']}` wrote, on a shared machine; "
                            "excerpt generated by `argmaxable report readme --card`)")
-    readme.write_text(update_readme(readme.read_text(), blocks))
-    print(f"{readme}: generated blocks {', '.join(blocks)} filled")
+    changed = update_documents(readme, blocks)
+    print(f"generated blocks {', '.join(blocks)} filled" + (f" in {', '.join(map(str, changed))}" if changed else
+                                                             " (unchanged)"))
     return 0
 
 
@@ -555,10 +678,18 @@ def _add_evidence_option(p: argparse.ArgumentParser) -> None:
                    "cannot re-check the result)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors on one line, as every other error (the usage is in ``--help``)."""
+
+    def error(self, message: str):
+        print(f"argmaxable: error: {printable(message)} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from argmaxable.audit import HARDEST, LP_ROUNDS, REFINE
 
-    parser = argparse.ArgumentParser(prog="argmaxable", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="argmaxable", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"argmaxable {__version__}")
     groups = parser.add_subparsers(dest="group", required=True, metavar="{check,audit,verify,config,report}")
 
@@ -636,7 +767,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 "and check times) from a run's report_summary.json")
     readme.add_argument("--summary", default="results/report_summary.json", help="the run's summary "
                         "(default: results/report_summary.json)")
-    readme.add_argument("--readme", default="README.md", help="the README to update (default: README.md)")
+    readme.add_argument("--readme", default="README.md", help="the README to update, with the pages of the docs/ "
+                        "beside it (default: README.md)")
     readme.add_argument("--card", help="an audit card's .json (argmaxable audit): fill the README's card excerpt")
     readme.set_defaults(func=cmd_report_readme)
     return parser
@@ -647,6 +779,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except ModuleNotFoundError as err:  # `pip install .` is the tool alone; config and report need the pipeline's
+        if (err.name or "").split(".")[0] not in PIPELINE_MODULES:
+            raise
+        print(f"argmaxable: error: 'argmaxable {args.group}' needs the pipeline's packages ({err.name} is not "
+              "installed): pip install 'argmaxable[pipeline]', or '.[pipeline]' from a clone", file=sys.stderr)
+        return EXIT_USAGE
     except (ValueError, OSError, SolverError) as err:  # our errors: WeightsError, ConfigError, UsageError...
         message = str(err).strip().splitlines() or [type(err).__name__]
         print(f"argmaxable: error: {printable(message[0])}", file=sys.stderr)

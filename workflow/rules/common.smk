@@ -10,7 +10,7 @@ from argmaxable.pipeline import compose, family_outputs, settings
 CFG = compose(config.get("overrides", []), Path(workflow.basedir) / "config")
 RESULTS = CFG.results_dir
 DATA = CFG.data_dir
-# Every rule runs in the project's environment when Snakemake deploys software (--sdm conda; see the README).
+# Every rule runs in the project's environment when Snakemake deploys software (--sdm conda; see docs/development.md).
 # A conda: path is relative to the rules file: workflow/rules/../../environment.yml.
 ENVIRONMENT = "../../environment.yml"
 

@@ -34,16 +34,17 @@ _banner_shown = False
 
 
 def _new_highs(highspy):
-    """``highspy.Highs()``; the process's first with the C-level stdout pointed at stderr: HiGHS prints its banner
-    there once per process, before any option can silence it, and a command's stdout holds its results."""
+    """``highspy.Highs()``; the process's first with the C-level stdout pointed at the null device: HiGHS prints its
+    banner there once per process, before any option can silence it, and neither a command's output nor a Python
+    caller's is the place for it."""
     global _banner_shown
     with _FIRST_HIGHS:
         if _banner_shown:
             return highspy.Highs()
         sys.stdout.flush()
-        saved = os.dup(1)
+        saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
         try:
-            os.dup2(2, 1)
+            os.dup2(null, 1)
             h = highspy.Highs()
             try:
                 import ctypes
@@ -54,6 +55,7 @@ def _new_highs(highspy):
         finally:
             os.dup2(saved, 1)
             os.close(saved)
+            os.close(null)
         _banner_shown = True
         return h
 

@@ -309,8 +309,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the downloaded heads")
     parser.add_argument("--lock", type=Path, help="a file to flock around each batch (a shared machine's lock for "
                         "heavy jobs), released between batches")
-    parser.add_argument("--readme", type=Path, help="run nothing: fill this README's generated rehearsal block "
-                        "from WORK/rehearsal.json")
+    parser.add_argument("--readme", type=Path, help="run nothing: fill the generated rehearsal block of this "
+                        "page (docs/pipeline.md holds it) from WORK/rehearsal.json")
     args = parser.parse_args(argv)
     if args.readme is not None:
         from argmaxable.report import update_readme

@@ -54,7 +54,14 @@ from argmaxable.report.declarations import (
     place,
 )
 from argmaxable.report.query import fill, read_value
-from argmaxable.report.readme import README_BLOCKS, readme_blocks, run_summary, update_readme
+from argmaxable.report.readme import (
+    README_BLOCKS,
+    documents,
+    readme_blocks,
+    run_summary,
+    update_documents,
+    update_readme,
+)
 from argmaxable.report.render import render_html, render_markdown
 
 __all__ = [
@@ -70,6 +77,7 @@ __all__ = [
     "citation",
     "coverage",
     "coverage_counts",
+    "documents",
     "fill",
     "load_catalogue",
     "load_declarations",
@@ -83,6 +91,7 @@ __all__ = [
     "render_html",
     "render_markdown",
     "run_summary",
+    "update_documents",
     "update_readme",
 ]
 

@@ -1,6 +1,6 @@
-"""The run's summary (``report_summary.json``) and the README blocks generated from it (``argmaxable report
-readme``): coverage, models, prevention and the quantisation study, each between its ``<!-- generated:... -->``
-markers.
+"""The run's summary (``report_summary.json``) and the blocks generated from it (``argmaxable report readme``):
+coverage, models, prevention and the quantisation study, each between its ``<!-- generated:... -->`` markers in the
+README or the page of ``docs/`` that holds them (:func:`update_documents`).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def run_summary(items: list[Assessment], results_dir: Path) -> dict[str, Any]:
     return {"coverage": coverage_counts(items), "coverage_line": coverage_line(items), "models": models,
             "prevention": prevention, "quant": quant}
 
-# <!-- generated:NAME --> ... <!-- /generated:NAME --> in README.md
+# <!-- generated:NAME --> ... <!-- /generated:NAME --> in README.md or one page of docs/
 README_BLOCKS = ("coverage", "models", "prevention", "quant")
 
 def _blank(value: Any, fmt: str = "") -> str:
@@ -103,3 +103,25 @@ def update_readme(text: str, blocks: dict[str, str]) -> str:
         head, rest = text.split(begin, 1)
         text = f"{head}{begin}\n{body}\n{end}{rest.split(end, 1)[1]}"
     return text
+
+
+def documents(readme: Path) -> list[Path]:
+    """The pages that hold generated blocks: the README and the Markdown pages of the ``docs/`` beside it."""
+    return [readme, *sorted((readme.parent / "docs").glob("*.md"))]
+
+
+def update_documents(readme: Path, blocks: dict[str, str]) -> list[Path]:
+    """Write each block into the one page of :func:`documents` that holds its markers; return the pages changed.
+    A block that no page holds, or that two hold, is an error, and then nothing is written."""
+    texts = {page: page.read_text() for page in documents(readme)}
+    new = dict(texts)
+    for name, body in blocks.items():
+        holders = [page for page, text in new.items() if f"<!-- generated:{name} -->" in text]
+        if len(holders) != 1:
+            where = ", ".join(str(p) for p in holders) or f"neither {readme} nor a page of {readme.parent / 'docs'}"
+            raise DeclarationError(f"the generated block {name!r} must be in exactly one page; it is in {where}")
+        new[holders[0]] = update_readme(new[holders[0]], {name: body})
+    changed = [page for page in new if new[page] != texts[page]]
+    for page in changed:
+        page.write_text(new[page])
+    return changed
