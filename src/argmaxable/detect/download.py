@@ -25,7 +25,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from argmaxable.detect.remote import part_dir
+from argmaxable.detect.remote import Remote, extract_head, part_dir, tensors_of
+from argmaxable.detect.weights import BIAS_KEYS, WEIGHT_KEYS
 from argmaxable.fetch import (
     BLOCK,
     MANIFEST,
@@ -108,12 +109,9 @@ def _npz_head(url: str, target: Path, parts: Path) -> dict[str, Any]:
     """Of a remote .npz only the members a check reads: the first of the weight keys and of the bias keys
     (:data:`argmaxable.detect.weights.WEIGHT_KEYS`, ``BIAS_KEYS``) it holds, as :func:`load_layer` chooses them,
     read by HTTP ``Range`` (:mod:`argmaxable.detect.remote`)."""
-    from argmaxable.detect.remote import Remote, extract_head, list_tensors
-    from argmaxable.detect.weights import BIAS_KEYS, WEIGHT_KEYS
-
     try:
         source = Remote(url, hub=False)
-        members = list_tensors(target.name, source, keys=())
+        members = tensors_of(target.name, source, keys=())
         keys = [k for k in ([w for w, _ in WEIGHT_KEYS], BIAS_KEYS) for k in [next((m for m in k if m in members),
                                                                                    None)] if k]
         if not keys:

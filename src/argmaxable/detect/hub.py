@@ -32,8 +32,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from argmaxable.detect import remote
-from argmaxable.detect.remote import Local, Remote, extract_head, list_tensors, part_dir
+from argmaxable import fetch
+from argmaxable.detect.remote import Remote, extract_head, part_dir, tensors_of
+from argmaxable.detect.source import Local
 from argmaxable.fetch import DownloadError, Refused, inside, staging_dir, write_manifest
 
 T = TypeVar("T")
@@ -143,7 +144,7 @@ def _hub(what: str, call: Callable[[], T]) -> T:
         except Exception as err:  # HTTP and connection errors of huggingface_hub and its HTTP client
             if not _transient(err) or attempt == RETRIES:
                 raise DownloadError(f"{what}: {_reason(err)}") from None
-        time.sleep(remote.BACKOFF * 2 ** attempt)
+        time.sleep(fetch.BACKOFF * 2 ** attempt)
     raise AssertionError("unreachable")
 
 
@@ -291,7 +292,7 @@ def _fetch_model(repo: str, revision: str | None, into: Path, patterns: Sequence
                                         inside(into, shard, "index entry"), parts)
     else:
         src = source(checkpoint)
-        keys = head_keys(into, list(list_tensors(checkpoint, src, keys=())), repo)
+        keys = head_keys(into, list(tensors_of(checkpoint, src, keys=())), repo)
         heads[checkpoint] = extract_head(checkpoint, src, keys, into / checkpoint, parts)
     fetched += sum(h["fetched"] for h in heads.values()) if local is None else 0
     return {"source": f"huggingface:{repo}", "revision": commit, "requested": revision or "main",
@@ -312,7 +313,7 @@ def _fetch_gguf(repo: str, commit: str, name: str, into: Path, parts: Path, loca
     from argmaxable.detect.gguf import HEAD, NORM, TIED_HEAD
 
     src = _source(repo, commit, name, local)
-    tensors = list_tensors(name, src)
+    tensors = tensors_of(name, src)
     if HEAD not in tensors and TIED_HEAD not in tensors:
         raise Refused(f"{repo}@{commit[:12]}: {name} has no {HEAD!r} and no {TIED_HEAD!r}: not a language model")
     keys = [HEAD if HEAD in tensors else TIED_HEAD, *([NORM] if NORM in tensors else [])]

@@ -33,7 +33,7 @@ import numpy as np
 from argmaxable.detect.gguf import read_gguf_head
 from argmaxable.detect.onnx import metadata_tokens, read_onnx_head, read_tokens
 from argmaxable.detect.vocab import read_vocab, readable_tokens
-from argmaxable.detect.weights import WeightsError, load_layer, open_tensors, read_member, to_numpy
+from argmaxable.detect.weights import WeightsError, open_tensors, read_layer, read_member
 
 
 @dataclass
@@ -255,9 +255,10 @@ def load_file(path: str, weight_key: str | None = None, bias_key: str | None = N
     optionally where each row's token is (``tokens``: :func:`argmaxable.detect.onnx.read_tokens`, files
     relative to the weights file's directory)."""
     local = Path(path).expanduser()
-    W, b = load_layer(local, weight_key=weight_key, bias_key=bias_key, no_bias=no_bias)
-    return Layer(W, b, str(path), [local, *_token_files(tokens, local)], tokens=_tokens(tokens, local, W.shape[0]),
-                 tied=_tied(local, weight_key, W))
+    W, b, wkey, bkey = read_layer(local, weight_key=weight_key, bias_key=bias_key, no_bias=no_bias)
+    origin = f"{path} (weights {wkey!r}, {f'bias {bkey!r}' if bkey is not None else 'no bias'})"
+    return Layer(W, b, origin, [local, *_token_files(tokens, local)], tokens=_tokens(tokens, local, W.shape[0]),
+                 tied=_tied(local, weight_key, W), info={"weight_key": wkey, "bias_key": bkey})
 
 
 def _tied(path: Path, weight_key: str | None, W: np.ndarray) -> bool | None:
@@ -266,8 +267,8 @@ def _tied(path: Path, weight_key: str | None, W: np.ndarray) -> bool | None:
     if weight_key is None:
         return None
     with open_tensors(path) as tensors:
-        same = [k for k in tensors if k != weight_key and np.shape(tensors[k]) == W.shape]
-        return any(np.array_equal(to_numpy(tensors[k]), W) for k in same) if same else None
+        same = [k for k in tensors if k != weight_key and tensors.shape(k) == W.shape]
+        return any(np.array_equal(tensors[k], W) for k in same) if same else None
 
 
 def _tokens(spec: Mapping | None, local: Path, n: int, metadata: Mapping | None = None) -> list[str] | None:
