@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from argmaxable.provenance import file_sha256
+from argmaxable.provenance import file_sha256, removed_on_termination
 
 T = TypeVar("T")
 MANIFEST = "manifest.json"
@@ -174,15 +174,17 @@ def fetch_url(url: str, dest: str | os.PathLike, *, sha256: str = "", retries: i
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(f".{dest.name}.part")
     part.unlink(missing_ok=True)
-    try:
-        retrying(lambda: _fetch_rest(url, part, timeout), url, retries, backoff)
-        if sha256:
-            got = file_sha256(part)
-            if got != sha256.lower():
-                raise DownloadError(f"{url} does not match its expected sha256 {sha256} (got {got})")
-        os.replace(part, dest)
-    finally:
-        part.unlink(missing_ok=True)
+    with removed_on_termination() as staged:
+        staged.append(part)
+        try:
+            retrying(lambda: _fetch_rest(url, part, timeout), url, retries, backoff)
+            if sha256:
+                got = file_sha256(part)
+                if got != sha256.lower():
+                    raise DownloadError(f"{url} does not match its expected sha256 {sha256} (got {got})")
+            os.replace(part, dest)
+        finally:
+            part.unlink(missing_ok=True)
     return dest
 
 
@@ -198,21 +200,24 @@ def staging_dir(dest: str | os.PathLike) -> Iterator[Path]:
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    tmp.chmod(0o777 & ~umask)  # mkdtemp makes the directory owner-only; downloads are for everyone
-    try:
-        yield tmp
-        old = None
-        if dest.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".old", dir=dest.parent))
-            os.replace(dest, old / dest.name)
-        os.replace(tmp, dest)
-        if old is not None:
-            shutil.rmtree(old)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with removed_on_termination() as staged:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+        staged.append(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)  # mkdtemp makes the directory owner-only; downloads are for everyone
+        try:
+            yield tmp
+            old = None
+            if dest.exists():
+                old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".old", dir=dest.parent))
+                staged.append(old)
+                os.replace(dest, old / dest.name)
+            os.replace(tmp, dest)
+            if old is not None:
+                shutil.rmtree(old)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def unpack(archive: Path, into: Path) -> None:
@@ -244,4 +249,26 @@ def write_manifest(root: str | os.PathLike, **record: Any) -> dict[str, Any]:
     root = Path(root)
     manifest = {**record, "files": manifest_files(root)}
     (root / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return manifest
+
+
+def read_manifest(root: str | os.PathLike) -> dict[str, Any]:
+    """The manifest of a downloaded directory, after checking that each file it lists is there with its size.
+
+    Raises
+    ------
+    DownloadError
+        No manifest (the download step has not run), or a listed file missing or of another size (the
+        directory was changed after the download); sizes only: hashing GBs again would cost minutes.
+    """
+    root = Path(root)
+    if not (root / MANIFEST).is_file():
+        raise DownloadError(f"{root / MANIFEST} is missing: run the download step first (snakemake rule "
+                            "download_model)")
+    manifest = json.loads((root / MANIFEST).read_text())
+    for rel, entry in manifest["files"].items():
+        path = root / rel
+        if not path.is_file() or path.stat().st_size != entry["size"]:
+            raise DownloadError(f"{path} is missing or changed since it was downloaded: delete {root} and "
+                                "download it again")
     return manifest

@@ -29,21 +29,23 @@ import pickle
 import pickletools
 import struct
 import zipfile
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from argmaxable.detect.source import MAX_READ, Reader, Source, WeightsError
+from argmaxable.detect.source import MAX_READ, Reader, Source, WeightsError, first_line
 
 MAX_HEADER = 100 << 20  # a safetensors JSON header larger than this is refused (the format's own limit)
 MAX_PICKLE = MAX_READ  # bytes a checkpoint's pickle may take (a 7B model's data.pkl is well under 1 MiB)
-MAX_GGUF_HEADER = 256 << 20  # bytes a GGUF file's metadata and tensor infos may take (a 262k vocabulary: ~20 MiB)
+MAX_GGUF_HEADER = 64 << 20  # bytes a GGUF file's metadata and tensor infos may take (gemma-3, 262,144 tokens: 6.2 MiB)
 PICKLE_BLOCK = 4096  # bytes of a pickle read at a time (a remote source reads ahead of them and keeps them)
 MAX_DEPTH = 16  # nesting of a state dict, a GGUF array or a safetensors JSON value
 MAX_DIMS = 8  # dimensions of a tensor (GGUF allows 4)
 TORCH_MAGIC = 0x1950A86A20F9469CFC6C  # the first pickle of torch's format before 1.6
+NOT_TORCH = " (Marian's binary .bin models are not supported: use the .npz)"
 
 
 @dataclass
@@ -61,11 +63,6 @@ class Tensor:
 
 def _fail(source: Source, reason: str) -> WeightsError:
     return WeightsError(f"{source.name!r}: {reason}")
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
 
 
 def _int(value: Any) -> bool:
@@ -104,7 +101,7 @@ def _json_header(source: Source, length: int) -> dict:
     except RecursionError:  # json's decoder recurses once per level of nesting
         raise _fail(source, "the safetensors header nests too deep to be a header (damaged)") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise _fail(source, f"unreadable safetensors header ({_first_line(err)})") from None
+        raise _fail(source, f"unreadable safetensors header ({first_line(err)})") from None
     if not isinstance(header, dict):
         raise _fail(source, f"the safetensors header is a JSON {type(header).__name__}, not an object")
     if not _depth_ok(header):
@@ -208,7 +205,7 @@ def pickle_at(source: Source, start: int, stop: int | None = None) -> tuple[byte
     except WeightsError:
         raise
     except Exception as err:  # pickletools raises ValueError on a bad or truncated opcode argument
-        raise _fail(source, f"unreadable pickle at byte {start} ({_first_line(err)})") from None
+        raise _fail(source, f"unreadable pickle at byte {start} ({first_line(err)})") from None
     end = start + window.tell()
     return source.read_exact(start, end - start, "a pickle"), end
 
@@ -279,7 +276,7 @@ def _unpickle(data: bytes, source: Source) -> Any:
     except WeightsError:
         raise
     except Exception as err:  # a pickle that pickletools can scan may still fail to build
-        raise _fail(source, f"unreadable pickle ({_first_line(err)})") from None
+        raise _fail(source, f"unreadable pickle ({first_line(err)})") from None
 
 
 def _tensor_refs(obj: Any, source: Source, prefix: str = "", depth: int = 0) -> dict[str, TensorRef]:
@@ -298,9 +295,11 @@ def _tensor_refs(obj: Any, source: Source, prefix: str = "", depth: int = 0) -> 
     return out
 
 
-def _torch_tensor(source: Source, name: str, ref: TensorRef, base: int, record: int) -> Tensor:
+def _torch_tensor(source: Source, name: str, ref: TensorRef, base: int, record: int, crc: int | None = None
+                  ) -> Tensor:
     """A tensor of a storage whose bytes begin at ``base`` and take ``record`` bytes: strides positive and not
-    overlapping, its span inside the record."""
+    overlapping, its span inside the record; ``crc``: the record's zip CRC-32, checked when the tensor spans all
+    of it."""
     size = ITEMSIZE[ref.storage.dtype]
     if ref.offset < 0 or any(n < 0 for n in ref.shape) or any(s <= 0 for n, s in zip(ref.shape, ref.stride,
                                                                                        strict=True) if n > 1):
@@ -316,8 +315,10 @@ def _torch_tensor(source: Source, name: str, ref: TensorRef, base: int, record: 
     if ref.storage.numel * size != record or (ref.offset + span) * size > record:
         raise _fail(source, f"tensor {name!r} spans elements {ref.offset}..{ref.offset + span} of a storage record "
                             f"of {record} bytes ({ref.storage.numel} {ref.storage.dtype} declared)")
-    return Tensor(name, ref.storage.dtype, ref.shape, base + ref.offset * size, span * size,
-                  {"stride": ref.stride, "storage": ref.storage.key})
+    info = {"stride": ref.stride, "storage": ref.storage.key}
+    if crc is not None and ref.offset == 0 and span * size == record:
+        info["crc"] = (crc, b"")
+    return Tensor(name, ref.storage.dtype, ref.shape, base + ref.offset * size, span * size, info)
 
 
 def _zip(source: Source) -> zipfile.ZipFile:
@@ -326,7 +327,7 @@ def _zip(source: Source) -> zipfile.ZipFile:
     except WeightsError:
         raise
     except Exception as err:  # BadZipFile, struct errors, ... on a damaged directory
-        raise _fail(source, f"unreadable zip directory ({_first_line(err)})") from None
+        raise _fail(source, f"unreadable zip directory ({first_line(err)})") from None
 
 
 def member_data(source: Source, info: zipfile.ZipInfo) -> int:
@@ -368,7 +369,7 @@ def torch_zip_tensors(source: Source, keys: Sequence[str] | None = None) -> dict
         info = members.get(f"{root}data/{ref.storage.key}")
         if info is None:
             raise _fail(source, f"storage {ref.storage.key} of {name!r} is missing")
-        out[name] = _torch_tensor(source, name, ref, member_data(source, info), info.file_size)
+        out[name] = _torch_tensor(source, name, ref, member_data(source, info), info.file_size, info.CRC)
     return out
 
 
@@ -376,12 +377,17 @@ def torch_legacy_tensors(source: Source, keys: Sequence[str] | None = None) -> d
     """The tensors of a checkpoint in torch's format before 1.6: the storages follow the pickles in key order,
     each as an int64 element count and its bytes (the counts of the storages of ``keys``, None: all, are read and
     compared with what the pickle says)."""
-    at, loaded = 0, []
-    for _ in range(5):  # magic number, protocol version, system info, the state dict, the storage keys
+    try:
+        data, at = pickle_at(source, 0)
+        magic = _unpickle(data, source)
+    except WeightsError as err:
+        raise WeightsError(f"{err}{NOT_TORCH}") from None
+    if magic != TORCH_MAGIC:
+        raise _fail(source, f"not a torch checkpoint (neither zip nor the legacy magic number){NOT_TORCH}")
+    loaded = [magic]
+    for _ in range(4):  # protocol version, system info, the state dict, the storage keys
         data, at = pickle_at(source, at)
         loaded.append(_unpickle(data, source))
-        if len(loaded) == 1 and loaded[0] != TORCH_MAGIC:
-            raise _fail(source, "not a torch checkpoint (neither zip nor the legacy magic number)")
     refs, order = _tensor_refs(loaded[3], source), loaded[4]
     if not isinstance(order, list) or len(order) > source.size // 8:
         raise _fail(source, "the storage keys of the legacy checkpoint are not a list")
@@ -414,8 +420,9 @@ _NPY_HEADERS = {(1, 0): (np.lib.format.read_array_header_1_0, "<H"), (2, 0): (np
                                                                              "<I")}
 
 
-def npy_tensor(source: Source, name: str, start: int, size: int, what: str) -> Tensor:
-    """The array of the ``.npy`` bytes ``start:start+size`` (a file, or an .npz member), past its header."""
+def npy_tensor(source: Source, name: str, start: int, size: int, what: str, crc: int | None = None) -> Tensor:
+    """The array of the ``.npy`` bytes ``start:start+size`` (a file, or an .npz member whose zip CRC-32 is
+    ``crc``, checked when the array is read), past its header."""
     magic = source.read_exact(start, 8, f"the .npy header of {what}")
     version = (magic[6], magic[7])
     if magic[:6] != b"\x93NUMPY" or version not in _NPY_HEADERS:
@@ -427,7 +434,7 @@ def npy_tensor(source: Source, name: str, start: int, size: int, what: str) -> T
     try:
         shape, fortran, dtype = reader(head)
     except ValueError as err:
-        raise _fail(source, f"{what}: unreadable .npy header ({_first_line(err)})") from None
+        raise _fail(source, f"{what}: unreadable .npy header ({first_line(err)})") from None
     if dtype.hasobject or len(shape) > MAX_DIMS:
         raise _fail(source, f"{what} holds {'Python objects' if dtype.hasobject else f'{len(shape)} dimensions'}"
                             ": not a weights array")
@@ -435,7 +442,8 @@ def npy_tensor(source: Source, name: str, start: int, size: int, what: str) -> T
     if head.tell() + nbytes != size:
         raise _fail(source, f"{what} is not one array of its declared shape {shape} ({size} bytes; truncated or "
                             "damaged)")
-    return Tensor(name, dtype.str, tuple(shape), start + head.tell(), nbytes, {"fortran": fortran})
+    info = {"fortran": fortran} | ({} if crc is None else {"crc": (crc, head.getvalue())})
+    return Tensor(name, dtype.str, tuple(shape), start + head.tell(), nbytes, info)
 
 
 def npz_tensors(source: Source, keys: Sequence[str] | None = None) -> dict[str, Tensor]:
@@ -449,7 +457,8 @@ def npz_tensors(source: Source, keys: Sequence[str] | None = None) -> dict[str, 
         if keys is not None and key not in keys:
             out[key] = Tensor(key, "", (), -1, 0)
             continue
-        out[key] = npy_tensor(source, key, member_data(source, info), info.file_size, f"member {info.filename}")
+        out[key] = npy_tensor(source, key, member_data(source, info), info.file_size, f"member {info.filename}",
+                              info.CRC)
     return out
 
 
@@ -474,8 +483,8 @@ class _Cursor:
     def need(self, n: int, what: str) -> None:
         if n > self.limit - self.pos:
             if self.pos + n > self.source.size:
-                raise _fail(self.source, f"is truncated: {what} at byte {self.pos} claims {n} bytes, past the end of "
-                                         f"the {self.source.size}-byte file")
+                raise WeightsError(f"{self.source.name!r} is truncated: {what} at byte {self.pos} claims {n} bytes, "
+                                   f"past the end of the {self.source.size}-byte file")
             raise _fail(self.source, f"{what} at byte {self.pos} claims {n} bytes: the GGUF header would pass "
                                      f"{MAX_GGUF_HEADER >> 20} MiB (damaged)")
         while len(self.data) < self.pos + n:
@@ -524,6 +533,13 @@ class GGUFHeader:
     fields: dict[str, Any]
     tensors: dict[str, Tensor]
     absent: list[str]
+
+    def require(self, source: Source, names: Sequence[str]) -> None:
+        """Refuse, in one line, a file that stops inside one of the tensors ``names``."""
+        cut = [name for name in names if name in self.absent]
+        if cut:
+            raise WeightsError(f"{source.name!r} is truncated: it stops inside tensor {cut[0]} (join all its parts "
+                               "in order, or the parts up to it)")
 
     def text(self, source: Source, key: str) -> str | list[str] | None:
         """A string (or list of strings) field as text, None when absent; a value that is not UTF-8 text is one
@@ -642,8 +658,13 @@ def list_tensors(name: str, source: Source, keys: Sequence[str] | None = None) -
 
 def stored_values(source: Source, tensor: Tensor) -> np.ndarray:
     """A located tensor's values in its stored type and shape (bfloat16 as its uint16 bits, which numpy lacks),
-    made from exactly its bytes: strides were checked against its span when it was located."""
+    made from exactly its bytes (checked against their zip CRC-32 where the tensor is a whole zip member): strides
+    were checked against its span when it was located."""
     data = source.array(tensor.offset, tensor.nbytes, f"tensor {tensor.name!r}")
+    if "crc" in tensor.info:
+        crc, prefix = tensor.info["crc"]
+        if zlib.crc32(data, zlib.crc32(prefix)) != crc:
+            raise _fail(source, f"tensor {tensor.name!r} fails its zip CRC-32 check: the file is damaged")
     dtype = np.dtype("<u2" if tensor.dtype == "bfloat16" else tensor.dtype)
     flat = data.view(dtype)
     if "stride" in tensor.info:

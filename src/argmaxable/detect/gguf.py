@@ -100,9 +100,8 @@ def read_gguf_head(path: str | os.PathLike | Sequence[str | os.PathLike]) -> GGU
     name = TIED_HEAD if tied else HEAD
     if name not in located:
         raise WeightsError(f"{str(paths[0])!r}: no {HEAD!r} and no {TIED_HEAD!r} tensor: not a language model")
-    if name in absent:
-        raise WeightsError(f"{str(paths[0])!r} is truncated: it stops before the end of its head tensor {name} "
-                           "(join all its parts, or the parts up to the head)")
+    holder, header = next(f for f in files if name in f[1].tensors)
+    header.require(holder, [name])
     W = dequantize(*located[name])  # (n, d): ggml's shape [d, n] is numpy's (n, d)
     if W.ndim != 2:
         raise WeightsError(f"{str(paths[0])!r}: head {name} has shape {W.shape}, not (n, d)")

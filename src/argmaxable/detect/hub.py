@@ -33,9 +33,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from argmaxable import fetch
+from argmaxable.detect.gguf import HEAD, NORM, TIED_HEAD
+from argmaxable.detect.logits import choose, logits_names, read_config
 from argmaxable.detect.remote import Remote, extract_head, part_dir, tensors_of
 from argmaxable.detect.source import Local
-from argmaxable.fetch import DownloadError, Refused, inside, staging_dir, write_manifest
+from argmaxable.detect.weights import FORMATS, WeightsError
+from argmaxable.fetch import DownloadError, Refused, inside, read_manifest, staging_dir, write_manifest
 
 T = TypeVar("T")
 
@@ -55,8 +58,6 @@ SHARD = re.compile(r"^(model|pytorch_model)(-\d+-of-\d+)?\.(safetensors|bin)$")
 def is_hub_id(text: str) -> bool:
     """Whether ``text`` names a hub model (``owner/name``, a bare ``name``, either with ``:file.gguf``) rather than
     a local path or file."""
-    from argmaxable.detect.weights import FORMATS
-
     gguf = text.partition(":")[2]
     path = Path(text)
     return (bool(HUB_ID.match(text)) and ".." not in text and "--" not in text and not path.exists()
@@ -208,10 +209,7 @@ def _link(src: Path, target: Path) -> None:
 
 def head_keys(config_dir: Path, available: Sequence[str], repo: str) -> list[str]:
     """The stored names of the head's tensors (weight, then biases) among ``available``, from the config's model
-    class built on the meta device (:func:`argmaxable.detect.loaders.logits_names`)."""
-    from argmaxable.detect.loaders import choose, logits_names, read_config
-    from argmaxable.detect.weights import WeightsError
-
+    class built on the meta device (:func:`argmaxable.detect.logits.logits_names`)."""
     try:
         weight, biases = logits_names(read_config(config_dir))
         return choose(available, [weight, *biases], repo)
@@ -310,8 +308,6 @@ def _source(repo: str, commit: str, name: str, local: Path | None):
 def _fetch_gguf(repo: str, commit: str, name: str, into: Path, parts: Path, local: Path | None) -> dict[str, Any]:
     """Of a GGUF file its header and the head (``output.weight``, else the tied ``token_embd.weight``) with the
     final norm, written as a GGUF file of those tensors under its own name."""
-    from argmaxable.detect.gguf import HEAD, NORM, TIED_HEAD
-
     src = _source(repo, commit, name, local)
     tensors = tensors_of(name, src)
     if HEAD not in tensors and TIED_HEAD not in tensors:
@@ -361,8 +357,6 @@ def hub_dir(repo: str, revision: str | None = None) -> Path:
     """A hub model's directory for a check (:func:`fetch_model`), cached per commit: online the revision is
     resolved and a cached commit reused; offline the cache's ``refs/<revision>`` (else the hub cache) names it.
     ``owner/name:file.gguf`` fetches that GGUF file's head."""
-    from argmaxable.detect.download import read_manifest
-
     check_revision(revision)
     repo, _, gguf = repo.partition(":")
     folder = cache_root() / f"models--{repo.replace('/', '--')}{f'--{gguf}' if gguf else ''}"

@@ -246,12 +246,11 @@ def extract_head(name: str, source: Source, keys: Sequence[str], dest: Path, par
     fmt = checkpoint_format(name, source)
     try:
         header = gguf_header(source) if fmt == "gguf" else None
+        if header is not None:
+            header.require(source, keys)
     except WeightsError as err:
         raise Refused(str(err)) from None
     tensors = header.tensors if header is not None else tensors_of(name, source, keys)
-    cut = [k for k in keys if header is not None and k in header.absent]
-    if cut:
-        raise Refused(f"{source.name!r} is truncated: it stops inside tensor {cut[0]}")
     chosen = [tensors[k] for k in keys]
     tag = (getattr(source, "etag", None) or f"{source.size}").replace("/", "_")
     files = [source.fetch(t.offset, t.nbytes, parts / f"{tag}.{t.offset}-{t.nbytes}.part") for t in chosen]

@@ -25,6 +25,12 @@ class WeightsError(ValueError):
     """A model file that cannot be read or lacks the requested tensor; the message is one line."""
 
 
+def first_line(err: BaseException) -> str:
+    """An exception's message as one line (its type's name when it has none)."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
 class Source:
     """A file's bytes by range: ``name`` (what messages call it), ``size``, ``read(offset, length)``, and
     ``fetch(offset, length, part)`` (a large range, into a part file). ``fetched`` counts the bytes read."""
@@ -122,7 +128,10 @@ class Reader(io.RawIOBase):
         return True
 
     def seek(self, offset: int, whence: int = 0) -> int:
-        self.pos = offset if whence == 0 else self.pos + offset if whence == 1 else self.source.size + offset
+        pos = offset if whence == 0 else self.pos + offset if whence == 1 else self.source.size + offset
+        if pos < 0:
+            raise OSError(f"seek to byte {pos}")  # as a file does: zipfile then finds no zip directory
+        self.pos = pos
         return self.pos
 
     def tell(self) -> int:

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from argmaxable.detect.formats import Tensor, as_float, checkpoint_format, list_tensors, stored_values
-from argmaxable.detect.source import Local, Source, WeightsError
+from argmaxable.detect.formats import Tensor, as_float, list_tensors, stored_values
+from argmaxable.detect.source import Local, Source, WeightsError, first_line
 
 # (name, stored layout) in the order they are tried; "nd" = one row per category, "dn" = transposed.
 WEIGHT_KEYS: tuple[tuple[str, str], ...] = (
@@ -94,20 +94,9 @@ def open_tensors(path: str | os.PathLike) -> Iterator[Checkpoint]:
         When the file is missing or is not a readable file of the format its suffix names (one line, the same
         whether the file lies here or a hub serves it).
     """
-    fmt = file_format(path)
+    file_format(path)
     source = Local(path)
-    try:
-        tensors = list_tensors(str(path), source)
-    except WeightsError as err:
-        hint = " (Marian's binary .bin models are not supported: use the .npz)" if fmt == "torch" and \
-            checkpoint_format(str(path), source) == "torch-legacy" else ""
-        raise WeightsError(f"{err}{hint}") from None
-    yield Checkpoint(source, tensors)
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
+    yield Checkpoint(source, list_tensors(str(path), source))
 
 
 def read_member(tensors: Mapping, key: str, path) -> Any:
@@ -118,7 +107,7 @@ def read_member(tensors: Mapping, key: str, path) -> Any:
     except WeightsError:
         raise
     except (ValueError, MemoryError, OSError) as err:
-        raise WeightsError(f"cannot read {key!r} from {str(path)!r}: {_first_line(err)}") from None
+        raise WeightsError(f"cannot read {key!r} from {str(path)!r}: {first_line(err)}") from None
 
 
 def _key_list(keys) -> str:
