@@ -95,7 +95,7 @@ SAFETENSORS_DTYPES = {"F64": ("float64", 8), "F32": ("float32", 4), "F16": ("flo
 
 
 def _json_header(source: Source, length: int) -> dict:
-    text = source.read_exact(8, length, "the safetensors header")
+    text = source.read_exact(8, length, "the safetensors header", ahead=True)
     try:
         header = json.loads(text)
     except RecursionError:  # json's decoder recurses once per level of nesting
@@ -112,7 +112,7 @@ def _json_header(source: Source, length: int) -> dict:
 def safetensors_tensors(source: Source) -> tuple[dict[str, Tensor], dict]:
     """The tensors a .safetensors file's header lists, and its ``__metadata__``; they must tile the data exactly
     and end at the file's size."""
-    (length,) = struct.unpack("<Q", source.read_exact(0, 8, "the safetensors header length"))
+    (length,) = struct.unpack("<Q", source.read_exact(0, 8, "the safetensors header length", ahead=True))
     if not 0 < length <= MAX_HEADER or 8 + length > source.size:
         raise _fail(source, f"not a safetensors file (header length {length} of a {source.size}-byte file)")
     header = _json_header(source, length)
