@@ -329,3 +329,51 @@ def test_sigterm_while_a_download_is_staged_leaves_no_hidden_directory(tmp_path)
     child = subprocess.run([sys.executable, "-c", code, str(tmp_path / "model")], capture_output=True, text=True)
     assert child.returncode == -15, child.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------------------------------------ npz
+
+
+def _compressed_npz(head: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, W=head, filler=np.random.default_rng(1).integers(0, 255, PAD, dtype=np.uint8))
+    return buf.getvalue()
+
+
+def test_a_compressed_npz_reads_as_numpy_reads_it_on_both_paths(env, tmp_path):  # noqa: F811
+    """np.savez_compressed: inflated when read, from disk and from the hub alike (the hub sends the member's
+    compressed bytes only)."""
+    head = np.random.default_rng(2).standard_normal((300, 7))
+    data = _compressed_npz(head)
+    (tmp_path / "c.npz").write_bytes(data)
+    with open_tensors(tmp_path / "c.npz") as tensors:
+        np.testing.assert_array_equal(tensors["W"], np.load(tmp_path / "c.npz")["W"])
+    with env.serve(LocalHub({"org/m": HubRepo.single("org/m", COMMIT, {"c.npz": data})})) as hub:
+        source = Remote(f"{hub.endpoint}/org/m/resolve/main/c.npz", commit=COMMIT)
+        extract_head("c.npz", source, ["W"], tmp_path / "out.npz", tmp_path / "parts")
+        hub.settle()
+        sent = hub.bytes_sent()
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["W"], head)
+    assert sent < len(data) // 8
+
+
+def _central(data: bytes, member: bytes) -> int:
+    """Where the zip's central directory entry of ``member`` begins."""
+    at = data.index(b"PK\x01\x02")
+    while data[at + 46:at + 46 + len(member)] != member:
+        at = data.index(b"PK\x01\x02", at + 4)
+    return at
+
+
+@pytest.mark.parametrize(("size", "expected"), [
+    ((1 << 32) - 1, "claims to inflate"),
+    (None, "fails its zip CRC-32 check"),
+])
+def test_a_deflated_member_that_claims_more_or_other_bytes_is_refused(env, tmp_path, size, expected):  # noqa: F811
+    data = _compressed_npz(np.random.default_rng(2).standard_normal((300, 7)))
+    at = _central(data, b"W.npy")
+    if size is not None:  # the uncompressed size the directory gives
+        data = data[:at + 24] + struct.pack("<I", size) + data[at + 28:]
+    else:  # the CRC-32 the directory gives, as if the values had changed
+        data = data[:at + 16] + bytes(b ^ 0xFF for b in data[at + 16:at + 20]) + data[at + 20:]
+    both_paths(env, tmp_path, "c.npz", data, ["W"], expected)

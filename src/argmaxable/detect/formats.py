@@ -42,6 +42,8 @@ MAX_HEADER = 100 << 20  # a safetensors JSON header larger than this is refused 
 MAX_PICKLE = MAX_READ  # bytes a checkpoint's pickle may take (a 7B model's data.pkl is well under 1 MiB)
 MAX_GGUF_HEADER = 64 << 20  # bytes a GGUF file's metadata and tensor infos may take (gemma-3, 262,144 tokens: 6.2 MiB)
 PICKLE_BLOCK = 4096  # bytes of a pickle read at a time (a remote source reads ahead of them and keeps them)
+NPY_HEADER_MAX = 1 << 17  # bytes of a deflated .npy member inflated to read its header (numpy writes < 64 KiB)
+DEFLATE_RATIO = 1032  # the most deflate makes of one byte (zlib's technical notes: 1032:1)
 MAX_DEPTH = 16  # nesting of a state dict, a GGUF array or a safetensors JSON value
 MAX_DIMS = 8  # dimensions of a tensor (GGUF allows 4)
 TORCH_MAGIC = 0x1950A86A20F9469CFC6C  # the first pickle of torch's format before 1.6
@@ -330,18 +332,19 @@ def _zip(source: Source) -> zipfile.ZipFile:
         raise _fail(source, f"unreadable zip directory ({first_line(err)})") from None
 
 
-def member_data(source: Source, info: zipfile.ZipInfo) -> int:
-    """Where a stored zip member's bytes begin: past its local header, whose name and extra field lengths may
-    differ from the central directory's (torch pads the extra field to align storages)."""
-    if info.compress_type != zipfile.ZIP_STORED:
-        raise _fail(source, f"member {info.filename} is compressed: its bytes cannot be read in place (save it "
-                            "uncompressed: np.savez, torch.save)")
+def member_data(source: Source, info: zipfile.ZipInfo, deflated: bool = False) -> int:
+    """Where a stored (or, with ``deflated``, a deflated) zip member's bytes begin: past its local header, whose
+    name and extra field lengths may differ from the central directory's (torch pads the extra field to align
+    storages)."""
+    if info.compress_type != zipfile.ZIP_STORED and not (deflated and info.compress_type == zipfile.ZIP_DEFLATED):
+        raise _fail(source, f"member {info.filename} is compressed (method {info.compress_type}): save it "
+                            "uncompressed (np.savez, torch.save)")
     local = source.read_exact(info.header_offset, 30, f"the local header of member {info.filename}")
     if local[:4] != b"PK\x03\x04":
         raise _fail(source, f"no local header for member {info.filename}")
     name_len, extra_len = struct.unpack("<HH", local[26:30])
     start = info.header_offset + 30 + name_len + extra_len
-    source.check_span(start, info.file_size, f"member {info.filename}")
+    source.check_span(start, info.compress_size, f"member {info.filename}")
     return start
 
 
@@ -446,19 +449,53 @@ def npy_tensor(source: Source, name: str, start: int, size: int, what: str, crc:
     return Tensor(name, dtype.str, tuple(shape), start + head.tell(), nbytes, info)
 
 
+class _Bytes(Source):
+    """Bytes in memory as a source (the inflated start of a deflated member), named as the file they came from."""
+
+    def __init__(self, name: str, data: bytes):
+        self.name, self.size, self.data, self.fetched = name, len(data), data, 0
+
+    def read(self, offset: int, length: int, ahead: bool = True) -> bytes:
+        return self.data[offset:offset + length]
+
+
+def _inflated_start(source: Source, start: int, info: zipfile.ZipInfo) -> bytes:
+    """The first :data:`NPY_HEADER_MAX` bytes a deflated member inflates to (enough for its ``.npy`` header)."""
+    inflate, out, at, end = zlib.decompressobj(-zlib.MAX_WBITS), b"", start, start + info.compress_size
+    want = min(NPY_HEADER_MAX, info.file_size)
+    try:
+        while len(out) < want and at < end and not inflate.eof:
+            chunk = source.read_exact(at, min(1 << 16, end - at), f"member {info.filename}")
+            at += len(chunk)
+            out += inflate.decompress(chunk, want - len(out))
+    except zlib.error as err:
+        raise _fail(source, f"member {info.filename} does not inflate ({first_line(err)}): damaged") from None
+    return out
+
+
 def npz_tensors(source: Source, keys: Sequence[str] | None = None) -> dict[str, Tensor]:
-    """The arrays of an .npz (a zip of stored ``.npy`` members); those of ``keys`` (None: all) located past their
-    ``.npy`` header (an array not asked for has offset -1 and no shape)."""
+    """The arrays of an .npz (a zip of ``.npy`` members, stored or deflated: ``np.savez``, ``np.savez_compressed``);
+    those of ``keys`` (None: all) located past their ``.npy`` header (an array not asked for has offset -1 and no
+    shape). A deflated member is located as its compressed bytes, inflated when it is read, and refused when it
+    claims to inflate to more than deflate can make of its bytes."""
     with _zip(source) as zf:
         infos = [i for i in zf.infolist() if i.filename.endswith(".npy")]
     out = {}
     for info in infos:
-        key = info.filename[:-4]
+        key, what = info.filename[:-4], f"member {info.filename}"
         if keys is not None and key not in keys:
             out[key] = Tensor(key, "", (), -1, 0)
             continue
-        out[key] = npy_tensor(source, key, member_data(source, info), info.file_size, f"member {info.filename}",
-                              info.CRC)
+        start = member_data(source, info, deflated=True)
+        if info.compress_type == zipfile.ZIP_STORED:
+            out[key] = npy_tensor(source, key, start, info.file_size, what, info.CRC)
+            continue
+        if info.file_size > DEFLATE_RATIO * info.compress_size + NPY_HEADER_MAX:
+            raise _fail(source, f"{what} claims to inflate {info.compress_size} bytes to {info.file_size}, more "
+                                "than deflate makes of them: damaged")
+        array = npy_tensor(_Bytes(source.name, _inflated_start(source, start, info)), key, 0, info.file_size, what)
+        out[key] = Tensor(key, array.dtype, array.shape, start, info.compress_size,
+                          {"fortran": array.info["fortran"], "inflate": (info.file_size, array.offset, info.CRC)})
     return out
 
 
@@ -661,6 +698,8 @@ def stored_values(source: Source, tensor: Tensor) -> np.ndarray:
     made from exactly its bytes (checked against their zip CRC-32 where the tensor is a whole zip member): strides
     were checked against its span when it was located."""
     data = source.array(tensor.offset, tensor.nbytes, f"tensor {tensor.name!r}")
+    if "inflate" in tensor.info:
+        data = _inflate(source, tensor, data)
     if "crc" in tensor.info:
         crc, prefix = tensor.info["crc"]
         if zlib.crc32(data, zlib.crc32(prefix)) != crc:
@@ -673,6 +712,18 @@ def stored_values(source: Source, tensor: Tensor) -> np.ndarray:
         strides = tuple(s * dtype.itemsize for s in tensor.info["stride"])
         return np.lib.stride_tricks.as_strided(flat, tensor.shape, strides).copy()
     return flat.reshape(tensor.shape, order="F" if tensor.info.get("fortran") else "C")
+
+
+def _inflate(source: Source, tensor: Tensor, data: np.ndarray) -> np.ndarray:
+    """A deflated member's array bytes: inflated to the size its zip entry gives, checked against its CRC-32."""
+    size, skip, crc = tensor.info["inflate"]
+    try:
+        raw = zlib.decompressobj(-zlib.MAX_WBITS).decompress(data, size)
+    except zlib.error as err:
+        raise _fail(source, f"tensor {tensor.name!r} does not inflate ({first_line(err)}): damaged") from None
+    if len(raw) != size or zlib.crc32(raw) != crc:
+        raise _fail(source, f"tensor {tensor.name!r} fails its zip CRC-32 check: the file is damaged")
+    return np.frombuffer(raw, np.uint8, offset=skip).copy()
 
 
 def as_float(values: np.ndarray, dtype: str) -> np.ndarray:

@@ -233,9 +233,13 @@ def tensors_of(name: str, source: Source, keys: Sequence[str] | None = None) -> 
         raise Refused(str(err)) from None
 
 
-def _part_values(tensor: Tensor, part: Path) -> np.ndarray:
-    """A tensor's stored values from the part file holding exactly its bytes."""
-    return stored_values(Local(part), dataclasses.replace(tensor, offset=0))
+def _part_values(tensor: Tensor, part: Path, name: str) -> np.ndarray:
+    """A tensor's stored values from the part file holding exactly its bytes (of the file a server calls
+    ``name``); bytes that fail their check are a :class:`~argmaxable.fetch.Refused` download."""
+    try:
+        return stored_values(Local(part, name), dataclasses.replace(tensor, offset=0))
+    except WeightsError as err:
+        raise Refused(str(err)) from None
 
 
 def extract_head(name: str, source: Source, keys: Sequence[str], dest: Path, parts: Path) -> dict[str, Any]:
@@ -272,16 +276,18 @@ def extract_head(name: str, source: Source, keys: Sequence[str], dest: Path, par
     elif header is not None:
         _gguf_file(chosen, files, header, dest)
     elif fmt == "npz":
+        arrays = {t.name: _part_values(t, part, source.name) for t, part in zip(chosen, files, strict=True)}
         with open(dest, "wb") as out:
-            np.savez(out, **{t.name: _part_values(t, part) for t, part in zip(chosen, files, strict=True)})
+            np.savez(out, **arrays)
     else:
         import torch
 
         def as_torch(t: Tensor, part: Path):
-            values = torch.from_numpy(_part_values(t, part))
+            values = torch.from_numpy(_part_values(t, part, source.name))
             return values.view(torch.bfloat16) if t.dtype == "bfloat16" else values
 
-        torch.save({t.name: as_torch(t, part) for t, part in zip(chosen, files, strict=True)}, dest)
+        state = {t.name: as_torch(t, part) for t, part in zip(chosen, files, strict=True)}
+        torch.save(state, dest)
     for part in files:
         part.unlink()
     return {"format": fmt, "tensors": {t.name: {"dtype": t.dtype, "shape": list(t.shape), "bytes": t.nbytes}

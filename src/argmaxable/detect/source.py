@@ -86,13 +86,14 @@ class Source:
 
 
 class Local(Source):
-    """A file on disk (a weights file, or a pre-filled hub cache read offline); messages name it as given."""
+    """A file on disk (a weights file, or a pre-filled hub cache read offline); messages name it as given, or as
+    ``name`` (a part file holding some bytes of a file a server holds)."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, name: str | None = None):
         self.path = Path(path)
         if not self.path.is_file():
             raise WeightsError(f"{str(path)!r} does not exist")
-        self.name, self.size, self.fetched = str(path), self.path.stat().st_size, 0
+        self.name, self.size, self.fetched = name or str(path), self.path.stat().st_size, 0
 
     def read(self, offset: int, length: int, ahead: bool = True) -> bytes:
         length = max(0, min(length, self.size - offset))
