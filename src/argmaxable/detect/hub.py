@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 from argmaxable import fetch
 from argmaxable.detect.gguf import HEAD, NORM, TIED_HEAD
 from argmaxable.detect.logits import choose, logits_names, read_config
-from argmaxable.detect.remote import Remote, extract_head, part_dir, tensors_of
+from argmaxable.detect.remote import Remote, extract_head, gguf_of, part_dir, tensors_of
 from argmaxable.detect.source import Local
 from argmaxable.detect.weights import FORMATS, WeightsError
 from argmaxable.fetch import DownloadError, Refused, inside, read_manifest, staging_dir, write_manifest
@@ -309,11 +309,12 @@ def _fetch_gguf(repo: str, commit: str, name: str, into: Path, parts: Path, loca
     """Of a GGUF file its header and the head (``output.weight``, else the tied ``token_embd.weight``) with the
     final norm, written as a GGUF file of those tensors under its own name."""
     src = _source(repo, commit, name, local)
-    tensors = tensors_of(name, src)
+    header = gguf_of(src)
+    tensors = header.tensors
     if HEAD not in tensors and TIED_HEAD not in tensors:
         raise Refused(f"{repo}@{commit[:12]}: {name} has no {HEAD!r} and no {TIED_HEAD!r}: not a language model")
     keys = [HEAD if HEAD in tensors else TIED_HEAD, *([NORM] if NORM in tensors else [])]
-    head = extract_head(name, src, keys, inside(into, Path(name).name, "GGUF file"), parts)
+    head = extract_head(name, src, keys, inside(into, Path(name).name, "GGUF file"), parts, header)
     return {"source": f"huggingface:{repo}", "revision": commit, "endpoint": endpoint() if local is None else
             "hub cache (offline)", "bytes_fetched": 0 if local is not None else head["fetched"], "head": {name: head}}
 

@@ -242,18 +242,28 @@ def _part_values(tensor: Tensor, part: Path, name: str) -> np.ndarray:
         raise Refused(str(err)) from None
 
 
-def extract_head(name: str, source: Source, keys: Sequence[str], dest: Path, parts: Path) -> dict[str, Any]:
-    """Write ``dest``: a file of the checkpoint's own format holding only ``keys``, their bytes read by range
-    (through part files under ``parts``, resumed after an interrupted run); return what was read. A file its
-    format's parser refuses, or one that stops inside a tensor asked for, is :class:`~argmaxable.fetch.Refused`
-    with the parser's line."""
-    fmt = checkpoint_format(name, source)
+def gguf_of(source: Source) -> GGUFHeader:
+    """The header of a GGUF file a server holds; a header its parser refuses is a :class:`~argmaxable.fetch.Refused`
+    download, with the parser's line."""
     try:
-        header = gguf_header(source) if fmt == "gguf" else None
-        if header is not None:
-            header.require(source, keys)
+        return gguf_header(source)
     except WeightsError as err:
         raise Refused(str(err)) from None
+
+
+def extract_head(name: str, source: Source, keys: Sequence[str], dest: Path, parts: Path,
+                 header: GGUFHeader | None = None) -> dict[str, Any]:
+    """Write ``dest``: a file of the checkpoint's own format holding only ``keys``, their bytes read by range
+    (through part files under ``parts``, resumed after an interrupted run); return what was read. ``header``: a
+    GGUF file's header when the caller has read it already. A file its format's parser refuses, or one that
+    stops inside a tensor asked for, is :class:`~argmaxable.fetch.Refused` with the parser's line."""
+    fmt = checkpoint_format(name, source)
+    if fmt == "gguf":
+        header = gguf_of(source) if header is None else header
+        try:
+            header.require(source, keys)
+        except WeightsError as err:
+            raise Refused(str(err)) from None
     tensors = header.tensors if header is not None else tensors_of(name, source, keys)
     chosen = [tensors[k] for k in keys]
     tag = (getattr(source, "etag", None) or f"{source.size}").replace("/", "_")
