@@ -13,6 +13,9 @@ Each source is one function whose keyword arguments are the config's ``params``:
 - ``gguf``: the head of a GGUF model (:mod:`argmaxable.detect.gguf`), with its tokens and token types from the
   file's metadata.
 
+:func:`load_head` (``argmaxable.load_head``) reads any head the CLI takes, by path or hub id, through these
+loaders: a weights file, a GGUF or ONNX model, a model directory, or a hub id whose head is fetched alone.
+
 Loaders read local files only: :mod:`argmaxable.detect.download` fetches a model's files into its directory first,
 and :func:`load_model` resolves relative paths (``path``, ``repo``, ``vocab``) inside that directory. Each
 row's token comes from the model's own vocabulary files (:mod:`argmaxable.detect.vocab`), shown as the text it

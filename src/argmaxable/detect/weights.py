@@ -1,5 +1,8 @@
 """Read a softmax output layer (W, b) from a weights file: .npz, .npy, .pt/.pth/.bin, .safetensors.
 
+Each format is read by its parser in :mod:`argmaxable.detect.formats`, the one the head-only fetch uses too: it runs
+no code a file names and bounds every size, stride and span before it reads.
+
 The output layer is the last linear map before the softmax: logits = W x + b with W of shape (n, d), one
 row per category. Files name it differently; without explicit keys the first known name present is used:
 
