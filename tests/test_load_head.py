@@ -119,3 +119,22 @@ def test_options_that_do_not_apply_are_refused_before_reading(tmp_path):
         argmaxable.load_head(tmp_path / "m.gguf", revision="main")
     with pytest.raises(WeightsError, match=r"names its 32 tokens itself \(with their types\)"):
         argmaxable.load_head(tmp_path / "m.gguf", vocab=tmp_path / "m.gguf")
+
+
+@pytest.mark.parametrize(("name", "text", "expected"), [
+    ("config.json", "[" * 100_000 + "]" * 100_000, "not a readable config.json"),
+    ("model.safetensors.index.json", '{"weight_map": ' + "[" * 100_000 + "]" * 100_000 + "}",
+     "not a checkpoint index"),
+    ("model.safetensors.index.json", '{"weight_map": [1, 2]}', "not a checkpoint index"),
+    ("model.safetensors.index.json", '{"weight_map": {"lm_head.weight": 5}}', "not a checkpoint index"),
+])
+def test_a_model_directorys_json_that_nests_too_deep_or_is_malformed_is_one_line(tmp_path, capsys, name, text,
+                                                                                 expected):
+    saved("gpt2", tmp_path / "m")
+    if name != "config.json":
+        (tmp_path / "m" / "model.safetensors").unlink()
+    (tmp_path / "m" / name).write_text(text)
+    capsys.readouterr()  # save_pretrained's progress
+    assert main(["check", "softmax", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and expected in err, err

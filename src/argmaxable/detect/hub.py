@@ -36,7 +36,7 @@ from argmaxable import fetch
 from argmaxable.detect.gguf import HEAD, NORM, TIED_HEAD
 from argmaxable.detect.logits import choose, logits_names, read_config
 from argmaxable.detect.remote import Remote, extract_head, gguf_of, part_dir, tensors_of
-from argmaxable.detect.source import Local
+from argmaxable.detect.source import Local, first_line
 from argmaxable.detect.weights import FORMATS, WeightsError
 from argmaxable.fetch import DownloadError, Refused, inside, read_manifest, staging_dir, write_manifest
 
@@ -323,8 +323,10 @@ def _weight_map(index: Path) -> dict[str, str]:
     """An index's tensor -> shard map, every shard a plain file name inside the model's directory."""
     try:
         weight_map = json.loads(index.read_text())["weight_map"]
-    except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as err:
-        raise Refused(f"{index.name}: not a checkpoint index ({err})") from None
+        if not isinstance(weight_map, dict):
+            raise TypeError("its weight_map is not a map of tensor names to file names")
+    except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError, RecursionError) as err:
+        raise Refused(f"{index.name}: not a checkpoint index ({first_line(err)})") from None
     for shard in set(weight_map.values()):
         if not isinstance(shard, str) or not SHARD.match(Path(shard).name) or Path(shard).is_absolute() or \
                 ".." in Path(shard).parts:

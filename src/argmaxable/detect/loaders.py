@@ -123,8 +123,10 @@ def _read_head(fetch, candidates: list[list[str]], repo: str) -> tuple[list[np.n
                 return [read_member(tensors, k, path) for k in choose(tensors, candidates, repo)], [path]
         try:
             weight_map = json.loads(path.read_text())["weight_map"]
+            if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+                raise TypeError("its weight_map is not a map of tensor names to file names")
             keys = choose(weight_map, candidates, repo)
-        except (ValueError, KeyError, TypeError) as err:  # WeightsError is a ValueError: keep its own message
+        except (ValueError, KeyError, TypeError, RecursionError) as err:  # a WeightsError keeps its own message
             raise (err if isinstance(err, WeightsError) else
                    WeightsError(f"{str(path)!r}: not a checkpoint index ({first_line(err)})")) from None
         values, files = {}, []

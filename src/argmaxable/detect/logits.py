@@ -28,7 +28,7 @@ def read_config(directory: str | os.PathLike):
     path = Path(directory) / "config.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
         raise WeightsError(f"{str(path)!r}: not a readable config.json ({first_line(err)})") from None
     if not isinstance(data, dict):
         raise WeightsError(f"{str(path)!r}: config.json holds no settings")
