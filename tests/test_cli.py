@@ -103,7 +103,7 @@ def test_user_errors_are_one_line(toy, capsys, argv, message):
 def test_file_errors(tmp_path, capsys):
     (tmp_path / "bad.npz").write_bytes(b"junk")
     assert main(["check", "softmax", str(tmp_path / "bad.npz")]) == 2
-    assert "cannot read" in capsys.readouterr().err
+    assert "bad.npz': unreadable zip directory (File is not a zip file)" in capsys.readouterr().err
     assert main(["check", "softmax", str(tmp_path / "absent.safetensors")]) == 2
     assert "does not exist" in capsys.readouterr().err
     np.save(tmp_path / "W.npy", TOY)
@@ -134,7 +134,7 @@ def test_check_softmax_huggingface_directory(tmp_path, capsys):
                                      bos_token_id=0, eos_token_id=0)
     transformers.GPT2LMHeadModel(config).save_pretrained(tmp_path)
     assert main(["check", "softmax", str(tmp_path)]) == 0
-    assert capsys.readouterr().out.startswith(f"{tmp_path}: 30 x 4 weights, no bias")
+    assert capsys.readouterr().out.startswith(f"head: huggingface:{tmp_path}\n{tmp_path}: 30 x 4 weights, no bias")
     assert main(["check", "softmax", str(tmp_path), "--weight-key", "wte"]) == 2
 
 
@@ -179,7 +179,10 @@ def test_hostile_npz_files_are_one_line(tmp_path, capsys, kind):
     out = tmp_path / "t.csv"
     assert main(["check", "softmax", str(weights), "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("argmaxable: error: ") and err.count("\n") == 1 and "cannot read" in err
+    expected = {"truncated": "unreadable zip directory", "empty": "unreadable zip directory",
+                "crc": "tensor 'W' fails its zip CRC-32 check",
+                "huge": "member W.npy is not one array of its declared shape"}[kind]
+    assert err.startswith("argmaxable: error: ") and err.count("\n") == 1 and f"w.npz': {expected}" in err, err
     assert list(tmp_path.iterdir()) == [weights]  # nothing written
     np.savez(weights, W=TOY)
     evidence = tmp_path / "e.evidence.npz"

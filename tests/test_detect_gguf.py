@@ -447,5 +447,5 @@ def test_a_file_cut_after_its_head_is_read_and_names_the_absent_tensors(tmp_path
     np.testing.assert_array_equal(head.W, W.astype(np.float32))
     assert head.absent == ["output_norm.weight"] and head.norm is None
     (tmp_path / "short.gguf").write_bytes(whole[: -tail - 4])
-    with pytest.raises(WeightsError, match=r"stops before the end of its head tensor output\.weight"):
+    with pytest.raises(WeightsError, match=r"is truncated: it stops inside tensor output\.weight"):
         read_gguf_head(tmp_path / "short.gguf")

@@ -22,6 +22,7 @@ import pytest
 import torch
 from test_detect_loaders import output_layer, saved
 
+from argmaxable import fetch
 from argmaxable.cli import main
 from argmaxable.config import load_config
 from argmaxable.detect import remote
@@ -55,7 +56,7 @@ def env(tmp_path, monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("ARGMAXABLE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(remote, "BACKOFF", 0.01)
+    monkeypatch.setattr(fetch, "BACKOFF", 0.01)
 
     class Env:
         root = tmp_path

@@ -102,3 +102,20 @@ def test_the_reconstructor_builds_nothing_but_a_record(tmp_path):
     f.write_bytes(b"ccopy_reg\n_reconstructor\n(c__builtin__\nobject\nc__builtin__\nobject\nNtR.")
     with pytest.raises(WeightsError, match=r"copyreg\._reconstructor other than for an allowed class"):
         load_plain(f, [f"{__name__}.Lang"])
+
+
+def test_a_count_past_the_pickles_bytes_is_refused_before_it_is_allocated(tmp_path):
+    """A BINBYTES8 claiming 2^40 bytes: the unpickler allocates what a count claims before reading it; the scan
+    refuses it first, naming the count."""
+    import struct
+    import tracemalloc
+
+    f = tmp_path / "tokens.pkl"
+    f.write_bytes(b"\x80\x04\x8e" + struct.pack("<Q", 1 << 40) + b"x" * 64 + b".")
+    tracemalloc.start()
+    try:
+        with pytest.raises(WeightsError, match=r"expected 1099511627776 bytes in a bytes8"):
+            load_plain(f)
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()

@@ -88,3 +88,17 @@ def test_vocabulary_readers(tmp_path):
         read_vocab(tmp_path / "vocab.spm", 3)
     with pytest.raises(WeightsError, match="does not exist"):
         read_vocab(tmp_path / "missing.json", 3)
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("vocab.json", '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"),  # json's decoder recursed past its limit
+    ("tokenizer.json", '{"model": {"vocab": {"a": 0}}, "added_tokens": [{"id": 1}]}'),  # no "content"
+    ("tokenizer.json", '{"model": {"vocab": [[["a"], 0.0]]}}'),  # a piece that is no text
+    ("vocab.yml", "a: [1, 2]\n"),  # an id that is no integer
+    ("vocab.yml", "a: 0\n  b: : [\n"),  # not YAML
+])
+def test_a_vocabulary_that_is_not_one_is_one_line(tmp_path, name, text):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(WeightsError, match=rf"{name}' is not a vocabulary") as err:
+        read_vocab(tmp_path / name, 2)
+    assert "\n" not in str(err.value)

@@ -21,14 +21,19 @@ __all__ = [
     "check_top_m",
     "core",
     "layers",
+    "load_head",
     "verify_certificate",
 ]
 
 
 def __getattr__(name: str):
-    """``argmaxable.layers`` (the PyTorch heads) is imported on first use: the checks need no torch."""
-    if name == "layers":
-        import importlib
+    """``argmaxable.layers`` (the PyTorch heads) and ``argmaxable.load_head`` (the model readers:
+    :func:`argmaxable.detect.loaders.load_head`) are imported on first use: the checks need neither torch nor the
+    formats' readers."""
+    import importlib
 
+    if name == "layers":
         return importlib.import_module("argmaxable.layers")
+    if name == "load_head":
+        return importlib.import_module("argmaxable.detect.loaders").load_head
     raise AttributeError(f"module 'argmaxable' has no attribute {name!r}")

@@ -77,74 +77,18 @@ def _describe(path, W, b) -> str:
 
 
 def _read_layer(args):
-    """The output layer of a weights file, an ONNX model (its head found in the graph), a GGUF model, a Hugging
-    Face model directory (save_pretrained, via its logits layer) or hub id (``owner/name`` or a bare name such as
-    ``gpt2``: only the files holding the head and the tokens fetched, pinned to the commit ``--revision`` names);
-    tokens from ``--vocab`` or the model, byte-level BPE shown readable."""
-    from argmaxable.detect.hub import check_revision, hub_dir, is_hub_id
-    from argmaxable.detect.loaders import Layer, load_gguf, load_huggingface, load_onnx
-    from argmaxable.detect.vocab import read_vocab
-    from argmaxable.detect.weights import load_layer
-    from argmaxable.fetch import DownloadError
-
-    path = Path(args.path)
-    hub = not path.is_dir() and is_hub_id(args.path)
-    revision = getattr(args, "revision", None)
-    if revision and not hub:
-        raise UsageError("--revision applies to a Hugging Face hub id (owner/name, or a bare name such as gpt2), "
-                         "not to a local path")
-    if path.is_dir() or hub:
-        if args.weight_key or args.bias_key:
-            raise UsageError("--weight-key/--bias-key apply to weights files, not to a Hugging Face model")
-        try:
-            local = hub_dir(args.path, check_revision(revision)) if hub else path
-        except DownloadError as err:
-            raise UsageError(f"cannot fetch {args.path!r} from the Hugging Face hub: {err}") from None
-        gguf = sorted(local.glob("*.gguf")) if hub else []
-        layer = load_gguf(str(gguf[0])) if gguf else load_huggingface(str(local))
-        if hub:
-            layer.origin = f"huggingface:{args.path}@{local.name}"
-            print(f"head: {layer.origin} (revision {revision or 'main'})")
-        tokens, vocab_files = read_vocab(local, layer.W.shape[0])
-        _name_rows(layer, tokens)
-        layer.files += vocab_files
-    elif path.suffix.lower() == ".gguf":
-        if args.weight_key or args.bias_key:
-            raise UsageError("--weight-key/--bias-key do not apply to a GGUF model (its head is output.weight, "
-                             "or token_embd.weight when tied)")
-        layer = load_gguf(args.path)
-        print(f"head: {printable(layer.origin)}")
-    elif path.suffix.lower() == ".onnx":
-        if args.bias_key:
-            raise UsageError("--bias-key does not apply to an ONNX model (its head's bias is read from the graph)")
-        layer = load_onnx(args.path, output=args.weight_key)
-        print(f"head: {printable(layer.origin)}" + (
-            f"; for the activation-aware box add --activation {layer.activation}"
-            if layer.activation and getattr(args, "activation", None) is None else ""))
-        if getattr(args, "vocab", None) is None:  # the model's own dictionary, as its decoder reads it
-            print(f"tokens: {printable(layer.info['tokens'])}")
-    else:
-        W, b = load_layer(args.path, args.weight_key, args.bias_key, no_bias=args.no_bias)
-        layer = Layer(W, b, str(path), [path])
-    if args.no_bias:
-        layer.b = None
-    if getattr(args, "vocab", None) is not None:
-        if layer.tokens is not None:
-            raise UsageError(f"{args.path} names its {len(layer.tokens)} tokens itself"
-                             f"{' (with their types)' if layer.token_types is not None else ''}: --vocab would "
-                             "replace them; leave it out")
-        _name_rows(layer, read_vocab(args.vocab, layer.W.shape[0], exact=True)[0])
+    """The head :func:`argmaxable.load_head` reads from the command's model (a weights file, an ONNX or GGUF model,
+    a Hugging Face model directory or hub id), with a line naming what was read: the tensor or keys, the commit of
+    a hub id, the activation an ONNX graph shows and where its tokens came from."""
+    layer = am.load_head(args.path, weight_key=args.weight_key, bias_key=args.bias_key, no_bias=args.no_bias,
+                         revision=getattr(args, "revision", None), vocab=getattr(args, "vocab", None))
+    revision = f" (revision {layer.info['revision']})" if "revision" in layer.info else ""
+    hint = f"; for the activation-aware box add --activation {layer.activation}" if layer.activation and \
+        getattr(args, "activation", None) is None else ""
+    print(f"head: {printable(layer.origin)}{revision}{hint}")
+    if "tokens" in layer.info and getattr(args, "vocab", None) is None:  # an ONNX model's own dictionary
+        print(f"tokens: {printable(layer.info['tokens'])}")
     return layer
-
-
-def _name_rows(layer, tokens) -> None:
-    """Give the layer's rows their tokens, shown readable where the vocabulary is byte-level BPE (the stored
-    names kept as ``raw_tokens``)."""
-    from argmaxable.detect.vocab import readable_tokens
-
-    if tokens is not None:
-        readable = readable_tokens(tokens)
-        layer.tokens, layer.raw_tokens = (readable, tokens) if readable is not None else (tokens, None)
 
 
 def _settings(args, bound_default: float, layer=None) -> dict:

@@ -27,14 +27,17 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from argmaxable.provenance import file_sha256
+from argmaxable.provenance import file_sha256, removed_on_termination
 
+T = TypeVar("T")
 MANIFEST = "manifest.json"
 BLOCK = 1 << 20  # bytes read per chunk: 1 MiB keeps memory flat for files of many GB
+RETRIES = 5  # further attempts after a transient failure (connection errors, timeouts, HTTP 5xx, 408, 429)
+BACKOFF = 1.0  # seconds before the first retry, doubled after each (read at each retry: tests shorten it)
 
 
 class DownloadError(RuntimeError):
@@ -80,6 +83,30 @@ def _permanent(err: Exception) -> bool:
     return isinstance(reason, (FileNotFoundError, PermissionError, IsADirectoryError))
 
 
+def transient(err: Exception) -> bool:
+    """A failure that a later attempt may not meet: a connection error or timeout, HTTP 5xx, 408 or 429."""
+    if isinstance(err, urllib.error.HTTPError):
+        return err.code >= 500 or err.code in (408, 429)
+    return isinstance(err, (urllib.error.URLError, OSError)) and not _permanent(err)
+
+
+def retrying(attempt: Callable[[], T], what: str, retries: int | None = None, backoff: float | None = None) -> T:
+    """``attempt()``, tried again after each transient failure (:func:`transient`) with back-off: the one retry
+    policy of every download. Other failures, and the last one, are one :class:`DownloadError` line naming
+    ``what``; a DownloadError the attempt raises itself passes through."""
+    retries = RETRIES if retries is None else retries
+    for i in range(retries + 1):
+        try:
+            return attempt()
+        except DownloadError:
+            raise
+        except (urllib.error.URLError, OSError) as err:  # HTTP errors, timeouts, resets, DNS, refused connections
+            if not transient(err) or i == retries:
+                raise DownloadError(f"cannot download {what}: {failure_reason(err)}") from None
+        time.sleep((BACKOFF if backoff is None else backoff) * 2 ** i)
+    raise AssertionError("unreachable")
+
+
 def failure_reason(err: Exception) -> str:
     """One line saying why a fetch failed."""
     if isinstance(err, urllib.error.HTTPError):
@@ -111,8 +138,8 @@ def _fetch_rest(url: str, part: Path, timeout: float) -> None:
         raise ConnectionError(f"connection closed after {part.stat().st_size} of {expected} bytes")
 
 
-def fetch_url(url: str, dest: str | os.PathLike, *, sha256: str = "", retries: int = 4, timeout: float = 60.0,
-              backoff: float = 2.0) -> Path:
+def fetch_url(url: str, dest: str | os.PathLike, *, sha256: str = "", retries: int | None = None,
+              timeout: float = 60.0, backoff: float | None = None) -> Path:
     """Download ``url`` to ``dest``: temporary name until complete, resumed after dropped connections.
 
     Parameters
@@ -123,13 +150,13 @@ def fetch_url(url: str, dest: str | os.PathLike, *, sha256: str = "", retries: i
         Where the file ends up (its directory is created).
     sha256 : str, optional
         Expected SHA-256 (hex) of the whole file; a mismatch deletes the download and raises.
-    retries : int, default 4
+    retries : int, default :data:`RETRIES`
         Further attempts after a transient failure (timeout, reset connection, HTTP 5xx/408/429). Each
         attempt asks the server for the missing bytes only (``Range``); a server that ignores the
         request sends the whole file again, which then replaces the partial one.
     timeout : float, default 60
         Seconds without data before an attempt fails.
-    backoff : float, default 2
+    backoff : float, default :data:`BACKOFF`
         Seconds before the first retry, doubled after each.
 
     Returns
@@ -147,22 +174,17 @@ def fetch_url(url: str, dest: str | os.PathLike, *, sha256: str = "", retries: i
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(f".{dest.name}.part")
     part.unlink(missing_ok=True)
-    try:
-        for attempt in range(retries + 1):
-            try:
-                _fetch_rest(url, part, timeout)
-                break
-            except (urllib.error.URLError, OSError) as err:  # HTTP errors, timeouts, resets, DNS, refused connections
-                if _permanent(err) or attempt == retries:
-                    raise DownloadError(f"cannot download {url}: {failure_reason(err)}") from None
-            time.sleep(backoff * 2**attempt)
-        if sha256:
-            got = file_sha256(part)
-            if got != sha256.lower():
-                raise DownloadError(f"{url} does not match its expected sha256 {sha256} (got {got})")
-        os.replace(part, dest)
-    finally:
-        part.unlink(missing_ok=True)
+    with removed_on_termination() as staged:
+        staged.append(part)
+        try:
+            retrying(lambda: _fetch_rest(url, part, timeout), url, retries, backoff)
+            if sha256:
+                got = file_sha256(part)
+                if got != sha256.lower():
+                    raise DownloadError(f"{url} does not match its expected sha256 {sha256} (got {got})")
+            os.replace(part, dest)
+        finally:
+            part.unlink(missing_ok=True)
     return dest
 
 
@@ -178,21 +200,24 @@ def staging_dir(dest: str | os.PathLike) -> Iterator[Path]:
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    tmp.chmod(0o777 & ~umask)  # mkdtemp makes the directory owner-only; downloads are for everyone
-    try:
-        yield tmp
-        old = None
-        if dest.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".old", dir=dest.parent))
-            os.replace(dest, old / dest.name)
-        os.replace(tmp, dest)
-        if old is not None:
-            shutil.rmtree(old)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with removed_on_termination() as staged:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+        staged.append(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)  # mkdtemp makes the directory owner-only; downloads are for everyone
+        try:
+            yield tmp
+            old = None
+            if dest.exists():
+                old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".old", dir=dest.parent))
+                staged.append(old)
+                os.replace(dest, old / dest.name)
+            os.replace(tmp, dest)
+            if old is not None:
+                shutil.rmtree(old)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def unpack(archive: Path, into: Path) -> None:
@@ -224,4 +249,26 @@ def write_manifest(root: str | os.PathLike, **record: Any) -> dict[str, Any]:
     root = Path(root)
     manifest = {**record, "files": manifest_files(root)}
     (root / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return manifest
+
+
+def read_manifest(root: str | os.PathLike) -> dict[str, Any]:
+    """The manifest of a downloaded directory, after checking that each file it lists is there with its size.
+
+    Raises
+    ------
+    DownloadError
+        No manifest (the download step has not run), or a listed file missing or of another size (the
+        directory was changed after the download); sizes only: hashing GBs again would cost minutes.
+    """
+    root = Path(root)
+    if not (root / MANIFEST).is_file():
+        raise DownloadError(f"{root / MANIFEST} is missing: run the download step first (snakemake rule "
+                            "download_model)")
+    manifest = json.loads((root / MANIFEST).read_text())
+    for rel, entry in manifest["files"].items():
+        path = root / rel
+        if not path.is_file() or path.stat().st_size != entry["size"]:
+            raise DownloadError(f"{path} is missing or changed since it was downloaded: delete {root} and "
+                                "download it again")
     return manifest

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
+import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,22 +58,43 @@ def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+_STAGED: list[list[Path]] = []  # temporaries that a SIGTERM removes before it ends the process
+
+
+def _end_removing_staged(signum, frame) -> None:
+    for path in itertools.chain.from_iterable(_STAGED):
+        shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+    signal.signal(signum, signal.SIG_DFL)
+    signal.raise_signal(signum)
+
+
+@contextlib.contextmanager
+def removed_on_termination() -> Iterator[list[Path]]:
+    """Yield a list for the temporaries the block makes: while it runs, a SIGTERM that would end the process (its
+    default action) first removes them (files, or directories with what they hold), then ends the process as the
+    signal does, so no hidden temporary is left beside a result. A program's own SIGTERM handler, and threads
+    other than the main one, are left as they are (the callers' ``finally`` clauses still remove the temporaries
+    on every exception)."""
+    staged: list[Path] = []
+    ours = threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, _end_removing_staged)
+    if not ours:
+        yield staged
+        return
+    previous = signal.signal(signal.SIGTERM, _end_removing_staged)
+    _STAGED.append(staged)
+    try:
+        yield staged
+    finally:
+        _STAGED.remove(staged)
+        signal.signal(signal.SIGTERM, previous)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it to ``path`` only if the block succeeds."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        yield tmp_path
-        tmp_path.chmod(0o666 & ~umask)  # mkstemp makes the file owner-only; results are for everyone
-        os.replace(tmp_path, path)
-    finally:
-        tmp_path.unlink(missing_ok=True)
+    with atomic_paths(path) as (tmp,):
+        yield tmp
 
 
 @contextlib.contextmanager
@@ -77,40 +102,38 @@ def atomic_paths(*paths: str | os.PathLike) -> Iterator[list[Path]]:
     """Temporary paths beside each of ``paths``, renamed onto them together if the block succeeds.
 
     SIGINT and SIGTERM are held back during the renames (delivered right after), so an interruption leaves
-    either every old file or every new one; on failure the temporary files are removed.
+    either every old file or every new one; on failure, or on a SIGTERM before the renames, the temporary files
+    are removed (:func:`removed_on_termination`).
     """
-    import signal
-    import threading
-
     targets = [Path(p) for p in paths]
-    staged: list[Path] = []
     umask = os.umask(0)
     os.umask(umask)
-    try:
-        for path in targets:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            os.close(fd)
-            staged.append(Path(tmp))
-        yield staged
-        for tmp in staged:
-            tmp.chmod(0o666 & ~umask)  # mkstemp makes the file owner-only; results are for everyone
-        # Handlers that only note the signal (a mask would not do: another thread may take it), raised again
-        # once every file is in place.
-        pending: list[int] = []
-        held = (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread() else ()
-        previous = {signum: signal.signal(signum, lambda signum, frame: pending.append(signum)) for signum in held}
+    with removed_on_termination() as staged:
         try:
-            for tmp, path in zip(staged, targets, strict=True):
-                os.replace(tmp, path)
+            for path in targets:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+                os.close(fd)
+                staged.append(Path(tmp))
+            yield list(staged)
+            for tmp in staged:
+                tmp.chmod(0o666 & ~umask)  # mkstemp makes the file owner-only; results are for everyone
+            # Handlers that only note the signal (a mask would not do: another thread may take it), raised again
+            # once every file is in place.
+            pending: list[int] = []
+            held = (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread() else ()
+            previous = {signum: signal.signal(signum, lambda signum, frame: pending.append(signum)) for signum in held}
+            try:
+                for tmp, path in zip(staged, targets, strict=True):
+                    os.replace(tmp, path)
+            finally:
+                for signum, handler in previous.items():
+                    signal.signal(signum, handler)
+                for signum in pending:
+                    signal.raise_signal(signum)
         finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
-            for signum in pending:
-                signal.raise_signal(signum)
-    finally:
-        for tmp in staged:
-            tmp.unlink(missing_ok=True)
+            for tmp in staged:
+                tmp.unlink(missing_ok=True)
 
 
 def metadata(config: Any = None, inputs: Iterable[str | os.PathLike] = (), **extra: Any) -> dict[str, Any]:

@@ -12,7 +12,6 @@ The general fetching (URLs with retries and resume, staging directories, archive
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -25,10 +24,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from argmaxable.detect.remote import part_dir
+from argmaxable.detect.hub import fetch_model
+from argmaxable.detect.remote import Remote, extract_head, part_dir, tensors_of
+from argmaxable.detect.weights import BIAS_KEYS, WEIGHT_KEYS
 from argmaxable.fetch import (
     BLOCK,
-    MANIFEST,
     DownloadError,
     Refused,
     fetch_url,
@@ -38,31 +38,11 @@ from argmaxable.fetch import (
     unpack,
     write_manifest,
 )
+from argmaxable.fetch import MANIFEST as MANIFEST  # re-exported with read_manifest, which checks a model's directory
+from argmaxable.fetch import read_manifest as read_manifest
 from argmaxable.provenance import file_sha256
 
 OFFLINE_HINT = "this machine may be offline"
-
-
-def read_manifest(root: str | os.PathLike) -> dict[str, Any]:
-    """The manifest of a downloaded directory, after checking that each file it lists is there with its size.
-
-    Raises
-    ------
-    DownloadError
-        No manifest (the download step has not run), or a listed file missing or of another size (the
-        directory was changed after the download); sizes only: hashing GBs again would cost minutes.
-    """
-    root = Path(root)
-    if not (root / MANIFEST).is_file():
-        raise DownloadError(f"{root / MANIFEST} is missing: run the download step first (snakemake rule "
-                            "download_model)")
-    manifest = json.loads((root / MANIFEST).read_text())
-    for rel, entry in manifest["files"].items():
-        path = root / rel
-        if not path.is_file() or path.stat().st_size != entry["size"]:
-            raise DownloadError(f"{path} is missing or changed since it was downloaded: delete {root} and "
-                                "download it again")
-    return manifest
 
 
 # ---------------------------------------------------------------------------------------- model kinds
@@ -108,12 +88,9 @@ def _npz_head(url: str, target: Path, parts: Path) -> dict[str, Any]:
     """Of a remote .npz only the members a check reads: the first of the weight keys and of the bias keys
     (:data:`argmaxable.detect.weights.WEIGHT_KEYS`, ``BIAS_KEYS``) it holds, as :func:`load_layer` chooses them,
     read by HTTP ``Range`` (:mod:`argmaxable.detect.remote`)."""
-    from argmaxable.detect.remote import Remote, extract_head, list_tensors
-    from argmaxable.detect.weights import BIAS_KEYS, WEIGHT_KEYS
-
     try:
         source = Remote(url, hub=False)
-        members = list_tensors(target.name, source, keys=())
+        members = tensors_of(target.name, source, keys=())
         keys = [k for k in ([w for w, _ in WEIGHT_KEYS], BIAS_KEYS) for k in [next((m for m in k if m in members),
                                                                                    None)] if k]
         if not keys:
@@ -130,8 +107,6 @@ def _npz_head(url: str, target: Path, parts: Path) -> dict[str, Any]:
 def _fetch_huggingface(spec: Mapping, into: Path) -> dict[str, Any]:
     """The pinned revision's config and tokenizer files (``allow_patterns``) and its head's tensors only
     (:func:`argmaxable.detect.hub.fetch_model`); the revision recorded is the commit it resolved to."""
-    from argmaxable.detect.hub import fetch_model
-
     repo, patterns = spec["repo"], list(spec.get("allow_patterns") or [])
     if not repo:
         raise DownloadError("kind 'huggingface' needs 'repo'")

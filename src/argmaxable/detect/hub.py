@@ -32,9 +32,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from argmaxable.detect import remote
-from argmaxable.detect.remote import Local, Remote, extract_head, list_tensors, part_dir
-from argmaxable.fetch import DownloadError, Refused, inside, staging_dir, write_manifest
+from argmaxable import fetch
+from argmaxable.detect.gguf import HEAD, NORM, TIED_HEAD
+from argmaxable.detect.logits import choose, logits_names, read_config
+from argmaxable.detect.remote import Remote, extract_head, gguf_of, part_dir, tensors_of
+from argmaxable.detect.source import Local, first_line
+from argmaxable.detect.weights import FORMATS, WeightsError
+from argmaxable.fetch import DownloadError, Refused, inside, read_manifest, staging_dir, write_manifest
 
 T = TypeVar("T")
 
@@ -54,8 +58,6 @@ SHARD = re.compile(r"^(model|pytorch_model)(-\d+-of-\d+)?\.(safetensors|bin)$")
 def is_hub_id(text: str) -> bool:
     """Whether ``text`` names a hub model (``owner/name``, a bare ``name``, either with ``:file.gguf``) rather than
     a local path or file."""
-    from argmaxable.detect.weights import FORMATS
-
     gguf = text.partition(":")[2]
     path = Path(text)
     return (bool(HUB_ID.match(text)) and ".." not in text and "--" not in text and not path.exists()
@@ -143,7 +145,7 @@ def _hub(what: str, call: Callable[[], T]) -> T:
         except Exception as err:  # HTTP and connection errors of huggingface_hub and its HTTP client
             if not _transient(err) or attempt == RETRIES:
                 raise DownloadError(f"{what}: {_reason(err)}") from None
-        time.sleep(remote.BACKOFF * 2 ** attempt)
+        time.sleep(fetch.BACKOFF * 2 ** attempt)
     raise AssertionError("unreachable")
 
 
@@ -207,10 +209,7 @@ def _link(src: Path, target: Path) -> None:
 
 def head_keys(config_dir: Path, available: Sequence[str], repo: str) -> list[str]:
     """The stored names of the head's tensors (weight, then biases) among ``available``, from the config's model
-    class built on the meta device (:func:`argmaxable.detect.loaders.logits_names`)."""
-    from argmaxable.detect.loaders import choose, logits_names, read_config
-    from argmaxable.detect.weights import WeightsError
-
+    class built on the meta device (:func:`argmaxable.detect.logits.logits_names`)."""
     try:
         weight, biases = logits_names(read_config(config_dir))
         return choose(available, [weight, *biases], repo)
@@ -291,7 +290,7 @@ def _fetch_model(repo: str, revision: str | None, into: Path, patterns: Sequence
                                         inside(into, shard, "index entry"), parts)
     else:
         src = source(checkpoint)
-        keys = head_keys(into, list(list_tensors(checkpoint, src, keys=())), repo)
+        keys = head_keys(into, list(tensors_of(checkpoint, src, keys=())), repo)
         heads[checkpoint] = extract_head(checkpoint, src, keys, into / checkpoint, parts)
     fetched += sum(h["fetched"] for h in heads.values()) if local is None else 0
     return {"source": f"huggingface:{repo}", "revision": commit, "requested": revision or "main",
@@ -309,14 +308,13 @@ def _source(repo: str, commit: str, name: str, local: Path | None):
 def _fetch_gguf(repo: str, commit: str, name: str, into: Path, parts: Path, local: Path | None) -> dict[str, Any]:
     """Of a GGUF file its header and the head (``output.weight``, else the tied ``token_embd.weight``) with the
     final norm, written as a GGUF file of those tensors under its own name."""
-    from argmaxable.detect.gguf import HEAD, NORM, TIED_HEAD
-
     src = _source(repo, commit, name, local)
-    tensors = list_tensors(name, src)
+    header = gguf_of(src)
+    tensors = header.tensors
     if HEAD not in tensors and TIED_HEAD not in tensors:
         raise Refused(f"{repo}@{commit[:12]}: {name} has no {HEAD!r} and no {TIED_HEAD!r}: not a language model")
     keys = [HEAD if HEAD in tensors else TIED_HEAD, *([NORM] if NORM in tensors else [])]
-    head = extract_head(name, src, keys, inside(into, Path(name).name, "GGUF file"), parts)
+    head = extract_head(name, src, keys, inside(into, Path(name).name, "GGUF file"), parts, header)
     return {"source": f"huggingface:{repo}", "revision": commit, "endpoint": endpoint() if local is None else
             "hub cache (offline)", "bytes_fetched": 0 if local is not None else head["fetched"], "head": {name: head}}
 
@@ -325,8 +323,10 @@ def _weight_map(index: Path) -> dict[str, str]:
     """An index's tensor -> shard map, every shard a plain file name inside the model's directory."""
     try:
         weight_map = json.loads(index.read_text())["weight_map"]
-    except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as err:
-        raise Refused(f"{index.name}: not a checkpoint index ({err})") from None
+        if not isinstance(weight_map, dict):
+            raise TypeError("its weight_map is not a map of tensor names to file names")
+    except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError, RecursionError) as err:
+        raise Refused(f"{index.name}: not a checkpoint index ({first_line(err)})") from None
     for shard in set(weight_map.values()):
         if not isinstance(shard, str) or not SHARD.match(Path(shard).name) or Path(shard).is_absolute() or \
                 ".." in Path(shard).parts:
@@ -360,8 +360,6 @@ def hub_dir(repo: str, revision: str | None = None) -> Path:
     """A hub model's directory for a check (:func:`fetch_model`), cached per commit: online the revision is
     resolved and a cached commit reused; offline the cache's ``refs/<revision>`` (else the hub cache) names it.
     ``owner/name:file.gguf`` fetches that GGUF file's head."""
-    from argmaxable.detect.download import read_manifest
-
     check_revision(revision)
     repo, _, gguf = repo.partition(":")
     folder = cache_root() / f"models--{repo.replace('/', '--')}{f'--{gguf}' if gguf else ''}"

@@ -13,6 +13,9 @@ Each source is one function whose keyword arguments are the config's ``params``:
 - ``gguf``: the head of a GGUF model (:mod:`argmaxable.detect.gguf`), with its tokens and token types from the
   file's metadata.
 
+:func:`load_head` (``argmaxable.load_head``) reads any head the CLI takes, by path or hub id, through these
+loaders: a weights file, a GGUF or ONNX model, a model directory, or a hub id whose head is fetched alone.
+
 Loaders read local files only: :mod:`argmaxable.detect.download` fetches a model's files into its directory first,
 and :func:`load_model` resolves relative paths (``path``, ``repo``, ``vocab``) inside that directory. Each
 row's token comes from the model's own vocabulary files (:mod:`argmaxable.detect.vocab`), shown as the text it
@@ -30,10 +33,16 @@ from pathlib import Path
 
 import numpy as np
 
+from argmaxable.core.box import activation_bounds, activation_dtype
+from argmaxable.core.settings import BOUND
 from argmaxable.detect.gguf import read_gguf_head
+from argmaxable.detect.hub import check_revision, hub_dir, is_hub_id
+from argmaxable.detect.logits import choose, logits_names, read_config
 from argmaxable.detect.onnx import metadata_tokens, read_onnx_head, read_tokens
+from argmaxable.detect.source import first_line
 from argmaxable.detect.vocab import read_vocab, readable_tokens
-from argmaxable.detect.weights import WeightsError, load_layer, open_tensors, read_member, to_numpy
+from argmaxable.detect.weights import FORMATS, WeightsError, open_tensors, read_layer, read_member
+from argmaxable.fetch import DownloadError
 
 
 @dataclass
@@ -51,6 +60,18 @@ class Layer:
     info: dict = field(default_factory=dict)  # what the file says about the head: tied, stored_type, norm, ...
     precision: str | None = None  # the stored weights' type, when the loader knows it (e.g. float32, float16)
     tied: bool | None = None  # whether the head shares its weights with an input embedding, when the loader knows
+
+    def box(self, bound: float = BOUND, dtype: str | None = None) -> tuple[float, float]:
+        """The box ``(lower, upper)`` the head's inputs lie in: the range of :attr:`activation` (the paper's box
+        ``|x_j| <= bound`` where none is known) as the model computes it, in ``dtype`` (default: the stored
+        weights' type, :func:`argmaxable.core.box.activation_dtype`); :func:`argmaxable.core.activation_bounds`."""
+        return activation_bounds(self.activation, bound, dtype or activation_dtype(self.precision))
+
+    def record(self) -> dict:
+        """Where the head came from: its origin, the files read, and what the file says about the head (the
+        weight and bias keys chosen, the stored type, whether it is tied; the final norm's weights left out)."""
+        return {"origin": self.origin, "files": [str(f) for f in self.files], "precision": self.precision,
+                "tied": self.tied, **{k: v for k, v in self.info.items() if k != "output_norm"}}
 
 
 # ---------------------------------------------------------------------------------------------- random
@@ -72,10 +93,6 @@ def load_random(n: int, d: int, dist: str = "uniform", bias: bool = True, seed: 
 
 # ----------------------------------------------------------------------------------------- huggingface
 
-# Model types whose logits do not come from get_output_embeddings(): FSMT returns the decoder input
-# embeddings there, while its logits come from a separate output projection.
-_LOGITS_MODULE = {"fsmt": "model.decoder.output_projection"}
-_EXTRA_BIAS = ("final_logits_bias",)  # Marian/BART add this buffer to the logits
 _CHECKPOINTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
 
@@ -95,93 +112,6 @@ def _local_fetcher(directory: str) -> Callable[[str], Path | None]:
     return fetch
 
 
-def read_config(directory: str | os.PathLike):
-    """A model directory's ``config.json`` as a transformers config, refusing one that names custom code
-    (``auto_map``: transformers would offer to run the directory's Python files; nothing read from a model may
-    run code), and never trusting remote code."""
-    from transformers import AutoConfig
-
-    path = Path(directory) / "config.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise WeightsError(f"{str(path)!r}: not a readable config.json ({_first_line(err)})") from None
-    if not isinstance(data, dict):
-        raise WeightsError(f"{str(path)!r}: config.json holds no settings")
-    if "auto_map" in data:
-        raise WeightsError(f"{str(path)!r} names custom code (auto_map: {', '.join(map(str, data['auto_map']))}), "
-                           "which transformers would run; argmaxable never runs a model's code: refused")
-    try:
-        return AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
-    except (ValueError, KeyError, OSError) as err:
-        raise WeightsError(f"{str(path)!r}: {_first_line(err)}") from None
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
-
-
-def logits_names(config) -> tuple[list[str], list[str]]:
-    """Candidate stored names of the logits weight and of the bias terms, from a meta-device model."""
-    import torch
-    import transformers
-
-    arch = (getattr(config, "architectures", None) or [None])[0]
-    cls = getattr(transformers, arch, None) if isinstance(arch, str) else None
-    if cls is not None and not (isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel)):
-        # only a model class is ever built from a config: never a function (transformers.pipeline) or a tool
-        raise WeightsError(f"config.json names architecture {arch!r}, which is not a transformers model class")
-    with torch.device("meta"):
-        if cls is not None:
-            model = cls(config)
-        else:
-            autos = (transformers.AutoModelForCausalLM, transformers.AutoModelForMaskedLM,
-                     transformers.AutoModelForSeq2SeqLM)
-            for auto in autos:
-                try:
-                    model = auto.from_config(config, trust_remote_code=False)
-                    break
-                except ValueError:
-                    continue
-            else:
-                raise WeightsError(f"no language-model head known for model type {config.model_type!r}")
-    modules = dict(model.named_modules())
-    name = _LOGITS_MODULE.get(config.model_type)
-    if name is None:
-        head = model.get_output_embeddings()
-        name = next((k for k, m in modules.items() if m is head), None) if head is not None else None
-    if name is None or name not in modules:
-        raise WeightsError(f"cannot find the output layer of {arch or config.model_type}")
-    head = modules[name]
-    prefix = f"{model.base_model_prefix}."
-
-    def stored(param) -> list[str]:
-        """Every name a (possibly tied) parameter may be stored under, incl. without the base prefix."""
-        names = [k for k, p in model.named_parameters(remove_duplicate=False) if p is param]
-        return names + [k[len(prefix):] for k in names if k.startswith(prefix)]
-
-    weight = stored(head.weight)
-    biases = []
-    if getattr(head, "bias", None) is not None:
-        biases.append(stored(head.bias))
-    buffers = dict(model.named_buffers())
-    biases += [[k] for k in _EXTRA_BIAS if k in buffers]
-    return weight, biases
-
-
-def choose(keys, candidates: list[list[str]], repo: str) -> list[str]:
-    """For each list of candidate names, the first one the checkpoint holds."""
-    chosen = []
-    for names in candidates:
-        key = next((k for k in names if k in keys), None)
-        if key is None:
-            raise WeightsError(f"{repo!r}: none of {names} in the checkpoint; keys found: "
-                               f"{', '.join(sorted(keys)[:30])} ...")
-        chosen.append(key)
-    return chosen
-
-
 def _read_head(fetch, candidates: list[list[str]], repo: str) -> tuple[list[np.ndarray], list[Path]]:
     """Read the chosen tensors from a single or sharded checkpoint, opening each needed file once."""
     for name in _CHECKPOINTS:
@@ -193,10 +123,12 @@ def _read_head(fetch, candidates: list[list[str]], repo: str) -> tuple[list[np.n
                 return [read_member(tensors, k, path) for k in choose(tensors, candidates, repo)], [path]
         try:
             weight_map = json.loads(path.read_text())["weight_map"]
+            if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+                raise TypeError("its weight_map is not a map of tensor names to file names")
             keys = choose(weight_map, candidates, repo)
-        except (ValueError, KeyError, TypeError) as err:  # WeightsError is a ValueError: keep its own message
+        except (ValueError, KeyError, TypeError, RecursionError) as err:  # a WeightsError keeps its own message
             raise (err if isinstance(err, WeightsError) else
-                   WeightsError(f"{str(path)!r}: not a checkpoint index ({_first_line(err)})")) from None
+                   WeightsError(f"{str(path)!r}: not a checkpoint index ({first_line(err)})")) from None
         values, files = {}, []
         for shard in sorted({weight_map[k] for k in keys}):
             shard_path = fetch(shard)
@@ -218,9 +150,6 @@ def load_huggingface(repo: str, revision: str | None = None) -> Layer:
     ``final_logits_bias``; GPT-2 and FSMT have no output bias. A config naming custom code (``auto_map``) and a
     checkpoint index naming files outside the directory are refused.
     """
-    from argmaxable.detect.hub import hub_dir, is_hub_id
-    from argmaxable.fetch import DownloadError
-
     origin = f"huggingface:{repo}"
     if not Path(repo).is_dir():
         if not is_hub_id(repo):
@@ -255,9 +184,10 @@ def load_file(path: str, weight_key: str | None = None, bias_key: str | None = N
     optionally where each row's token is (``tokens``: :func:`argmaxable.detect.onnx.read_tokens`, files
     relative to the weights file's directory)."""
     local = Path(path).expanduser()
-    W, b = load_layer(local, weight_key=weight_key, bias_key=bias_key, no_bias=no_bias)
-    return Layer(W, b, str(path), [local, *_token_files(tokens, local)], tokens=_tokens(tokens, local, W.shape[0]),
-                 tied=_tied(local, weight_key, W))
+    W, b, wkey, bkey = read_layer(local, weight_key=weight_key, bias_key=bias_key, no_bias=no_bias)
+    origin = f"{path} (weights {wkey!r}, {f'bias {bkey!r}' if bkey is not None else 'no bias'})"
+    return Layer(W, b, origin, [local, *_token_files(tokens, local)], tokens=_tokens(tokens, local, W.shape[0]),
+                 tied=_tied(local, weight_key, W), info={"weight_key": wkey, "bias_key": bkey})
 
 
 def _tied(path: Path, weight_key: str | None, W: np.ndarray) -> bool | None:
@@ -266,8 +196,8 @@ def _tied(path: Path, weight_key: str | None, W: np.ndarray) -> bool | None:
     if weight_key is None:
         return None
     with open_tensors(path) as tensors:
-        same = [k for k in tensors if k != weight_key and np.shape(tensors[k]) == W.shape]
-        return any(np.array_equal(to_numpy(tensors[k]), W) for k in same) if same else None
+        same = [k for k in tensors if k != weight_key and tensors.shape(k) == W.shape]
+        return any(np.array_equal(tensors[k], W) for k in same) if same else None
 
 
 def _tokens(spec: Mapping | None, local: Path, n: int, metadata: Mapping | None = None) -> list[str] | None:
@@ -393,9 +323,117 @@ def load_model(model: Mapping, root: str | os.PathLike | None = None) -> Layer:
     if vocab is not None or (layer.tokens is None and layer.files):  # an explicit file, else the model's own
         where = Path(vocab) if vocab is not None else layer.files[0].parent
         tokens, vocab_files = read_vocab(where, layer.W.shape[0])
-        if tokens is not None:
-            readable = readable_tokens(tokens)
-            layer.tokens, layer.raw_tokens = (readable, tokens) if readable is not None else (tokens, None)
+        name_rows(layer, tokens)
         layer.files += vocab_files
     layer.activation = model.get("activation") or layer.activation  # the config's word, else what a graph shows
+    return layer
+
+
+# ------------------------------------------------------------------------------------------- any head
+
+SUFFIX_SOURCES = {".gguf": "gguf", ".onnx": "onnx", **dict.fromkeys(FORMATS, "file")}
+READABLE = ("a weights file (.npz, .npy, .safetensors, .pt/.pth/.bin), a GGUF model (.gguf), an ONNX model (.onnx), "
+            "a Hugging Face model directory (save_pretrained), or a hub id (owner/name, a bare name such as gpt2, "
+            "owner/name:file.gguf)")
+
+
+def name_rows(layer: Layer, tokens: list[str] | None) -> None:
+    """Give the layer's rows their tokens, shown readable where the vocabulary is byte-level BPE (the stored
+    names kept as ``raw_tokens``)."""
+    if tokens is not None:
+        readable = readable_tokens(tokens)
+        layer.tokens, layer.raw_tokens = (readable, tokens) if readable is not None else (tokens, None)
+
+
+def load_head(path_or_hub_id: str | os.PathLike, *, weight_key: str | None = None, bias_key: str | None = None,
+              no_bias: bool = False, revision: str | None = None, vocab: str | os.PathLike | None = None) -> Layer:
+    """The softmax head of any model ``argmaxable check`` reads: a weights file, a GGUF or ONNX model, a Hugging
+    Face model directory, or a hub id (only the files holding the head and the tokens fetched).
+
+    Parameters
+    ----------
+    path_or_hub_id : str or path
+        A weights file (``.npz``, ``.npy``, ``.safetensors``, ``.pt``/``.pth``/``.bin``), a GGUF model
+        (``.gguf``), an ONNX model (``.onnx``), a ``save_pretrained`` directory, or a hub id (``owner/name``, a
+        bare name such as ``gpt2``, ``owner/name:file.gguf`` for one GGUF file of a repo), fetched from
+        ``HF_ENDPOINT`` into ``$ARGMAXABLE_CACHE`` (:func:`argmaxable.detect.hub.hub_dir`).
+    weight_key, bias_key : str, optional
+        The tensors of a weights file (default: the first known names present, :func:`~argmaxable.detect.weights.
+        choose_keys`: a file holding several arrays that could be the weights is refused, naming them); for ONNX,
+        ``weight_key`` names the logits tensor.
+    no_bias : bool, default False
+        Ignore any bias the model has.
+    revision : str, optional
+        Branch, tag or commit of a hub id (default: main); the commit it names is recorded in ``origin``.
+    vocab : path, optional
+        A vocabulary naming each row (vocab.json, vocab.txt, one token per line, ...), for models that name no
+        tokens themselves.
+
+    Returns
+    -------
+    Layer
+        ``W`` (n, d) and ``b`` (n,) or None; ``tokens`` (readable), ``raw_tokens`` (as stored) and
+        ``token_types`` where the model names them; ``activation`` (what feeds the head, where the model shows
+        it) and :meth:`Layer.box`, the box its inputs lie in; ``origin``, ``files`` and ``info`` (the weight and
+        bias keys chosen, the stored type, ...), gathered by :meth:`Layer.record`.
+
+    Raises
+    ------
+    WeightsError
+        One line: a file argmaxable cannot read (naming every readable kind), a hostile or damaged file, a
+        missing or ambiguous key, options that do not apply to the model's kind, a hub that cannot serve it.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> f = os.path.join(tempfile.mkdtemp(), "head.npz")
+    >>> np.savez(f, W=np.eye(3, 2), b=np.zeros(3))
+    >>> head = load_head(f)
+    >>> head.W.shape, head.b.shape, head.record()["weight_key"], head.box()
+    ((3, 2), (3,), 'W', (-100.0, 100.0))
+    """
+    text = str(path_or_hub_id)
+    path = Path(text)
+    hub = not path.is_dir() and is_hub_id(text)
+    if revision and not hub:
+        raise WeightsError("--revision applies to a Hugging Face hub id (owner/name, or a bare name such as gpt2), "
+                           "not to a local path")
+    if path.is_dir() or hub:
+        if weight_key or bias_key:
+            raise WeightsError("--weight-key/--bias-key apply to weights files, not to a Hugging Face model")
+        try:
+            local = hub_dir(text, check_revision(revision)) if hub else path
+        except DownloadError as err:
+            raise WeightsError(f"cannot fetch {text!r} from the Hugging Face hub: {err}") from None
+        gguf = sorted(local.glob("*.gguf")) if hub else []
+        layer = load_gguf(str(gguf[0])) if gguf else load_huggingface(str(local))
+        if hub:
+            layer.origin = f"huggingface:{text}@{local.name}"
+            layer.info["revision"] = revision or "main"
+        tokens, vocab_files = read_vocab(local, layer.W.shape[0])
+        name_rows(layer, tokens)
+        layer.files += vocab_files
+    else:
+        source = SUFFIX_SOURCES.get(path.suffix.lower())
+        if source is None:
+            raise WeightsError(f"{text!r} is not a model argmaxable reads{' (no such file)' * (not path.exists())}: "
+                               f"give {READABLE}")
+        if source == "gguf" and (weight_key or bias_key):
+            raise WeightsError("--weight-key/--bias-key do not apply to a GGUF model (its head is output.weight, "
+                               "or token_embd.weight when tied)")
+        if source == "onnx" and bias_key:
+            raise WeightsError("--bias-key does not apply to an ONNX model (its head's bias is read from the graph)")
+        params = {"gguf": {}, "onnx": {"output": weight_key},
+                  "file": {"weight_key": weight_key, "bias_key": bias_key, "no_bias": no_bias}}[source]
+        layer = SOURCES[source](text, **params)
+    if no_bias:
+        layer.b = None
+    if vocab is not None:
+        if layer.tokens is not None:
+            raise WeightsError(f"{text} names its {len(layer.tokens)} tokens itself"
+                               f"{' (with their types)' if layer.token_types is not None else ''}: --vocab would "
+                               "replace them; leave it out")
+        tokens, vocab_files = read_vocab(vocab, layer.W.shape[0], exact=True)
+        name_rows(layer, tokens)
+        layer.files += vocab_files
     return layer

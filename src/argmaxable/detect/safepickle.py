@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import pickletools
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -76,7 +77,8 @@ def load_plain(path: str | os.PathLike, classes: Iterable[str] = ()) -> object:
     ------
     WeightsError
         A missing file, a pickle naming any other global (``os.system``, ``builtins.eval``, a class not in
-        ``classes``), a persistent id, or a file that is not a readable pickle.
+        ``classes``), a persistent id, or a file that is not a readable pickle (a count it claims beyond its
+        bytes included: refused before anything is allocated for it).
 
     Examples
     --------
@@ -90,8 +92,11 @@ def load_plain(path: str | os.PathLike, classes: Iterable[str] = ()) -> object:
     path = Path(path)
     if not path.is_file():
         raise WeightsError(f"pickle file {str(path)!r} does not exist")
+    data = path.read_bytes()
     try:
-        return _Restricted(io.BytesIO(path.read_bytes()), str(path), frozenset(classes)).load()
+        for _ in pickletools.genops(data):  # every count checked against the bytes there before the unpickler
+            pass                            # allocates what it claims (a BINBYTES8 of 2^40)
+        return _Restricted(io.BytesIO(data), str(path), frozenset(classes)).load()
     except WeightsError:
         raise
     except Exception as err:  # truncated or corrupt data, or a Record built with arguments

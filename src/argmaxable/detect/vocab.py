@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from argmaxable.detect.source import first_line
 from argmaxable.detect.weights import WeightsError
 
 # Output-side vocabulary files in the order they are tried inside a model directory: the target vocabulary
@@ -59,7 +60,20 @@ def _read_json(path: Path) -> dict[int, str]:
 
 
 def _read_file(path: Path) -> dict[int, str]:
-    """id -> token from one vocabulary file, by suffix."""
+    """id -> token from one vocabulary file, by suffix; a file that is not one (malformed, nested too deep, ids
+    or tokens of other types) is one line naming it."""
+    try:
+        vocab = _parse(path)
+    except WeightsError:
+        raise
+    except Exception as err:  # json, yaml and the structure's own errors (KeyError, TypeError, RecursionError)
+        raise WeightsError(f"{str(path)!r} is not a vocabulary ({type(err).__name__}: {first_line(err)})") from None
+    if not all(isinstance(i, int) and isinstance(t, str) for i, t in vocab.items()):
+        raise WeightsError(f"{str(path)!r} is not a vocabulary (its ids must be integers, its tokens text)")
+    return vocab
+
+
+def _parse(path: Path) -> dict[int, str]:
     suffix = path.suffix.lower()
     if suffix == ".json":
         return _read_json(path)

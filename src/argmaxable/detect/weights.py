@@ -1,5 +1,8 @@
 """Read a softmax output layer (W, b) from a weights file: .npz, .npy, .pt/.pth/.bin, .safetensors.
 
+Each format is read by its parser in :mod:`argmaxable.detect.formats`, the one the head-only fetch uses too: it runs
+no code a file names and bounds every size, stride and span before it reads.
+
 The output layer is the last linear map before the softmax: logits = W x + b with W of shape (n, d), one
 row per category. Files name it differently; without explicit keys the first known name present is used:
 
@@ -15,17 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-
-class WeightsError(ValueError):
-    """A weights file that cannot be read or lacks the requested tensor; the message is one line."""
-
+from argmaxable.detect.formats import Tensor, as_float, list_tensors, stored_values
+from argmaxable.detect.source import Local, Source, WeightsError, first_line
 
 # (name, stored layout) in the order they are tried; "nd" = one row per category, "dn" = transposed.
 WEIGHT_KEYS: tuple[tuple[str, str], ...] = (
@@ -65,85 +65,52 @@ def to_numpy(t) -> np.ndarray:
     return a.astype(np.float32) if a.dtype == np.float16 else a
 
 
-def _flatten(state: Mapping, prefix: str = "") -> dict:
-    """Nested state dicts ({"model": {...}}) as one flat dict with dotted keys; non-tensor entries dropped."""
-    flat = {}
-    for key, value in state.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            flat.update(_flatten(value, f"{name}."))
-        elif hasattr(value, "shape"):
-            flat[name] = value
-    return flat
+class Checkpoint(Mapping):
+    """A weights file's tensors by name, located by its format's parser (:mod:`argmaxable.detect.formats`) and
+    read only when asked for; :meth:`shape` tells a tensor's shape without reading it."""
 
+    def __init__(self, source: Source, tensors: Mapping[str, Tensor]):
+        self.source, self._tensors = source, dict(tensors)
 
-class _SafetensorsMapping(Mapping):
-    """Lazy read-only view of a .safetensors file: a tensor is read only when asked for."""
-
-    def __init__(self, handle):
-        self._handle = handle
-        self._keys = list(handle.keys())
-
-    def __getitem__(self, key):
-        if key not in self._keys:
-            raise KeyError(key)
-        return self._handle.get_tensor(key)
+    def __getitem__(self, key: str) -> np.ndarray:
+        tensor = self._tensors[key]
+        return as_float(stored_values(self.source, tensor), tensor.dtype)
 
     def __iter__(self):
-        return iter(self._keys)
+        return iter(self._tensors)
 
-    def __len__(self):
-        return len(self._keys)
+    def __len__(self) -> int:
+        return len(self._tensors)
+
+    def shape(self, key: str) -> tuple[int, ...]:
+        return self._tensors[key].shape
 
 
 @contextlib.contextmanager
-def open_tensors(path: str | os.PathLike) -> Iterator[Mapping]:
-    """Open a weights file as a read-only mapping name -> tensor, reading tensors lazily where the format
-    allows it (.npz, .safetensors). A bare array (.npy, or a .pt holding one tensor) is named ``"W"``.
+def open_tensors(path: str | os.PathLike) -> Iterator[Checkpoint]:
+    """Open a weights file as a read-only mapping name -> array (half precision read as float32), each read
+    only when asked for. A bare array (.npy, or a .pt holding one tensor) is named ``"W"``.
 
     Raises
     ------
     WeightsError
-        When the file is missing or is not a readable file of the format its suffix names.
+        When the file is missing or is not a readable file of the format its suffix names (one line, the same
+        whether the file lies here or a hub serves it).
     """
-    path = Path(path)
-    fmt = file_format(path)
-    if not path.is_file():
-        raise WeightsError(f"weights file {str(path)!r} does not exist")
-    with contextlib.ExitStack() as stack:
-        try:
-            if fmt == "npz":
-                tensors: Mapping = stack.enter_context(np.load(path, allow_pickle=False))
-            elif fmt == "npy":
-                tensors = {"W": np.load(path, mmap_mode="r", allow_pickle=False)}
-            elif fmt == "safetensors":
-                from safetensors import safe_open
-
-                tensors = _SafetensorsMapping(stack.enter_context(safe_open(str(path), framework="pt")))
-            else:
-                import torch
-
-                # mmap needs the zip format (torch >= 1.6); a legacy torch.save file is read whole instead.
-                obj = torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
-                tensors = _flatten(obj) if isinstance(obj, Mapping) else {"W": obj}
-        except Exception as err:  # each reader raises its own types; all of them mean "unreadable"
-            hint = " (Marian's binary .bin models are not supported: use the .npz)" if fmt == "torch" else ""
-            raise WeightsError(f"cannot read {str(path)!r} as {fmt}: {_first_line(err)}{hint}") from None
-        yield tensors
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
+    file_format(path)
+    source = Local(path)
+    yield Checkpoint(source, list_tensors(str(path), source))
 
 
 def read_member(tensors: Mapping, key: str, path) -> Any:
-    """``tensors[key]``, read now: a member that is truncated, fails its CRC, or declares a shape no memory holds
-    is one WeightsError naming it (the lazy readers raise their own types)."""
+    """``tensors[key]``, read now: a member that is truncated, or declares a shape no memory holds, is one
+    WeightsError naming it."""
     try:
         return to_numpy(tensors[key])
-    except Exception as err:  # zipfile.BadZipFile, EOFError, ValueError, MemoryError, NotImplementedError...
-        raise WeightsError(f"cannot read {key!r} from {str(path)!r}: {_first_line(err)}") from None
+    except WeightsError:
+        raise
+    except (ValueError, MemoryError, OSError) as err:
+        raise WeightsError(f"cannot read {key!r} from {str(path)!r}: {first_line(err)}") from None
 
 
 def _key_list(keys) -> str:
@@ -168,49 +135,33 @@ def orient(W: np.ndarray, b: np.ndarray | None, key: str | None = None) -> np.nd
     return W
 
 
-def load_layer(path: str | os.PathLike, weight_key: str | None = None, bias_key: str | None = None,
-               no_bias: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
-    """Read the softmax output layer (W, b) from a weights file.
+def _with_shapes(tensors: Checkpoint, keys) -> str:
+    return ", ".join(f"{k} ({' x '.join(map(str, tensors.shape(k))) or 'scalar'})" for k in keys)
 
-    Parameters
-    ----------
-    path : path
-        A .npz, .npy, .pt/.pth/.bin (PyTorch, read with ``weights_only=True``) or .safetensors file.
-    weight_key, bias_key : str, optional
-        Names of the weight matrix and bias vector; default: the first of :data:`WEIGHT_KEYS` /
-        :data:`BIAS_KEYS` present. No bias is used when none of the default names is present.
-    no_bias : bool, default False
-        Ignore any bias in the file.
 
-    Returns
-    -------
-    W : ndarray, shape (n, d)
-        One row per category (keys stored transposed, e.g. Nematus' ``ff_logit_W``, are transposed back).
-    b : ndarray, shape (n,), or None
+def choose_keys(tensors: Checkpoint, weight_key: str | None, bias_key: str | None, no_bias: bool, path
+                ) -> tuple[str, str | None]:
+    """The names of the weights and the bias to read: those asked for (which must exist), else the first of
+    :data:`WEIGHT_KEYS` / :data:`BIAS_KEYS` present; a file naming neither is read only when it holds one 2-D
+    array besides a bias the defaults name, and refused, naming its arrays and ``--weight-key``, when several
+    could be the weights."""
+    wkey = _pick(tensors, weight_key, [k for k, _ in WEIGHT_KEYS], "weight", path)
+    if wkey is None:
+        others = [k for k in tensors if k not in BIAS_KEYS]
+        if len(others) != 1 or len(tensors.shape(others[0])) != 2:
+            what = "several arrays could be its weights" if len(others) > 1 else "no 2-D array"
+            raise WeightsError(f"{str(path)!r} names no known output layer ({', '.join(k for k, _ in WEIGHT_KEYS)}) "
+                               f"and {what}: {_with_shapes(tensors, others[:40]) or 'none'}; pass --weight-key "
+                               "(and --bias-key, or --no-bias)")
+        wkey = others[0]
+    return wkey, None if no_bias else _pick(tensors, bias_key, BIAS_KEYS, "bias", path)
 
-    Raises
-    ------
-    WeightsError
-        Unreadable file, or a missing key (the message lists the keys found), or inconsistent shapes.
 
-    Examples
-    --------
-    >>> import numpy as np, tempfile, os
-    >>> f = os.path.join(tempfile.mkdtemp(), "layer.npz")
-    >>> np.savez(f, W=np.eye(3, 2), b=np.zeros(3))
-    >>> W, b = load_layer(f)
-    >>> W.shape, b.shape
-    ((3, 2), (3,))
-    """
+def read_layer(path: str | os.PathLike, weight_key: str | None = None, bias_key: str | None = None,
+               no_bias: bool = False) -> tuple[np.ndarray, np.ndarray | None, str, str | None]:
+    """:func:`load_layer`, and the names of the weights and the bias read (None: no bias)."""
     with open_tensors(path) as tensors:
-        wkey = _pick(tensors, weight_key, [k for k, _ in WEIGHT_KEYS], "weight", path)
-        if wkey is None:
-            only = [k for k in tensors if np.ndim(read_member(tensors, k, path)) == 2] if len(tensors) <= 2 else []
-            if len(only) != 1:
-                raise WeightsError(f"no output-layer weights found in {str(path)!r}: pass --weight-key "
-                                   f"(keys found: {_key_list(tensors)})")
-            wkey = only[0]
-        bkey = None if no_bias else _pick(tensors, bias_key, BIAS_KEYS, "bias", path)
+        wkey, bkey = choose_keys(tensors, weight_key, bias_key, no_bias, path)
         W = read_member(tensors, wkey, path)
         b = None if bkey is None else read_member(tensors, bkey, path)
     if W.ndim != 2:
@@ -224,4 +175,44 @@ def load_layer(path: str | os.PathLike, weight_key: str | None = None, bias_key:
                                f"{W.shape} in {str(path)!r}")
     else:
         W = orient(W, None, wkey)
-    return np.ascontiguousarray(W), b
+    return np.ascontiguousarray(W), b, wkey, bkey
+
+
+def load_layer(path: str | os.PathLike, weight_key: str | None = None, bias_key: str | None = None,
+               no_bias: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    """Read the softmax output layer (W, b) from a weights file.
+
+    Parameters
+    ----------
+    path : path
+        A .npz, .npy, .pt/.pth/.bin (PyTorch's zip format, or its format before 1.6) or .safetensors file, read
+        by the format's own parser (:mod:`argmaxable.detect.formats`), which runs no code a file names.
+    weight_key, bias_key : str, optional
+        Names of the weight matrix and bias vector; default: the first of :data:`WEIGHT_KEYS` /
+        :data:`BIAS_KEYS` present (:func:`choose_keys`). No bias is used when none of the default names is
+        present.
+    no_bias : bool, default False
+        Ignore any bias in the file.
+
+    Returns
+    -------
+    W : ndarray, shape (n, d)
+        One row per category (keys stored transposed, e.g. Nematus' ``ff_logit_W``, are transposed back).
+    b : ndarray, shape (n,), or None
+
+    Raises
+    ------
+    WeightsError
+        Unreadable file, or a missing key (the message lists the keys found), several arrays that could be the
+        weights, or inconsistent shapes.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> f = os.path.join(tempfile.mkdtemp(), "layer.npz")
+    >>> np.savez(f, W=np.eye(3, 2), b=np.zeros(3))
+    >>> W, b = load_layer(f)
+    >>> W.shape, b.shape
+    ((3, 2), (3,))
+    """
+    return read_layer(path, weight_key, bias_key, no_bias)[:2]
