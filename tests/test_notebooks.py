@@ -26,6 +26,7 @@ from argmaxable.multilabel.aggregate import FIGURES, aggregate
 from argmaxable.multilabel.schema import VerifyConfig
 from argmaxable.multilabel.train import fit
 from argmaxable.multilabel.verify import verify_arrays
+from argmaxable.provenance import FIGURE_WIDTH, panel_grid
 from argmaxable.theory.basri_jacobs import run_basri_jacobs
 from argmaxable.theory.cover import run_cover
 from argmaxable.theory.dft import run_dft
@@ -254,3 +255,21 @@ def test_every_figure_fits_a_laptops_width(family, results, run_notebook):
     _, nb = run_notebook(family, results, executed=True)
     widths = _png_widths(nb)
     assert widths and max(widths) <= LAPTOP_PX, widths
+
+
+@pytest.mark.parametrize("width", [3.2, 4.0, 4.6, 5.0, 6.4, 12.0])
+def test_a_panel_grid_of_any_size_fits_the_width(width):
+    # The paper experiment draws more panels than the default run (three multi-label datasets, five Fig. 1
+    # matrices): however many, the grid is no wider than FIGURE_WIDTH (a panel wider than it alone excepted),
+    # holds exactly n visible panels, and uses no more rows than the columns that fit require.
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for n in range(1, 25):
+        fig, axes = panel_grid(n, width, 3.0)
+        fits = max(1, int(FIGURE_WIDTH // width))
+        assert fig.get_size_inches()[0] <= max(FIGURE_WIDTH, width)
+        assert sum(ax.get_visible() for ax in axes.flat) == n and axes.shape[0] == -(-n // min(n, fits))
+        plt.close(fig)
