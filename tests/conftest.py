@@ -19,8 +19,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
-def _execute(name: str, results: Path) -> str:
-    """Run ``notebooks/<name>.ipynb`` with ``ARGMAXABLE_RESULTS=results``; return all its text output."""
+def _execute(name: str, results: Path, *, executed: bool = False):
+    """Run ``notebooks/<name>.ipynb`` with ``ARGMAXABLE_RESULTS=results``; return all its text output (and, with
+    ``executed``, the executed notebook beside it)."""
     nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     os.environ["ARGMAXABLE_RESULTS"] = str(results)  # the kernel inherits the environment
     try:
@@ -33,10 +34,12 @@ def _execute(name: str, results: Path) -> str:
         for out in cell.get("outputs", []):
             texts.append(out.get("text", ""))
             texts.extend(str(v) for k, v in out.get("data", {}).items() if k.startswith("text/"))
-    return "\n".join(texts)
+    text = "\n".join(texts)
+    return (text, nb) if executed else text
 
 
 @pytest.fixture
 def run_notebook():
-    """``run_notebook(name, results_dir) -> str``: execute a notebook, return its text output."""
+    """``run_notebook(name, results_dir[, executed=True])``: execute a notebook, return its text output (and the
+    executed notebook)."""
     return _execute

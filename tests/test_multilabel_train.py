@@ -142,7 +142,7 @@ def test_notebook_shows_the_tables_and_figures(runs, run_notebook):
     root, dirs, _ = runs
     aggregate(dirs, root / "multilabel" / "tables", root / "multilabel" / "figures")
     text = run_notebook("multilabel", root)
-    assert "### table_5_2" in text and "No multi-label tables" not in text
+    assert "multilabel/tables/table_5_2.csv" in text and "No multilabel results" not in text
 
 
 class _RunsCode:

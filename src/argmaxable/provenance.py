@@ -27,6 +27,12 @@ from argmaxable.text import csv_frame, markdown_table
 
 _REPO = Path(__file__).resolve().parents[2]
 
+FIGURE_DPI = 150  # every saved figure's resolution (save_figure)
+
+# The widest figure, in inches, that fits a laptop's notebook or report page (1600 px) at FIGURE_DPI, with room
+# for the labels that a tight bounding box adds beyond the axes.
+FIGURE_WIDTH = 10.0
+
 
 def code_version() -> str:
     """Package version plus the git revision (``+dirty`` when the tree has changes), when available."""
@@ -193,8 +199,23 @@ def save_figure(fig, path: str | os.PathLike, *, config: Any = None, inputs: Ite
     """Save a matplotlib figure atomically as ``path`` (PNG or PDF by suffix) with a provenance sidecar."""
     path = Path(path)
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=path.suffix.lstrip("."), bbox_inches="tight", dpi=150)
+        fig.savefig(tmp, format=path.suffix.lstrip("."), bbox_inches="tight", dpi=FIGURE_DPI)
     write_json(metadata(config, inputs, **extra), sidecar(path))
+
+
+def panel_grid(n: int, width: float, height: float, *, top: float = 0.0, **subplots: Any):
+    """A figure of ``n`` panels of ``width`` x ``height`` inches laid out in a grid no wider than
+    :data:`FIGURE_WIDTH`, in as few rows as that allows and its rows balanced (four panels: two by two), ``top``
+    inches added for titles and legends: (figure, axes as a rows x columns array; those beyond ``n`` hidden).
+    ``subplots``: passed to ``plt.subplots`` (``sharey``, ...)."""
+    import matplotlib.pyplot as plt  # the backend is the caller's (Agg where there is no display)
+
+    rows = -(-n // max(1, min(n, int(FIGURE_WIDTH // width))))
+    cols = -(-n // rows)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows + top), squeeze=False, **subplots)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, axes
 
 
 def sidecar(path: str | os.PathLike) -> Path:

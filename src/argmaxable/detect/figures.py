@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from argmaxable.detect.check import detect_table
-from argmaxable.provenance import atomic_path, metadata, save_figure, sidecar, write_json, write_table
+from argmaxable.provenance import atomic_path, metadata, panel_grid, save_figure, sidecar, write_json, write_table
 from argmaxable.text import markdown_table
 
 # Where the papers report each group of models (the `paper.table` of a model config) and its source's name
@@ -227,17 +227,13 @@ def plot_steps(table_paths: Sequence[str | os.PathLike], names: Sequence[str], o
     order = list(range(len(table_paths)))
     if figure == "fig12":
         order.sort(key=lambda i: widths[i])
-    cols = min(3, len(table_paths))
-    rows = -(-len(table_paths) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows + 1.0), squeeze=False)
+    fig, axes = panel_grid(len(table_paths), 5, 3.6, top=1.0)
     for ax, i in zip(axes.flat, order, strict=False):
         row = summary.iloc[i]
         _plot_steps_panel(ax, _paper_box(table_paths[i]),
                           f"{names[i]} (d = {widths[i]})\nargmaxable, approximate stage failed: "
                           f"{row.argmaxable_approximate_failed}; unargmaxable: {row.unargmaxable}\n"
                           f"mean steps of the proven: {row.mean_steps:.3g}")
-    for ax in list(axes.flat)[len(table_paths):]:
-        ax.set_visible(False)
     _steps_legend(fig)
     fig.suptitle(f"{STEPS_TITLES[figure]}\n{_steps_ours(figure, summary)}\nx: the vocabulary's own order (the "
                  "papers': by frequency; the LMs trained here: by frequency; OCR character lists: none)", fontsize=9)

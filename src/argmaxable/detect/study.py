@@ -38,7 +38,7 @@ import pandas as pd
 from argmaxable.core import check_categories
 from argmaxable.detect.frequency import cjk_frequency
 from argmaxable.detect.loaders import Layer, load_model
-from argmaxable.provenance import atomic_path, save_figure, write_json, write_table
+from argmaxable.provenance import FIGURE_WIDTH, atomic_path, save_figure, write_json, write_table
 from argmaxable.text import markdown_table
 
 # Unargmaxable tokens listed per model in the Markdown, paper's box (all of them, every box, in the parquet): a
@@ -272,17 +272,18 @@ KINDS = {"tie": "tab:green", "near-tie": "tab:orange", "strictly inside": "tab:r
 
 
 def plot_share(table: pd.DataFrame, path: str | os.PathLike, *, config: Any = None, inputs: Iterable = ()) -> None:
-    """Left: unargmaxable share (%) against n/d (log x), one numbered point per model: filled in the paper's box,
+    """Top: unargmaxable share (%) against n/d (log x), one numbered point per model: filled in the paper's box,
     hollow in the activation's box, a line joining a model's two; a symlog y axis keeps the models with none on
-    the axis. Right: per model (the same numbers), its unargmaxable tokens in the paper's box split into ties,
+    the axis. Below: per model (the same numbers), its unargmaxable tokens in the paper's box split into ties,
     near-ties and rows strictly inside (shares of its count, the count written beside)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax, kx) = plt.subplots(1, 2, figsize=(15, 6.5), gridspec_kw={"width_ratios": [3, 2]})
     paper = table[table["box"] == "paper"].sort_values(["n/d", "% unargmaxable"], kind="stable")
+    bars = 1.0 + 0.22 * len(paper)  # the lower panel's height: a readable bar per model
+    fig, (ax, kx) = plt.subplots(2, 1, figsize=(FIGURE_WIDTH, 6.0 + bars), gridspec_kw={"height_ratios": [6.0, bars]})
     other = table[table["box"] != "paper"]
     for _, row in other.iterrows():
         mine = paper[paper["model"] == row["model"]]
@@ -311,7 +312,7 @@ def plot_share(table: pd.DataFrame, path: str | os.PathLike, *, config: Any = No
 
 
 def _plot_kinds(ax, paper: pd.DataFrame) -> None:
-    """The right panel of :func:`plot_share`: one bar per model (numbered as on the left), its unargmaxable tokens
+    """The lower panel of :func:`plot_share`: one bar per model (numbered as above), its unargmaxable tokens
     in the paper's box as shares of ties, near-ties and strictly inside."""
     total = paper["# unargmaxable"].to_numpy()
     parts = {"tie": paper["# ties"].to_numpy(), "near-tie": paper["of which near-ties"].to_numpy(),
@@ -328,7 +329,8 @@ def _plot_kinds(ax, paper: pd.DataFrame) -> None:
     ax.set_xlim(0, 112)
     ax.set_xlabel("% of the model's unargmaxable tokens (count at the right), paper's box")
     ax.set_title("Unargmaxable tokens by kind: ties, near-ties, strictly inside", fontsize=10)
-    ax.legend(loc="lower right", fontsize=7)
+    ax.figure.legend(*ax.get_legend_handles_labels(), loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3,
+                     fontsize=7, frameon=False)  # under the figure: the counts at the bars' right stay clear
 
 
 def _markdown(table: pd.DataFrame, tokens: pd.DataFrame, types: pd.DataFrame) -> str:

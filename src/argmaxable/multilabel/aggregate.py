@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from argmaxable.multilabel.setup_tables import SETUP_TABLES
-from argmaxable.provenance import save_figure, write_table
+from argmaxable.provenance import panel_grid, save_figure, write_table
 
 TABLES = ("table_4_2", "table_5_1", "table_5_2", "table_encoder_space", "table_dft_exceptions",
           "table_metrics")
@@ -142,12 +142,10 @@ def make_figures(summary: pd.DataFrame, runs: pd.DataFrame, curves: pd.DataFrame
 
 
 def _per_dataset(datasets: list[str], title: str):
-    """A figure with one panel per dataset, and its axes."""
-    import matplotlib.pyplot as plt  # the backend is the caller's (Agg where there is no display)
-
-    fig, axes = plt.subplots(1, len(datasets), figsize=(4.5 * len(datasets), 3.2), squeeze=False)
+    """A figure with one panel per dataset (a grid: :func:`~argmaxable.provenance.panel_grid`), and its axes."""
+    fig, axes = panel_grid(len(datasets), 4.5, 3.2)
     fig.suptitle(title, y=1.04)
-    return fig, axes[0]
+    return fig, list(axes.flat)[:len(datasets)]
 
 
 def _fig_4_3(test: pd.DataFrame, datasets: list[str]):
@@ -219,14 +217,11 @@ def _fig_5_8(runs: pd.DataFrame, datasets: list[str]):
     title gives the DFT's mean time over all runs as a share of the BSL's."""
     ratio = runs.loc[runs["head"] == "dft", "time_to_best_s"].mean() / \
         runs.loc[runs["head"] == "bsl", "time_to_best_s"].mean()
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(datasets), figsize=(6.4 * len(datasets), 4.0), squeeze=False)
-    axes = axes[0]
+    fig, axes = panel_grid(len(datasets), 6.4, 4.0)
     fig.suptitle(f"thesis Fig. 5.8: time to the best dev criterion per d (mean, std over seeds)\nmean DFT time / "
                  f"mean BSL time over all runs: {ratio:.2f} (thesis: DFT about 25% faster, 0.75)", fontsize=9)
     minutes = runs["time_to_best_s"].max() > 600
-    for ax, ds in zip(axes, datasets, strict=True):
+    for ax, ds in zip(axes.flat, datasets, strict=False):
         r = runs[runs["dataset"] == ds]
         ds_d = sorted(r["d"].unique())
         pos = np.arange(len(ds_d))

@@ -24,6 +24,7 @@ import pandas as pd
 
 from argmaxable.core import check_assignments, check_categories
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
+from argmaxable.provenance import FIGURE_WIDTH, panel_grid
 from argmaxable.rules import typed
 from argmaxable.theory.cover import all_assignments
 from argmaxable.theory.reference import compare_cells
@@ -136,7 +137,7 @@ def plot_fig7(table: pd.DataFrame):
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    fig, axes = plt.subplots(1, 3, figsize=(12, 4.3))
+    fig, axes = plt.subplots(1, 3, figsize=(FIGURE_WIDTH, 3.7))
     for ax, b, panel in zip(axes, (None, B4), ("(a) softmax(Wx)", "(c) softmax(Wx + b)"), strict=False):
         draw_arrangement(ax, W4, b, extent=FIG7_EXTENT, pixels=500, inset=FIG7_INSET, labels="outside")
         row = table[(table["figure"] == "Fig. 7") & (table["bias"] == (b is not None))].iloc[0]
@@ -144,7 +145,7 @@ def plot_fig7(table: pd.DataFrame):
     axes[1].add_patch(Rectangle((-FIG7_INSET, -FIG7_INSET), 2 * FIG7_INSET, 2 * FIG7_INSET, fill=False, lw=1,
                                 edgecolor="0.2", linestyle="--"))
     draw_arrangement(axes[2], W4, B4, extent=FIG7_INSET, pixels=400, inset=FIG7_INSET, labels="inside")
-    axes[2].set_title(f"(c) within the dashed square |x_j| <= {FIG7_INSET:g}: its bounded regions", fontsize=9)
+    axes[2].set_title(f"(c) within the dashed square |x_j| <= {FIG7_INSET:g}:\nits bounded regions", fontsize=9)
     fig.suptitle("ACL 2022 Fig. 7: effect of the bias term on feasible rankings (|C| = 4, d = 2)", fontsize=9)
     fig.tight_layout()
     return fig
@@ -245,7 +246,8 @@ def plot_braid_reflect(verdicts: pd.DataFrame, *, bound: float, eps: float):
 
     target = int(verdicts["steps"].idxmax())
     xs, winners = reflect_trace(REFLECT_W, REFLECT_B, target, steps=int(verdicts["steps"].max()), eps=eps)
-    fig, (left, mid, right) = plt.subplots(1, 3, figsize=(13, 4.2), gridspec_kw={"width_ratios": [1, 1, 1.1]})
+    fig, panels = plt.subplot_mosaic([["a", "b"], ["c", "c"]], figsize=(FIGURE_WIDTH, 8.0), height_ratios=[1, 0.6])
+    left, mid, right = panels["a"], panels["b"], panels["c"]
     extent = max(2.5, np.abs(xs).max() * 1.3)
     draw_arrangement(left, REFLECT_W, REFLECT_B, extent=extent, labels=False, lines=False, pixels=900)
     left.plot(xs[:, 0], xs[:, 1], "k.-", lw=1)
@@ -355,11 +357,9 @@ def overcrowding_table(line_counts, *, seed: int, eps: float, pixels: int = 400)
 
 def plot_overcrowding(table: pd.DataFrame, codes: dict):
     """Thesis Fig. 4.2: one panel per number of lines, regions in random colours, smallest radius in the title."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(codes), figsize=(3.2 * len(codes), 3.4))
+    fig, axes = panel_grid(len(codes), 3.2, 3.4)
     rng = np.random.default_rng(0)  # colours only
-    for ax, (n, (code, _, _)), row in zip(np.atleast_1d(axes), codes.items(), table.itertuples(), strict=True):
+    for ax, (n, (code, _, _)), row in zip(axes.flat, codes.items(), table.itertuples(), strict=False):
         palette = rng.uniform(0.25, 1.0, (code.max() + 1, 3))
         ax.imshow(palette[code], origin="lower", extent=(-BOX, BOX, -BOX, BOX), interpolation="nearest")
         ax.set_title(f"{n} hyperplanes: {row.regions} regions\nsmallest radius {row.min_radius:.1e}", fontsize=8)

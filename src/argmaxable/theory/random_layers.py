@@ -18,7 +18,7 @@ import pandas as pd
 from argmaxable.constructions import random_layer
 from argmaxable.core import check_categories
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
-from argmaxable.provenance import write_table
+from argmaxable.provenance import panel_grid, write_table
 from argmaxable.rules import typed
 from argmaxable.theory.schema import RandomLayersConfig
 
@@ -54,12 +54,8 @@ def summarize(frames: list[pd.DataFrame], patience: int) -> pd.DataFrame:
 
 def plot_sweep(frames: list[pd.DataFrame], patience: int):
     """002 Fig. 10: steps per category index, red at the top for unargmaxable, orange for LP-proven."""
-    import matplotlib.pyplot as plt
-
     frames = sorted(frames, key=lambda f: int(f["d"].iloc[0]))
-    cols = min(3, len(frames))
-    rows = -(-len(frames) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 2.8 * rows), squeeze=False, sharey=True)
+    fig, axes = panel_grid(len(frames), 4, 2.8, sharey=True)
     top = patience * 1.2 + 1
     for ax, df in zip(axes.ravel(), frames, strict=False):
         proven = df["steps"] >= 0
@@ -73,8 +69,6 @@ def plot_sweep(frames: list[pd.DataFrame], patience: int):
         ax.set_ylim(0, top * 1.05)  # linear: step counts start at 1 and the red marks sit at the top
         ax.set_title(f"d = {int(df['d'].iloc[0])}: {int(unarg.sum())} unargmaxable", fontsize=9)
         ax.set_xlabel("category")
-    for ax in axes.ravel()[len(frames):]:
-        ax.set_visible(False)
     for ax in axes[:, 0]:
         ax.set_ylabel("braid-reflect steps")
     axes[0, 0].legend(fontsize=7, markerscale=4)

@@ -22,7 +22,7 @@ import pandas as pd
 from argmaxable.constructions import gaussian_like, uniform_probabilities
 from argmaxable.core import check_prescribed, check_top_m
 from argmaxable.outputs import write_figure, write_tables
-from argmaxable.provenance import write_table
+from argmaxable.provenance import panel_grid, write_table
 from argmaxable.rules import typed
 from argmaxable.theory.basri_jacobs import bound, largest_m
 from argmaxable.topm.schema import CheckSettings, PrescribedSettings, TopmConfig
@@ -132,11 +132,9 @@ def fraction_summary(curves: pd.DataFrame, probability: float) -> pd.DataFrame:
 def plot_fraction(curves: pd.DataFrame, probability: float):
     """Fig. 1: one panel per matrix shape; blue top-m, red prescribed; solid trained, dotted Gaussian;
     purple Cor. 1's bound."""
-    import matplotlib.pyplot as plt
-
     panels = list(dict.fromkeys(curves["matrix"]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
-    for ax, matrix in zip(axes[0], panels, strict=True):
+    fig, axes = panel_grid(len(panels), 4.6, 3.6)
+    for ax, matrix in zip(axes.flat, panels, strict=False):
         sub = curves[curves["matrix"] == matrix]
         N, d = int(sub["N"].iloc[0]), int(sub["d"].iloc[0])
         for (kind, test), cur in sub.groupby(["kind", "test"]):
