@@ -1,4 +1,4 @@
-"""The per-coordinate box (issue 9 part 3): activation ranges, and verdicts that move exactly as hand-computed
+"""The per-coordinate box: activation ranges, and verdicts that move exactly as hand-computed
 facts say when the box narrows."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import argmaxable as am
 from argmaxable.cli import main
 
-TOY = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])  # 002 Fig. 1: c4 lies inside the triangle
+TOY = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])  # ACL 2022 Fig. 1: c4 lies inside the triangle
 
 
 def test_activation_bounds_contain_the_activation_range_tightly():
@@ -111,7 +111,7 @@ def test_shrink_factors_put_points_in_the_box_with_the_smallest_factor(dtype):
     assert np.array_equal(np.isinf(relu), (X < 0).any(axis=1))
 
 
-# Issue 32: the box holds the activation as the model computes it, in its dtype; tanh-GELU is its own activation.
+# The box holds the activation as the model computes it, in its dtype; tanh-GELU is its own activation.
 
 C = math.sqrt(2 / math.pi)
 
@@ -142,7 +142,7 @@ def _every(dtype):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("name", ["silu", "gelu", "gelu_tanh"])
 def test_activation_boxes_hold_every_value_of_a_half_precision_dtype(name, dtype):
-    """Finding 4: SiLU reaches -0.27856 in float16 and -0.2793 in bfloat16, below the bound -0.2785; GELU op by
+    """SiLU reaches -0.27856 in float16 and -0.2793 in bfloat16, below the bound -0.2785; GELU op by
     op reaches -0.1702 / -0.1709, below -0.17. Every input of the dtype, every way of computing it."""
     import torch
 
@@ -185,7 +185,7 @@ def test_activation_boxes_hold_random_inputs(bits, dtype, name, scale):
 
 
 def test_tanh_gelu_reaches_below_the_erf_box():
-    """Finding 4's reproducer: W = [[1], [-1]], b = [0, -0.340004]. Category 1 wins where -x - 0.340004 > x, i.e.
+    """W = [[1], [-1]], b = [0, -0.340004]. Category 1 wins where -x - 0.340004 > x, i.e.
     x < -0.170002: never after the erf GELU (>= -0.16997), but tanh-GELU gives -0.17004 at x = -0.75246."""
     import torch
     from torch.nn import functional as F

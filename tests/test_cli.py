@@ -1,4 +1,4 @@
-"""The command line: results against oracles (002 Fig. 1's toy, Cover's count), files written by suffix, and
+"""The command line: results against oracles (ACL 2022 Fig. 1's toy, Cover's count), files written by suffix, and
 one-line errors with exit status 2 for user mistakes."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from argmaxable import __version__
 from argmaxable.cli import main
 
-TOY = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])  # 002 Fig. 1: c4 lies inside the triangle
+TOY = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])  # ACL 2022 Fig. 1: c4 lies inside the triangle
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def test_check_softmax_toy(toy, tmp_path, capsys):
 
 
 def test_check_softmax_bias_makes_every_class_argmaxable(tmp_path, capsys):
-    """b_i = -||w_i||^2 / 2 makes every class argmaxable (002 appendix, prevention)."""
+    """b_i = -||w_i||^2 / 2 makes every class argmaxable (ACL 2022 appendix, prevention)."""
     path = tmp_path / "layer.pt"
     import torch
 
@@ -138,7 +138,7 @@ def test_check_softmax_huggingface_directory(tmp_path, capsys):
     assert main(["check", "softmax", str(tmp_path), "--weight-key", "wte"]) == 2
 
 
-# Issue 22: hostile files are one line; the table and its evidence are one unit, checked together.
+# Hostile files are one line; the table and its evidence are one unit, checked together.
 
 
 def _npz_bytes(**arrays) -> bytes:
@@ -250,7 +250,8 @@ def test_an_interrupted_write_leaves_the_old_set(toy, tmp_path, monkeypatch, cap
 @pytest.fixture
 def sigint_raises():
     """Ctrl-C raises KeyboardInterrupt, as in an interactive Python: a shell that starts the suite in the
-    background starts it with SIGINT ignored (issue 32), and the signal would then never arrive."""
+    background starts it with SIGINT ignored (a non-interactive shell does so for a command started with `&`),
+    and the signal would then never arrive."""
     import signal
 
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -349,7 +350,7 @@ def test_verify_checks_answers_and_radii(tmp_path, capsys):
     assert not am.verify_certificate(forged, W, b, items=sets)[res.status == "argmaxable"].any()
 
 
-# Issue 32: every column of a table is checked against its evidence and the model, or refused.
+# Every column of a table is checked against its evidence and the model, or refused.
 
 def _slab(tmp_path):
     """W = [[1, 0], [-1, 0], [0, 1]], b = [.1, .1, 0]: label sets {0, 1} live in the slab |x_1| < 0.1 (radius 0.1,
@@ -360,7 +361,7 @@ def _slab(tmp_path):
 
 
 def test_a_forged_one_argmaxable_column_is_refused(tmp_path, capsys):
-    """The reproducer of finding 1: with the evidence's "1" answers deleted (or renamed to a threshold no check
+    """With the evidence's "1" answers deleted (or renamed to a threshold no check
     answers), a table saying "yes" used to verify, "answers and radii included"."""
     from argmaxable.core import CheckResult
 
@@ -409,7 +410,7 @@ def _named_layer(tmp_path, tokens):
 
 
 def test_verify_checks_the_token_names(tmp_path, capsys):
-    """Finding 11: tokens swapped between rows of a --out table used to match its evidence."""
+    """Tokens swapped between rows of a --out table used to match its evidence."""
     args = _named_layer(tmp_path, ["the", "of", "and", "to", "in", "is"])
     out = tmp_path / "t.csv"
     assert main(["check", "softmax", *args, "--out", str(out), "--workers", "1"]) == 0
@@ -427,7 +428,7 @@ def test_verify_checks_the_token_names(tmp_path, capsys):
 
 
 def test_a_vocabulary_of_another_length_is_refused(tmp_path, capsys):
-    """Finding 9: a dictionary two tokens short (PP-OCRv4's leaves out the CTC blank and the space) named every
+    """A dictionary two tokens short (PP-OCRv4's leaves out the CTC blank and the space) named every
     row after the first wrongly; now one line, nothing written."""
     np.savez(tmp_path / "w.npz", W=np.random.default_rng(0).normal(size=(6, 2)))
     (tmp_path / "short.txt").write_text("a\nb\nc\nd\n")
@@ -461,7 +462,7 @@ def test_highs_banner_stays_off_stdout(tmp_path):
 
 
 def test_csv_tokens_never_run_as_formulas_and_verify_reads_them_back(tmp_path, capsys):
-    """Finding 13: a token such as =HYPERLINK(...) went into the CSV as it is, a formula to a spreadsheet."""
+    """A token such as =HYPERLINK(...) went into the CSV as it is, a formula to a spreadsheet."""
     tokens = ["the", '=HYPERLINK("http://x")', "-ing", "'s", "+1", "@sum"]
     args = _named_layer(tmp_path, tokens)
     out = tmp_path / "t.csv"

@@ -45,7 +45,7 @@ def test_paper_group_files_compose_the_papers_settings_over_the_defaults():
     theory, topm = paper.theory, paper.topm
     assert theory.regions.enumerate_max_n == 6 and theory.cover.enumerate_max_n == 10
     assert list(theory.dft.n_values)[-1] == 2048 and theory.dft.samples == 1000 and theory.dft.alternation_max_n == 11
-    assert theory.random_layers.patience == 2500 and theory.random_layers.qhull_n == 10000  # 002 §4, Fig. 10
+    assert theory.random_layers.patience == 2500 and theory.random_layers.qhull_n == 10000  # ACL 2022 §4, Fig. 10
     assert list(theory.random_layers.d_values) == [2, 5, 10, 15, 20, 25, 30, 40, 50]
     assert (theory.basri_jacobs.mc_trials, theory.basri_jacobs.mc_matrices) == (2000, 4)
     # inherited from theory/default.yaml
@@ -77,7 +77,7 @@ def test_every_eps_is_the_one_detect_eps(overrides):
         assert len(found) >= 8 and set(found.values()) == {eps}, found
 
 
-# Which question's box each family's `bound` is (issue 36: one box default per question, one override each).
+# Which question's box each family's `bound` is (one box default per question, one override each).
 CATEGORY_BOXES = {"detect.bound", "theory.random_layers.bound", "theory.illustrations.bound", "topm.check.bound"}
 
 
@@ -203,7 +203,7 @@ def test_a_cell_set_in_a_catalogue_rewrites_its_row_and_file_only(tmp_path):
         ("seed=abc", "invalid config key 'seed'"),
         ("detect.bound=big", "invalid config key 'detect.bound'"),
         ("detect.nosuchkey=1", "detect.nosuchkey"),
-        # values checked by the rules declared beside the schemas (issue 12)
+        # values checked by the rules declared beside the schemas
         ("detect.bound=-5", "detect.bound=-5.0: must be a number > 0"),
         ("detect.eps=-1", "detect.eps=-1.0: must be a number >= 0"),
         ("detect.workers=0", "detect.workers=0: must be an integer >= 1"),
@@ -214,7 +214,7 @@ def test_a_cell_set_in_a_catalogue_rewrites_its_row_and_file_only(tmp_path):
         ("multilabel.runs.debtags.batch_size=0", "batch_size=0: must be an integer >= 1"),
         ("theory.cover.eps=-1e-9", "theory.cover.eps=-1e-09: must be a number >= 0"),
         ("multilabel.verify.solver=glpk", "multilabel.verify.solver='glpk'"),
-        # issue 22: values that enter paths, plans and loaders
+        # values that enter paths, plans and loaders
         ("detect.shards=0", "detect.shards=0: must be an integer >= 1"),
         ("detect.shards=-3", "detect.shards=-3: must be an integer >= 1"),
         ("data_dir=", "data_dir='': must be a non-empty directory path"),
@@ -231,11 +231,11 @@ def test_a_cell_set_in_a_catalogue_rewrites_its_row_and_file_only(tmp_path):
         ("++model.random_uniform.activation=softplus", "activation='softplus': must be one of none, identity"),
         ("model.random_uniform.source=pickle", "source='pickle': must be one of random, huggingface"),
         ("model.random_uniform.params.n=-5", "params.n=-5: must be an integer >= 1"),
-        # the LM family's value rules (issue 36: every family declares them)
+        # the LM family's value rules (every family declares its own)
         ("lm.activation=softplus", "lm.activation='softplus': must be one of gelu, silu, relu, tanh"),
         ("lm.prevention.heads=[linear]", "lm.prevention.heads.0='linear': must be one of spherical, dft, dft_slack"),
         ("lm.d=[0]", "lm.d.0=0: must be an integer >= 1"),
-        # checks across keys (issue 36: beside the value rules, so config show runs them as the Snakefile does)
+        # checks across keys (beside the value rules, so config show runs them as the Snakefile does)
         ("model=[random_uniform]", "lm.d asks for model 'debtags_lm_d4', which is not in the model list"),
         ("lm.prevention.d=[4,12]", "lm.prevention.d has 12, which lm.d lacks"),
         ("model.debtags_lm_d4.download.path=elsewhere",

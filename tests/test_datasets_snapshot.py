@@ -1,6 +1,6 @@
 """The shipped debtags snapshot (src/argmaxable/data/debtags.parquet) and the offline default's dataset.
 
-Oracle for the sizes: GUIDE §3's description of the Debian data (about 30k tagged packages, about 600 tags,
+Oracle for the sizes: the Debian data as debtags publishes it (about 30k tagged packages, about 600 tags,
 mean 3.7 and max about 60 tags per package).
 """
 

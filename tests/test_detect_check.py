@@ -1,5 +1,5 @@
 """Detection over a model config: the per-category table and summary agree with Qhull (no bias: category t is
-argmaxable iff w_t is a hull vertex, GUIDE §2), and the table gathers summaries in 002's layout."""
+argmaxable iff w_t is a hull vertex: ACL 2022 §2.2), and the table gathers summaries in the ACL 2022 paper's layout."""
 
 from __future__ import annotations
 

@@ -387,10 +387,10 @@ def test_hub_id_offline_is_one_line(tmp_path, offline_hub, capsys):
     assert "--revision applies to a Hugging Face hub id" in capsys.readouterr().err
 
 
-# Issue 32: names a GGUF file gives are its own; text that is not UTF-8, and a part joined onto itself.
+# Names a GGUF file gives are its own; text that is not UTF-8, and a part joined onto itself.
 
 def test_a_gguf_names_its_tokens_and_verify_checks_them(tmp_path, capsys):
-    """Finding 9: a --vocab replaced a GGUF's own names and types without a word; finding 11: verify now checks
+    """A --vocab replaced a GGUF's own names and types without a word; verify now checks
     the token, raw_token and token_type columns against the file's own names."""
     W = head_rows(8)
     path = write_gguf(tmp_path / "m.gguf", W)
@@ -436,8 +436,8 @@ def test_a_joined_file_named_as_one_of_its_parts_is_refused(tmp_path):
 
 
 def test_a_file_cut_after_its_head_is_read_and_names_the_absent_tensors(tmp_path):
-    """The first byte parts of a longer file (issue 33: Qwen2.5-Coder's two of six wheels) hold the header and the
-    head; the tensors beyond the cut are named, not read. A cut inside the head is one line."""
+    """The first byte parts of a longer file (as the first two of Qwen2.5-Coder's six wheels are) hold the header
+    and the head; the tensors beyond the cut are named, not read. A cut inside the head is one line."""
     W = head_rows(32)
     whole = write_gguf(tmp_path / "whole.gguf", W, tied=False).read_bytes()
     tail = 32 * 4  # output_norm.weight, the last tensor: 32 float32 values, no padding after it

@@ -365,7 +365,7 @@ def test_url_downloads_through_a_mirror_read_the_npz_head_only(env, tmp_path):
 
 
 def test_an_index_that_leads_out_of_the_directory_is_refused(tmp_path, env):
-    """Issue 32, finding 5: a safetensors index mapping the head to ../outside/x.safetensors or an absolute path
+    """A safetensors index mapping the head to ../outside/x.safetensors or an absolute path
     made the check read that file; now refused in one line, for a directory and for a hub snapshot alike."""
     saved("gpt2", tmp_path / "m", max_shard_size="2KB")
     index_path = tmp_path / "m" / "model.safetensors.index.json"
@@ -399,7 +399,7 @@ def test_a_directory_check_records_the_files_it_read(tmp_path, capsys):
 
 @pytest.mark.parametrize("model_type", ["gpt2", "evil"])
 def test_a_config_naming_custom_code_is_refused(tmp_path, model_type, capsys):
-    """Issue 32, finding 6: config.json with auto_map made transformers offer to run the directory's Python (or,
+    """config.json with auto_map made transformers offer to run the directory's Python (or,
     for a known model type, load it quietly); now one line, exit 2, and the code never runs."""
     saved("gpt2", tmp_path / "m")
     config = json.loads((tmp_path / "m" / "config.json").read_text())
@@ -416,7 +416,7 @@ def test_a_config_naming_custom_code_is_refused(tmp_path, model_type, capsys):
 
 
 def test_an_offline_revision_cannot_leave_the_cache_and_hub_runs_record_their_inputs(tmp_path, env, gpt2, capsys):
-    """Issue 32 (low): `--revision ../../x` under HF_HUB_OFFLINE took any local directory as the snapshot; now
+    """`--revision ../../x` under HF_HUB_OFFLINE took any local directory as the snapshot; now
     refused. A hub-id run offline reads the cached commit and records the files it read."""
     _, _, hub = gpt2
     with env.serve(hub):

@@ -71,7 +71,7 @@ def test_huggingface_layer_equals_the_models_output_layer(tmp_path, kind):
         assert layer.b is None
     else:
         np.testing.assert_allclose(layer.b, b_ref, atol=1e-6)
-    assert kind not in ("gpt2", "fsmt") or layer.b is None  # 002 Table 1: FAIR models have no softmax bias
+    assert kind not in ("gpt2", "fsmt") or layer.b is None  # ACL 2022 Table 1: FAIR models have no softmax bias
 
 
 def test_huggingface_sharded_checkpoint(tmp_path):
@@ -107,7 +107,7 @@ def test_huggingface_errors(tmp_path):
 def test_random_layer():
     layer = load_random(1000, 4, "uniform", bias=True, seed=3)
     assert layer.W.shape == (1000, 4) and layer.b.shape == (1000,)
-    assert -1 <= layer.W.min() < -0.99 and 0.99 < layer.W.max() <= 1  # U(-1, 1), 002 Fig. 10
+    assert -1 <= layer.W.min() < -0.99 and 0.99 < layer.W.max() <= 1  # U(-1, 1), ACL 2022 Fig. 10
     np.testing.assert_array_equal(layer.W, load_random(1000, 4, "uniform", True, 3).W)
     gauss = load_random(20000, 2, "gaussian", bias=False, seed=0)
     assert gauss.b is None and abs(gauss.W.std() - 1) < 0.02
@@ -155,8 +155,8 @@ def test_load_model_rejects_bad_configs():
 
 
 def test_every_paper_model_config_names_a_loader():
-    """002 checks 7 LMs and 143 MT models (Table 1; 24 distinct Bergamot rows): 149 configs, all loadable; 004's
-    Fig. 1 adds four trained heads (GPT-2 is among 002's)."""
+    """ACL 2022 checks 7 LMs and 143 MT models (Table 1; 24 distinct Bergamot rows): 149 configs, all loadable;
+    Basri & Jacobs' Fig. 1 adds four trained heads (GPT-2 is among the ACL paper's)."""
     models = load_config(["experiment=paper"]).model
     tables = [m.paper.table for m in models.values()]
     assert {t: tables.count(t) for t in set(tables)} == {
@@ -169,7 +169,7 @@ def test_every_paper_model_config_names_a_loader():
         assert m.source != "npz" or m.download.url.endswith(".npz"), key  # never an archive of 8-bit models
         if m.download.kind == "huggingface":
             assert m.download.revision and "config.json" in m.download.allow_patterns, key
-    # the paper's target-script filter (002 §4.2) applies to the OPUS-MT and WMT'19 models, by target language
+    # the paper's target-script filter (ACL 2022 §4.2) applies to the OPUS-MT and WMT'19 models, by target language
     scripts = {key: m.script for key, m in models.items() if m.script}
     assert len(scripts) == 36
     assert scripts["opus_mt_ar_el"] == "GREEK" and scripts["wmt19_en_ru"] == "CYRILLIC"

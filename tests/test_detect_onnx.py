@@ -311,7 +311,7 @@ def test_a_head_whose_weights_an_embedding_lookup_reads_is_tied(tmp_path):
     assert read_onnx_head(tmp_path / "rec.onnx").tied is False
 
 
-# Issue 32: hostile graphs (cycles, empty files, no outputs, terminal escapes in names) and the GELU forms.
+# Hostile graphs (cycles, empty files, no outputs, terminal escapes in names) and the GELU forms.
 
 def _raw(path, nodes, outputs=("p",), initializers=()):
     """A graph saved without onnx's checker (which would refuse it): what a hostile file may hold."""
@@ -338,7 +338,7 @@ def deadline():
 
 
 def test_hostile_graphs_are_one_line(tmp_path, deadline):
-    """Finding 7: a cycle through the logits looped forever, a cycle of constants raised RecursionError, a 0-byte
+    """A cycle through the logits looped forever, a cycle of constants raised RecursionError, a 0-byte
     file or a graph with no outputs an IndexError."""
     B = numpy_helper.from_array(RNG.standard_normal((D, N)).astype(np.float32), "B")
     cycle = _raw(tmp_path / "cycle.onnx", [
@@ -430,7 +430,7 @@ def _gelu_head(path, form):
 
 @pytest.mark.parametrize(("form", "activation"), [("none", "gelu"), ("tanh", "gelu_tanh"), ("ops", "gelu_tanh")])
 def test_the_tanh_approximation_of_gelu_is_told_apart(tmp_path, form, activation):
-    """Finding 4: any Gelu was read as the erf form, whose box (x >= -0.17) misses tanh-GELU's -0.17004."""
+    """Any Gelu was read as the erf form, whose box (x >= -0.17) misses tanh-GELU's -0.17004."""
     path = _gelu_head(tmp_path / "g.onnx", form)
     assert read_onnx_head(path).activation == activation
     x = np.repeat(np.linspace(-1, 0, 10001, dtype=np.float32)[:, None], D, axis=1)  # through both minima
@@ -455,7 +455,8 @@ def test_terminal_escapes_in_node_names_stay_inert(tmp_path, capsys):
 
 def test_cli_names_an_onnx_models_rows_from_its_own_dictionary(tmp_path, capsys):
     """Without --vocab, a PaddleOCR-style model's metadata `character` names its rows as its CTC decoder does (the
-    blank first, a space last where one more row is left), as the pipeline reads it (issue 35: the CLI printed ids)."""
+    blank first, a space last where one more row is left), as the pipeline reads it, so the CLI names rows rather
+    than printing ids."""
     W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]], dtype=np.float32)
     nodes = [helper.make_node("Gemm", ["x", "W"], ["logits"], transB=1), helper.make_node("Softmax", ["logits"], ["p"])]
     path = _save(tmp_path / "ocr.onnx", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],

@@ -71,10 +71,10 @@ def test_a_file_layer_names_its_rows_from_a_pickled_vocabulary(tmp_path):
         load_model(spec, root=tmp_path)
 
 
-# Issue 32: a pickle cannot change the shared Record class; protocols 0 and 1 of an allowed class are read.
+# A pickle cannot change the shared Record class; protocols 0 and 1 of an allowed class are read.
 
 def test_a_pickle_cannot_build_state_onto_the_record_class(tmp_path):
-    """Finding 12's reproducer: BUILD with slot state on the class itself set Record.__setstate__, and every later
+    """BUILD with slot state on the class itself set Record.__setstate__, and every later
     load in the process failed."""
     f = tmp_path / "poison.pkl"
     f.write_bytes(b"c__main__\nLang\nq\x00N}S'__setstate__'\nh\x00s\x86b.")

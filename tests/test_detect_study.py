@@ -87,7 +87,7 @@ def _cells_per_row(markdown: str) -> set[int]:
 
 
 def test_token_names_in_the_study_markdown_are_inert(tmp_path):
-    """Issue 32, finding 10: token names went into lm_study.md raw: HTML, a '|' that splits a cell, a newline that
+    """Token names went into lm_study.md raw: HTML, a '|' that splits a cell, a newline that
     starts a heading and a row."""
     np.savez(tmp_path / "head.npz", W=W, b=B)
     (tmp_path / "vocab.json").write_text(json.dumps(HOSTILE))

@@ -1,4 +1,4 @@
-"""The paper's target-script filter (002 §4.2) on real vocabulary entries of each script, and the readers of
+"""The paper's target-script filter (ACL 2022 §4.2) on real vocabulary entries of each script, and the readers of
 each released vocabulary format (vocab.json, vocab.txt, tokenizer.json, FSMT's vocab-tgt.json, Marian YAML)."""
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ and no number in prose that a test does not read back from a file."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
 import os
@@ -19,10 +20,22 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 README_MAX_LINES = 150
-# Where references a reader cannot follow (a tracker's numbers, rounds of work, sections of a guide the repository
-# does not hold) are refused; one list, so that widening the rule is one edit.
-PROSE_ROOTS = ("README.md", "docs")
-UNFOLLOWABLE = re.compile(r"\b(?:issues? #?\d+|rounds? \d+|GUIDE\s*§)", re.I)
+# Where references a reader cannot follow (a tracker's issues and their numbered findings, rounds or stops of work,
+# a guide the repository does not hold) are refused: every text file git tracks under these roots.
+PROSE_ROOTS = ("README.md", "docs", "src", "tests", "benchmarks", "scripts", "workflow", "config", "Makefile", ".ci",
+               "notebooks")
+# Files whose references are rewritten on branches of their own, to be merged first; each is dropped from this
+# list when its rewrite lands, and the list with it once it is empty.
+REWRITE_PENDING = (
+    "src/argmaxable/core/*", "src/argmaxable/verify.py", "src/argmaxable/verify_exact.py", "src/argmaxable/audit/*",
+    "src/argmaxable/multilabel/*", "src/argmaxable/rehearsal/*", "workflow/rules/detect.smk",
+    "workflow/rules/multilabel.smk", "workflow/scripts/detect_*.py", "workflow/scripts/multilabel_*.py",
+    "benchmarks/*", "scripts/rehearse_*", "tests/test_core*.py", "tests/test_verify.py", "tests/test_exact.py",
+    "tests/test_questions.py", "tests/test_audit*.py", "tests/test_multilabel*.py", "tests/test_rehearsal.py",
+    "tests/test_detect_rules.py",
+)
+# "G[U]IDE": the class keeps this line from matching itself; the guide is named in capitals, "guide" is a word.
+UNFOLLOWABLE = re.compile(r"\b(?:(?i:issues?|findings?|rounds?|stops?) #?\d+|G[U]IDE\b)")
 GENERATED = re.compile(r"<!-- generated:([\w-]+) -->.*?<!-- /generated:\1 -->", re.S)
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 
@@ -32,17 +45,22 @@ def pages() -> list[Path]:
     return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 
 
-TEXT_SUFFIXES = (".md", ".py", ".yaml", ".yml", ".smk", ".sh", ".toml", ".txt", ".ipynb")
+def _is_text(path: Path) -> bool:
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return b"\0" not in data
 
 
 def prose_files() -> list[Path]:
-    """Every text file under :data:`PROSE_ROOTS` (a root may be one file)."""
-    out = []
-    for root in PROSE_ROOTS:
-        path = REPO / root
-        out += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in TEXT_SUFFIXES
-                      and "__pycache__" not in p.parts) if path.is_dir() else [path]
-    return out
+    """Every text file git tracks under :data:`PROSE_ROOTS` (a root may be one file), outside
+    :data:`REWRITE_PENDING`; binary files (no UTF-8, or a NUL byte) are data, not prose."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--", *PROSE_ROOTS], cwd=REPO, capture_output=True,
+                            check=True).stdout.decode().split("\0")
+    paths = [REPO / name for name in listed if name and not any(fnmatch.fnmatch(name, g) for g in REWRITE_PENDING)]
+    return [p for p in paths if p.is_file() and _is_text(p)]
 
 
 def test_the_readme_is_a_front_page():
@@ -84,7 +102,14 @@ def test_every_link_of_the_readme_and_docs_resolves():
 
 
 def test_no_reference_a_reader_cannot_follow():
-    found = [f"{p.relative_to(REPO)}:{n}: {line.strip()}" for p in prose_files()
+    # each example split in two, so that this file does not match itself
+    assert all(UNFOLLOWABLE.search(s) for s in ("issue" " 33", "Issue" " 9 part 3", "finding" " 12", "round" " 2",
+                                                  "stop" " 4", "GUI" "DE §2", "the GUI" "DE says"))
+    assert not any(UNFOLLOWABLE.search(s) for s in ("a user's guide", "lp_rounds: 10", "a round costs seconds",
+                                                      "ACL 2022 §3.3", "thesis Table 5.1"))
+    files = prose_files()
+    assert {REPO / "README.md", REPO / "Makefile", REPO / "tests" / "test_docs.py"} <= set(files)
+    found = [f"{p.relative_to(REPO)}:{n}: {line.strip()}" for p in files
              for n, line in enumerate(p.read_text().splitlines(), start=1) if UNFOLLOWABLE.search(line)]
     assert not found
 

@@ -139,7 +139,7 @@ def test_centred_order_is_a_row_permutation_gathering_low_indices_around_angle_z
         DFTSoftmaxHead(5, n, k, order="random")
 
 
-# Issue 32: weights() is the matrix the module computes with; constructions outside the guarantee are refused.
+# weights() is the matrix the module computes with; constructions outside the guarantee are refused.
 
 def _spherical(rows: torch.Tensor, log_scale: float) -> SphericalSoftmaxHead:
     head = SphericalSoftmaxHead(rows.shape[1], rows.shape[0], bias=False)
@@ -150,7 +150,7 @@ def _spherical(rows: torch.Tensor, log_scale: float) -> SphericalSoftmaxHead:
 
 
 def test_a_scale_that_underflows_is_checked_as_the_module_computes():
-    """Finding 8: trained to log_scale = -104.6, the module's float32 rows are all 0 and only category 0 ever wins
+    """Trained to log_scale = -104.6, the module's float32 rows are all 0 and only category 0 ever wins
     (first-index argmax), while the float64 matrix weights() gave had 300 argmaxable categories."""
     torch.manual_seed(0)
     head = _spherical(torch.randn(300, 16), -104.6)
@@ -199,8 +199,8 @@ def test_weights_are_the_matrix_the_module_computes_with(log_scale, seed, dtype)
 
 
 def test_dft_heads_hold_their_dtype_and_refuse_what_breaks_the_guarantee():
-    """Finding 8: DFTSoftmaxHead(1, 30, k=4) (one input feature for 2k = 8) was accepted, and only 8 of its 30
-    tokens could win; weights() now gives the float32 values the module multiplies by. Low findings: a float
+    """DFTSoftmaxHead(1, 30, k=4) (one input feature for 2k = 8) was accepted, and only 8 of its 30
+    tokens could win; weights() now gives the float32 values the module multiplies by. Beside it: a float
     k or slack was a torch TypeError, DFTSigmoidHead.bfloat16() a RuntimeError and .half() gave float64."""
     with pytest.raises(ValueError, match=r"in_features = 1 < 2k \+ slack = 8"):
         DFTSoftmaxHead(1, 30, k=4)

@@ -183,7 +183,7 @@ def test_report_gives_one_row_per_box_of_a_two_box_detection_table(tiny_run, tmp
 
 
 def test_guaranteed_heads_lose_no_token_where_the_plain_head_loses_some(tiny_run):
-    """Issue 24 on the tiny corpus (14 tokens, d = 2): the spherical and DFT heads train, save the W of their
+    """Prevention on the tiny corpus (14 tokens, d = 2): the spherical and DFT heads train, save the W of their
     weights(), keep every token (and the DFT head every sampled top-1 ranking) with verified certificates, and
     the table puts them beside the plain run, which loses tokens."""
     tmp, cfg = tiny_run["tmp"], tiny_run["cfg"]

@@ -1,4 +1,5 @@
-"""Issue 12's and issue 22's reproducers, each with the right verdict or a one-line error."""
+"""Reproducers of wrong verdicts and crashes on odd inputs (ties, scales, masks, boxes), each with the right verdict
+or a one-line error."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 import argmaxable as am
 
 TRI = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])  # every class argmaxable (a triangle's vertices)
-TOY = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])  # 002 Fig. 1: c4 lies inside the triangle
+TOY = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])  # ACL 2022 Fig. 1: c4 lies inside the triangle
 
 
 @pytest.mark.parametrize("scale", [1e154, 1e-170, 1e300, 1e-300])
@@ -214,7 +215,7 @@ def test_cli_reads_legacy_torch_files(tmp_path, capsys):
     assert "3 argmaxable, 1 unargmaxable" in capsys.readouterr().out
 
 
-# Issue 22: mixed scales and masked logits, against exact rational arithmetic.
+# Mixed scales and masked logits, against exact rational arithmetic.
 
 
 def exact_radius_1d(A, C, lo, hi):
@@ -335,7 +336,7 @@ def test_integral_numpy_counts_are_accepted_and_torch_bools_refused_like_numpy_b
             am.verify_certificate(res, bad)
 
 
-# Issue 32's low findings in the core's inputs.
+# Inputs of the core that are out of range or degenerate.
 
 def test_eps_above_one_is_refused_for_sets():
     """With eps = 2 check_rankings answered eps "no" and "1" "yes" for the same item: radius > 1 but not > eps."""

@@ -1,4 +1,4 @@
-"""Text from models and files written where it stays inert (issue 32, findings 10 and 13): Markdown tables whose
+"""Text from models and files written where it stays inert: Markdown tables whose
 cells cannot become HTML, links, new cells or rows; CSV cells a spreadsheet never runs as formulas, read back
 unchanged; terminal lines without escape sequences."""
 

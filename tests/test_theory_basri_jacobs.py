@@ -1,4 +1,4 @@
-"""Basri & Jacobs' bound against their Table 1 (seeds/004 appendix C) and appendix B."""
+"""Basri & Jacobs' bound against their Table 1 (appendix C) and appendix B."""
 
 import numpy as np
 import pytest

@@ -19,7 +19,7 @@ from argmaxable.theory.toy import run_toy
 @pytest.mark.parametrize("overrides", [[], ["experiment=paper"]])
 def test_theory_config_composes(overrides):
     cfg = load_config(overrides)
-    assert cfg.theory.random_layers.n == 10000  # 002 Fig. 10
+    assert cfg.theory.random_layers.n == 10000  # ACL 2022 Fig. 10
     assert cfg.theory.dft.slack == 16  # thesis Fig. 5.5
 
 
@@ -48,8 +48,8 @@ def test_run_regions(tmp_path):
     small = table.dropna(subset=["enumerated"])  # n <= 3: every ranking tried by the LP
     assert len(small) > 0 and (small["enumerated"] == small["closed_form"]).all() and (small["undecided"] == 0).all()
     no_bias = pd.read_parquet(out["no_bias"]).set_index("n")
-    assert no_bias.loc[10, "d=9"] == math.factorial(10) and no_bias.loc[4, "d=2"] == 12  # 002 Table 2
-    assert pd.read_parquet(out["bias"]).set_index("n").loc[4, "d=2"] == 18  # 002 Table 3, Fig. 7
+    assert no_bias.loc[10, "d=9"] == math.factorial(10) and no_bias.loc[4, "d=2"] == 12  # ACL 2022 Table 2
+    assert pd.read_parquet(out["bias"]).set_index("n").loc[4, "d=2"] == 18  # ACL 2022 Table 3, Fig. 7
 
 
 def test_run_cover(tmp_path):
@@ -90,7 +90,7 @@ def test_run_random_layers(tmp_path):
     assert qhull["core_disagrees"] == 0 and qhull["qhull_unargmaxable"] == qhull["core_unargmaxable"] > 0  # the hull
     summary = pd.read_parquet(out["summary"]).set_index("d")
     assert (summary["argmaxable"] + summary["unargmaxable"] == 200).all() and (summary["undecided"] == 0).all()
-    assert summary.loc[3, "unargmaxable"] > 0 == summary.loc[30, "unargmaxable"]  # 002 Fig. 10: gone by d = 30
+    assert summary.loc[3, "unargmaxable"] > 0 == summary.loc[30, "unargmaxable"]  # ACL 2022 Fig. 10: gone by d = 30
 
 
 def test_run_toy(tmp_path):
@@ -99,7 +99,7 @@ def test_run_toy(tmp_path):
     _assert_written(out)
     table = pd.read_parquet(out["table"])
     assert (table["status"] == table["expected"]).all()
-    assert table.loc[table["status"] == "unargmaxable", "class"].tolist() == ["c4"]  # 002 Fig. 1
+    assert table.loc[table["status"] == "unargmaxable", "class"].tolist() == ["c4"]  # ACL 2022 Fig. 1
 
 
 def test_run_basri_jacobs(tmp_path):
@@ -110,7 +110,7 @@ def test_run_basri_jacobs(tmp_path):
     run_basri_jacobs(settings, out, seed=0)
     _assert_written(out)
     table1 = pd.read_parquet(out["table1"])
-    assert len(table1) == 22 and (table1["m_gumbel"] == table1["m_paper"]).all()  # 004 Table 1, all 22 rows
+    assert len(table1) == 22 and (table1["m_gumbel"] == table1["m_paper"]).all()  # Basri & Jacobs Table 1, all 22 rows
     curve = pd.read_parquet(out["appendix_b"])
     np.testing.assert_allclose(curve["bound_gumbel"], bound(500, 60, curve["m"].to_numpy()))
     crossing = pd.read_parquet(out["crossings"]).set_index("curve").loc["bound_gumbel"]

@@ -1,4 +1,4 @@
-"""Top-m sets, prescribed probabilities and top-k rankings (004 §4.2, §6; thesis Prop. 5.3), against oracles
+"""Top-m sets, prescribed probabilities and top-k rankings (Basri & Jacobs §4.2, §6; thesis Prop. 5.3), against oracles
 that are not the LP: angle sweeps in the plane, softmax evaluated at the witness, the DFT theorem."""
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ CHECK = {"bound": 100.0, "eps": 1e-8, "patience": 0, "solver": "highs", "workers
 def test_topm_config_composes():
     offline, paper = load_config([]), load_config(["experiment=paper"])
     for cfg in (offline, paper):
-        assert cfg.topm.prescribed.eps_ratio == 0.05 and cfg.topm.prescribed.delta == 0.1  # 004 §6
+        assert cfg.topm.prescribed.eps_ratio == 0.05 and cfg.topm.prescribed.delta == 0.1  # Basri & Jacobs §6
         assert set(cfg.topm.fraction.models) <= set(cfg.model)  # every trained matrix has a model config
-    assert paper.topm.scaling.N == 32000 and max(paper.topm.scaling.d_values) == 2050  # 004 Fig. 3
+    assert paper.topm.scaling.N == 32000 and max(paper.topm.scaling.d_values) == 2050  # Basri & Jacobs Fig. 3
     assert {"gpt2", "gpt2_xl", "tinyllama", "t5_large", "llama2_7b"} == set(paper.topm.fraction.models)
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Time the token audit (argmaxable.audit.audit_layer) of the default run's largest head shape on a GPU machine, against
-# today's check of the same head in the same process (issue 35). The real largest head, Gemma-3-270M's 262144 x 640,
+# today's check of the same head in the same process. The real largest head, Gemma-3-270M's 262144 x 640,
 # ships in a 253 MB GGUF that cannot travel (the tree carries at most 64 MiB), so the head is synthetic at its shape:
 # unit rows, 16 clusters of 256 near-duplicates at 1e-4..1e-2 (benchmarks.clustered_sphere: the pattern of an LLM
 # head's unused tokens), no bias. The check's Gram pass and reflection run on the GPU (device "auto"); the audit's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 30 on the device: the paper rehearsal's largest heads, checked on the GPU and on the CPU path of the same
+# On the device: the paper rehearsal's largest heads, checked on the GPU and on the CPU path of the same
 # machine, from their replicas made there (argmaxable.rehearsal.replicas.head_arrays: the same seeded values the
 # local hub serves), no network, no download. Results: $OUT/hub.json (per head: n, d, dtype, seconds to make it,
 # seconds of check_categories per device, verdict counts) and $OUT/hub.log.

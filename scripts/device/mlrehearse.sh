@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU seconds per training step of the paper's multi-label sweep (issue 31): each dataset's encoder and head at
+# GPU seconds per training step of the paper's multi-label sweep: each dataset's encoder and head at
 # each d in {25, 50, 100, 200, 400}, BSL and DFT, at the paper's batch and input shapes (CAML CNN 16 x 2500 tokens,
 # PubMedBERT 32 x 512 subwords, TResNet-L 64 x 448 x 448), synthetic inputs, plus seconds per scored example and
 # peak GPU memory. Stops itself at 200 s (keeping what it measured; about 4 minutes with the replicas' writing);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 33 on the device: the benchmark rows' inputs checked whole with device "cuda" (the Gram pass and reflection
+# On the device: the benchmark rows' inputs checked whole with device "cuda" (the Gram pass and reflection
 # on the GPU, the LPs on the CPU), verdict counts beside each, every certificate re-verified on the CPU. The inputs
 # are the benchmarks' own generators (benchmarks/__main__.py: the hard heads, the under-trained family, the
 # clustered sphere, the GPT-2-size vocabulary, the Llama-3 and Gemma-2 sizes, and the under-trained family at

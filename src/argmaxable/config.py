@@ -55,7 +55,7 @@ RENAMED_GROUPS = {"dataset": "datasets"}
 class BoxConfig:
     """The box of each question (config/config.yaml's ``box``): every family's ``bound`` refers to one."""
 
-    categories: float = BOUND  # softmax categories, top-m sets, prescribed probabilities (002 §4)
+    categories: float = BOUND  # softmax categories, top-m sets, prescribed probabilities (ACL 2022 §4)
     assignments: float = ASSIGNMENT_BOUND  # sigmoid label assignments, regions, the DFT layer's rankings (A.3)
 
 

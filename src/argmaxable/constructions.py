@@ -3,9 +3,9 @@
 - Argmaxable by construction: the truncated DFT matrix of thesis eq. 5.10 (:func:`dft_matrix`) and its ranking
   layer without the constant column (:func:`dft_ranking_layer`, thesis Prop. 5.3). :mod:`argmaxable.layers`
   builds its PyTorch heads on them; :mod:`argmaxable.theory.dft` and :mod:`argmaxable.topm.ranking` check them.
-- Random: uniform layers of 002 Fig. 10 (:func:`random_layer`) and Gaussian ones of 004 §4
+- Random: uniform layers of ACL 2022 Fig. 10 (:func:`random_layer`) and Gaussian ones of Basri & Jacobs §4
   (:func:`gaussian_like`).
-- Prescribed probabilities of 004 §6 (:func:`uniform_probabilities`), the targets of the top-m family.
+- Prescribed probabilities of Basri & Jacobs §6 (:func:`uniform_probabilities`), the targets of the top-m family.
 """
 
 from __future__ import annotations
@@ -78,13 +78,13 @@ def random_layer(n: int, d: int, *, low: float, high: float, bias: bool, seed: i
 
 
 def gaussian_like(shape: tuple[int, int], seed: int) -> np.ndarray:
-    """A random output matrix of 004 §4: i.i.d. N(0, 1) entries, no bias (its stream is keyed by the shape too,
-    so it never repeats a synthetic model drawn from the same seed)."""
+    """A random output matrix of Basri & Jacobs §4: i.i.d. N(0, 1) entries, no bias (its stream is keyed by the
+    shape too, so it never repeats a synthetic model drawn from the same seed)."""
     return np.random.default_rng((seed, *shape)).standard_normal(shape)
 
 
 def uniform_probabilities(m: int, rng: np.random.Generator, low: float = 0.1, high: float = 1.1) -> np.ndarray:
-    """Targets of 004 §6: m values drawn from U(low, high), normalised to sum to 1 (ratio at most high/low).
+    """Targets of Basri & Jacobs §6: m values drawn from U(low, high), normalised to sum to 1 (ratio at most high/low).
 
     Examples
     --------

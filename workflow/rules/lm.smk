@@ -1,8 +1,8 @@
-# lm family: a small word-level language model trained on the debtags descriptions, one per bottleneck width d
-# (issue 9, part 4). Run d is the model debtags_lm_d{d}: rule download_model takes its head from train_lm's
+# lm family: a small word-level language model trained on the debtags descriptions, one per bottleneck width d.
+# Run d is the model debtags_lm_d{d}: rule download_model takes its head from train_lm's
 # output directory and check_model checks it like any released model; make_lm_report names the unargmaxable
-# tokens per d and tabulates the range of the head's inputs (002 Table 9 / thesis Table A.3, substitute).
-# Prevention (issue 24): train_lm_head trains the same LM with a head of argmaxable.layers, check_lm_head checks
+# tokens per d and tabulates the range of the head's inputs (ACL 2022 Table 9 / thesis Table A.3, substitute).
+# Prevention: train_lm_head trains the same LM with a head of argmaxable.layers, check_lm_head checks
 # it, make_lm_prevention sets each beside the plain run of the same d (thesis §5.2, beyond the papers).
 import re
 

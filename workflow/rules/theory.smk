@@ -1,5 +1,5 @@
 # theory family: closed forms, toy layers and random matrices (thesis App. A.1, Figs 4.1, 4.2, 4.4, Ch. 5;
-# 002 Figs 1-5, 7-10; 004 Table 1).
+# ACL 2022 Figs 1-5, 7-10; Basri & Jacobs Table 1).
 # Every rule compares its exact cells with the seeds' numbers and fails, naming the cells, if one differs.
 
 THEORY = f"{RESULTS}/theory"

@@ -1,4 +1,4 @@
-# top-m family: Basri & Jacobs' LP experiments (004 Figs 1, 3, 7) and thesis Prop. 5.3 on the DFT layer.
+# top-m family: Basri & Jacobs' LP experiments (Figs 1, 3, 7) and thesis Prop. 5.3 on the DFT layer.
 # Trained matrices are read from model_dir(<key>) once rule download_model has written its manifest.json.
 import re
 

@@ -1,1 +1,1 @@
-"""The detection family (002 §4): download released models, read their softmax heads, check every category."""
+"""The detection family (ACL 2022 §4): download released models, read their softmax heads, check every category."""

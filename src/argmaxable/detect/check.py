@@ -1,13 +1,13 @@
-"""Detection over models (002 §4): check every category of a model's softmax layer, then tabulate.
+"""Detection over models (ACL 2022 §4): check every category of a model's softmax layer, then tabulate.
 
 One job per model (or one per class range, merged after) writes a per-category table and a summary;
-:func:`make_detect_table` gathers the summaries into the papers' table (002 appendix E, Tables 4-8):
+:func:`make_detect_table` gathers the summaries into the papers' table (ACL 2022 appendix E, Tables 4-8):
 potentially unargmaxable (categories the approximate algorithm could not prove, so the exact LP ran),
 unargmaxable (proven by the LP), mean steps. For translation models the paper counts only the target
-script's tokens (002 §4.2, :mod:`argmaxable.detect.vocab`); the table gives those counts and the whole
+script's tokens (ACL 2022 §4.2, :mod:`argmaxable.detect.vocab`); the table gives those counts and the whole
 vocabulary's side by side.
 
-Boxes: every model is checked in the paper's box |x_j| <= bound (002 §4). A model whose config names the
+Boxes: every model is checked in the paper's box |x_j| <= bound (ACL 2022 §4). A model whose config names the
 ``activation`` feeding its head (or whose ONNX graph shows it) is checked a second time in the box that
 activation leaves (:func:`argmaxable.core.activation_bounds`, e.g. SiLU: x_j >= -0.2785): its table has
 one row per category and box (column ``box``: ``"paper"`` or the activation's name), its summary the paper
@@ -268,7 +268,7 @@ def concat_results(parts: list) -> CheckResult:
                        first.settings, radius_upper=join["radius_upper"], answers=answers)
 
 
-COLUMNS = {  # summary key -> column of the detection table (002 Tables 4-8 plus our extra evidence)
+COLUMNS = {  # summary key -> column of the detection table (ACL 2022 Tables 4-8 plus our extra evidence)
     "model": "model",
     "box": "box",
     "n": "n",
@@ -303,7 +303,7 @@ def box_label(summary: Mapping, box: Mapping | None = None) -> str:
 
 
 def detect_table(summaries: Iterable[Mapping]):
-    """The 002-style table of many models' summaries, one row per model and box, with the papers' numbers
+    """The ACL 2022-style table of many models' summaries, one row per model and box, with the papers' numbers
     beside ours (on the paper box's row: the papers used that box only)."""
     rows = []
     for s in summaries:

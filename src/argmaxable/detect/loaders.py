@@ -2,7 +2,7 @@
 
 Each source is one function whose keyword arguments are the config's ``params``:
 
-- ``random``: W, b ~ U(-1, 1) (002 appendix, Fig. 10) or N(0, 1), seeded;
+- ``random``: W, b ~ U(-1, 1) (ACL 2022 appendix, Fig. 10) or N(0, 1), seeded;
 - ``huggingface``: a hub id or a local ``save_pretrained`` directory. Only the output-layer tensors are read
   from the checkpoint (never the whole model): the model class is built on the ``meta`` device (no memory)
   to find which parameter produces the logits and which stored names it is tied to;
@@ -78,7 +78,7 @@ class Layer:
 
 
 def load_random(n: int, d: int, dist: str = "uniform", bias: bool = True, seed: int = 0) -> Layer:
-    """A random layer: W (n, d) and b (n,) drawn i.i.d. from U(-1, 1) (002 Fig. 10) or N(0, 1)."""
+    """A random layer: W (n, d) and b (n,) drawn i.i.d. from U(-1, 1) (ACL 2022 Fig. 10) or N(0, 1)."""
     draws = {"uniform": lambda rng, size: rng.uniform(-1.0, 1.0, size),
              "gaussian": lambda rng, size: rng.standard_normal(size)}
     if dist not in draws:

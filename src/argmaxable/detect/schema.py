@@ -29,7 +29,7 @@ class AuditConfig:
 
 @dataclass
 class DetectConfig:
-    """Settings shared by every detection job (002 §4: box 100, patience 2500; eps from thesis §4.2)."""
+    """Settings shared by every detection job (ACL 2022 §4: box 100, patience 2500; eps from thesis §4.2)."""
 
     bound: float = BOUND  # the check's defaults (argmaxable.core.settings: box 100, patience 2500, eps 1e-8)
     patience: int = PATIENCE
@@ -69,8 +69,8 @@ RULES = {
 class PaperResult:
     """What the papers report for a model, printed beside our numbers in the detection table."""
 
-    table: str = ""  # where it is reported, e.g. "002 Table 4"
-    potentially_unargmaxable: str = ""  # as printed: "109", or "≤ 2" for the grouped rows of 002 Table 8
+    table: str = ""  # where the paper reports it, by seed code (docs/glossary.md), e.g. "002 Table 4"
+    potentially_unargmaxable: str = ""  # as printed: "109", or "≤ 2" for the grouped rows of ACL 2022 Table 8
     unargmaxable: int | None = None
 
 
@@ -129,7 +129,7 @@ class ModelConfig:
     directory); ``npz``/``file``: path, member, weight_key, bias_key, no_bias; any source: vocab). Relative
     paths are read inside the model's downloaded directory. ``download`` says how that directory is filled;
     ``activation`` names what feeds the head (``silu``, ``relu``, ``gelu``, ``tanh``, ...) for the
-    activation-aware box; ``script`` names the target script whose tokens the paper counts (002 §4.2:
+    activation-aware box; ``script`` names the target script whose tokens the paper counts (ACL 2022 §4.2:
     ``GREEK``, ``LATIN``, ``CYRILLIC``, ``HEBREW``, ``ARABIC``, ...; empty = the whole vocabulary); ``quant``
     lists the types of the quantisation study (:mod:`argmaxable.detect.quant`).
     """

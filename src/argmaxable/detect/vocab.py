@@ -1,4 +1,4 @@
-"""A model's vocabulary from its own files, and the paper's target-script filter (002 §4.2).
+"""A model's vocabulary from its own files, and the paper's target-script filter (ACL 2022 §4.2).
 
 :func:`read_vocab` gives each output row its token, read from the files released with the model:
 ``vocab.json`` (GPT-2, RoBERTa, Marian/OPUS-MT, Nematus: token -> id), ``target_vocab.json`` (Marian with
@@ -10,7 +10,7 @@ in ``added_tokens.json`` or ``tokenizer.json`` fill ids the main file lacks.
 :func:`script_classes` keeps the tokens the paper counts for translation models whose target script differs
 from the source's: "We rely on the script to disambiguate between source and target language and discard
 irrelevant tokens from other languages. We also ignore vocabulary tokens containing digits and punctuation"
-(002 §4.2). A token is kept when, after removing the subword markers, it is non-empty and every character is
+(ACL 2022 §4.2). A token is kept when, after removing the subword markers, it is non-empty and every character is
 a letter or mark whose Unicode name begins with the script's name (``GREEK SMALL LETTER ALPHA``,
 ``CYRILLIC CAPITAL LETTER BE``, ``HEBREW POINT QAMATS``, ...); special tokens (``<unk>``, ``</s>``,
 ``<pad>``) are kept as well, since the paper lists ``<unk>`` among the unargmaxable tokens.

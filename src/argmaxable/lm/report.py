@@ -33,7 +33,7 @@ TABLES = ("lm_models", "lm_unargmaxable_tokens", "lm_activations", "lm_table9", 
 FIGURES = ("lm_unargmaxable_by_rank",)
 NAMED = 12  # unargmaxable tokens named in lm_models (the most frequent ones; all are in lm_unargmaxable_tokens)
 BUCKET = 250  # frequency ranks per bucket of the figure (16 buckets for 4000 tokens)
-# 002 Table 9 as printed: OPUS bg-en and en-ru over 10M sentence pairs; ranges are 1-99 percentile ranges of
+# ACL 2022 Table 9 as printed: OPUS bg-en and en-ru over 10M sentence pairs; ranges are 1-99 percentile ranges of
 # each position's minimum and maximum input, min and max the extremes over everything.
 PAPER_TABLE9 = [
     {"model": "bg-en (OPUS-MT)", "min range": "[-37.5, -9.4]", "max range": "[12.1, 40.3]", "min": -57.47,
@@ -72,7 +72,7 @@ def share_by_rank(categories: pd.DataFrame, vocab: pd.DataFrame, bucket: int = B
 
 
 def table9(activations: pd.DataFrame, train: dict[str, Any]) -> dict[str, Any]:
-    """Our row of 002 Table 9 from a run's activation percentiles (needs p1, p99, min and max)."""
+    """Our row of ACL 2022 Table 9 from a run's activation percentiles (needs p1, p99, min and max)."""
     q = activations.set_index("quantity")
     lo, hi = q.loc["min over coordinates"], q.loc["max over coordinates"]
     overall = q.loc["all coordinates"]

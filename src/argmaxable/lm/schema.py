@@ -57,7 +57,7 @@ CHECKS = (_runs_are_models, _prevention_widths_have_baselines)
 
 @dataclass
 class PreventionConfig:
-    """Runs of the LM with heads of :mod:`argmaxable.layers` (issue 24), beside the plain run of each d."""
+    """Runs of the LM with heads of :mod:`argmaxable.layers` (prevention), beside the plain run of each d."""
 
     heads: list[str] = field(default_factory=lambda: list(HEADS[1:]))  # every head but linear
     d: list[int] = field(default_factory=lambda: [4, 8, 16])  # a subset of LMConfig.d

@@ -1,4 +1,4 @@
-"""Basri & Jacobs' random-matrix bound on the top-m tokens (seeds/004 Cor. 1, eq. 3; Table 1, Fig. 2, app. B).
+"""Basri & Jacobs' random-matrix bound on the top-m tokens (Cor. 1, eq. 3; Table 1, Fig. 2, app. B).
 
 For A (N x d) with i.i.d. N(0, 1) entries, the probability that m given tokens can be made the m most likely
 is bounded below by ``Phi^(N-m)(1 / sqrt(m v))`` with ``v = d(d-1) / ((d-m)(d-m-1)(d-m-3))`` (eqs. 3, 4).

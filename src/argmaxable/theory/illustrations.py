@@ -1,9 +1,9 @@
 """The papers' illustrations, drawn from small toy layers and checked with the core.
 
-- 002 Fig. 3 (right column): the braid arrangement restricted to span(W) in the input plane, |C| = 3 and 4.
-- 002 Fig. 7 (input-space panels a, c): the same |C| = 4 layer without and with a bias: 12 vs 18 rankings.
-- 002 Fig. 8: building the braid arrangement for |C| = 3, d = 2 (weights, normals, hyperplanes, regions).
-- 002 Figs 4, 5, 9 / thesis Fig. 4.4: braid reflection traced on a toy layer, and the combined algorithm's
+- ACL 2022 Fig. 3 (right column): the braid arrangement restricted to span(W) in the input plane, |C| = 3 and 4.
+- ACL 2022 Fig. 7 (input-space panels a, c): the same |C| = 4 layer without and with a bias: 12 vs 18 rankings.
+- ACL 2022 Fig. 8: building the braid arrangement for |C| = 3, d = 2 (weights, normals, hyperplanes, regions).
+- ACL 2022 Figs 4, 5, 9 / thesis Fig. 4.4: braid reflection traced on a toy layer, and the combined algorithm's
   verdict per class.
 - Thesis Fig. 4.1: n = 3 sigmoid classifiers in d = 2, the Chebyshev ball of each argmaxable assignment.
 - Thesis Fig. 4.2: hyperplane overcrowding: more lines, more and smaller regions.
@@ -32,21 +32,21 @@ from argmaxable.theory.regions import enumerate_rankings
 from argmaxable.theory.schema import IllustrationsConfig
 from argmaxable.theory.toy import TOY_W
 
-# 002 Fig. 3 / Fig. 8: three classes around the origin (general position), the rows of W in R^{3 x 2}.
+# ACL 2022 Fig. 3 / Fig. 8: three classes around the origin (general position), the rows of W in R^{3 x 2}.
 W3 = np.array([[1.0, 0.3], [-0.6, 0.9], [-0.4, -1.0]])
 # Thesis Fig. 4.1: offsets for the same three rows read as sigmoid classifiers (7 of the 8 regions in the plane).
 B3 = np.array([0.2, -0.25, 0.15])
-# 002 Fig. 7: four classes in d = 2 with a bias not in the column space of W.
+# ACL 2022 Fig. 7: four classes in d = 2 with a bias not in the column space of W.
 W4 = np.array([[1.0, 0.1], [0.2, 1.0], [-1.0, 0.3], [-0.2, -1.0]])
 B4 = np.array([0.0, 0.35, -0.25, 0.3])
 # The square |x_j| <= 4 holds a part of all 18 regions of Fig. 7(c) (with 1.5, two bounded ones lie outside).
 FIG7_EXTENT = 4.0
 FIG7_INSET = 0.7  # panel (c)'s bounded regions lie in this square, drawn again larger and labelled there
-# Feasible rankings stated in the captions: 002 Fig. 3 (6/6 for |C| = 3, 12/24 for |C| = 4), Fig. 7 (12/24
+# Feasible rankings stated in the captions: ACL 2022 Fig. 3 (6/6 for |C| = 3, 12/24 for |C| = 4), Fig. 7 (12/24
 # without a bias, 18/24 with one), Fig. 8 (3! = 6).
 RANKINGS_PAPER = {("Fig. 3", 3, False): 6, ("Fig. 3", 4, False): 12, ("Fig. 7", 4, False): 12,
                   ("Fig. 7", 4, True): 18, ("Fig. 8", 3, False): 6}
-# Thesis Fig. 4.4 / 002 Figs 4, 5: a layer showing the three outcomes of the combined algorithm. c1-c4 win at
+# Thesis Fig. 4.4 / ACL 2022 Figs 4, 5: a layer showing the three outcomes of the combined algorithm. c1-c4 win at
 # their start point x = w_t; the bias pulls c5 down, so braid reflection needs several steps; c6 is argmaxable
 # only far out (the approximate stage gives up, the exact LP finds it); c7 lies inside the hull: unargmaxable.
 REFLECT_W = np.array([[2.0, 0.0], [0.0, 2.0], [-2.0, 0.0], [0.0, -2.0], [1.3, 1.3], [-1.5, -1.5], [0.1, 0.1]])
@@ -118,7 +118,7 @@ def arrangement_table(*, bound: float, eps: float) -> pd.DataFrame:
 
 
 def plot_fig3(table: pd.DataFrame):
-    """002 Fig. 3, right column: which rankings a plane through the origin can reach, |C| = 3 and 4."""
+    """ACL 2022 Fig. 3, right column: which rankings a plane through the origin can reach, |C| = 3 and 4."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(8, 4))
@@ -133,7 +133,7 @@ def plot_fig3(table: pd.DataFrame):
 
 
 def plot_fig7(table: pd.DataFrame):
-    """002 Fig. 7 (a, c): the same W without and with a bias; the bias creates bounded regions."""
+    """ACL 2022 Fig. 7 (a, c): the same W without and with a bias; the bias creates bounded regions."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
@@ -152,7 +152,7 @@ def plot_fig7(table: pd.DataFrame):
 
 
 def plot_fig8():
-    """002 Fig. 8: weights a, b, c; their difference normals; the braid lines; the 3! = 6 regions."""
+    """ACL 2022 Fig. 8: weights a, b, c; their difference normals; the braid lines; the 3! = 6 regions."""
     import matplotlib.pyplot as plt
 
     names = "abc"
@@ -197,7 +197,7 @@ def plot_fig8():
 
 
 def reflect_trace(W: np.ndarray, b: np.ndarray | None, target: int, *, steps: int, eps: float):
-    """Iterates x_0, x_1, ... of braid reflection for one class (002 Fig. 5), in plain float64.
+    """Iterates x_0, x_1, ... of braid reflection for one class (ACL 2022 Fig. 5), in plain float64.
 
     Starts at x_0 = w_t; each step takes the class winning at x among the others and reflects x across its
     hyperplane with the target, the step of the core's approximate stage (:func:`argmaxable.core.reflect.reflect`);
@@ -214,7 +214,7 @@ def reflect_trace(W: np.ndarray, b: np.ndarray | None, target: int, *, steps: in
     for _ in range(steps):
         if np.min(-(A @ x + c) / norms) > eps:
             break
-        j = int(np.argmax(W[others] @ x + b[others]))  # the current winner among the others (002 Fig. 5 line 1)
+        j = int(np.argmax(W[others] @ x + b[others]))  # the current winner among the others (ACL 2022 Fig. 5 line 1)
         x = x - (2.0 * (A[j] @ x + c[j]) / (A[j] @ A[j])) * A[j]
         xs.append(x.copy())
         winners.append(int(others[j]))
@@ -240,7 +240,7 @@ def _zoom(ax, points: np.ndarray, margin: float) -> None:
 
 
 def plot_braid_reflect(verdicts: pd.DataFrame, *, bound: float, eps: float):
-    """002 Figs 4, 5, 9 / thesis Fig. 4.4: (a) the reflection path of the hardest class proven by the
+    """ACL 2022 Figs 4, 5, 9 / thesis Fig. 4.4: (a) the reflection path of the hardest class proven by the
     approximate stage, (b) one reflection step, (c) each class's verdict from the combined algorithm."""
     import matplotlib.pyplot as plt
 

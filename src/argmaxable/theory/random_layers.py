@@ -1,11 +1,12 @@
-"""Random softmax layers: 002 Fig. 10 / thesis Fig. A.6, and the approximate stage against exact answers.
+"""Random softmax layers: ACL 2022 Fig. 10 / thesis Fig. A.6, and the approximate stage against exact answers.
 
 - Sweep: W (n x d) and b (n) ~ U(-1, 1); for each d, the steps the braid-reflect stage needs per category and
-  which categories are unargmaxable. 002 §5: "we do not expect unargmaxable tokens to exist after d = 30".
-- Qhull cross-check (the reference code's stolen-probability idea, 000 §2: an approximate detector scored by
-  precision and recall against Qhull): without a bias, category t is argmaxable iff w_t is a vertex of the
-  convex hull of the rows (GUIDE §2). The core's verdicts must equal Qhull's; the approximate stage's
-  "potentially unargmaxable" flags (not proven within the patience) are scored by precision and recall.
+  which categories are unargmaxable. ACL 2022 §5: "we do not expect unargmaxable tokens to exist after d = 30".
+- Qhull cross-check (the reference code's stolen-probability idea, the ACL submission §2: an approximate
+  detector scored by precision and recall against Qhull): without a bias, category t is argmaxable iff w_t is a
+  vertex of the convex hull of the rows (ACL 2022 §2.2, after Demeter et al.). The core's verdicts must equal
+  Qhull's; the approximate stage's "potentially unargmaxable" flags (not proven within the patience) are scored
+  by precision and recall.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from argmaxable.provenance import panel_grid, write_table
 from argmaxable.rules import typed
 from argmaxable.theory.schema import RandomLayersConfig
 
-# 002 §5 / thesis §4.2.4: with n = 10000 and U(-1, 1) weights no unargmaxable token is expected from d = 30.
+# ACL 2022 §5 / thesis §4.2.4: with n = 10000 and U(-1, 1) weights no unargmaxable token is expected from d = 30.
 ZERO_FROM_D = 30
 
 
@@ -53,7 +54,7 @@ def summarize(frames: list[pd.DataFrame], patience: int) -> pd.DataFrame:
 
 
 def plot_sweep(frames: list[pd.DataFrame], patience: int):
-    """002 Fig. 10: steps per category index, red at the top for unargmaxable, orange for LP-proven."""
+    """ACL 2022 Fig. 10: steps per category index, red at the top for unargmaxable, orange for LP-proven."""
     frames = sorted(frames, key=lambda f: int(f["d"].iloc[0]))
     fig, axes = panel_grid(len(frames), 4, 2.8, sharey=True)
     top = patience * 1.2 + 1

@@ -21,7 +21,7 @@ def _grid(text: str) -> dict[tuple[int, int], int]:
     return cells
 
 
-# Thesis Table A.1 (seeds/001, appendix A.1): feasible rankings of n categories, softmax(Wx), no bias.
+# Thesis Table A.1 (appendix A.1): feasible rankings of n categories, softmax(Wx), no bias.
 REGIONS_NO_BIAS = _grid("""
 2 2 2 2 2 2 2 2 2 2 2
 3 2 6 6 6 6 6 6 6 6 6
@@ -34,7 +34,7 @@ REGIONS_NO_BIAS = _grid("""
 10 2 90 1742 18990 128288 557640 1575648 2903040 3628800 3628800
 """)
 
-# Thesis Table A.2 (seeds/001, appendix A.1): feasible rankings of n categories, softmax(Wx + b).
+# Thesis Table A.2 (appendix A.1): feasible rankings of n categories, softmax(Wx + b).
 REGIONS_BIAS = _grid("""
 2 2 2 2 2 2 2 2 2 2 2
 3 4 6 6 6 6 6 6 6 6 6
@@ -47,7 +47,7 @@ REGIONS_BIAS = _grid("""
 10 46 916 10366 73639 342964 1066644 2239344 3265920 3628800 3628800
 """)
 
-# Basri & Jacobs Table 1 (seeds/004, appendix C): model, vocabulary N, embedding d, bound m at probability
+# Basri & Jacobs Table 1 (appendix C): model, vocabulary N, embedding d, bound m at probability
 # 0.99. The name "Falcon-40B" appears twice in the paper (d = 4544 and d = 8192); both rows are kept.
 BASRI_JACOBS_TABLE1 = pd.DataFrame(
     [
@@ -63,7 +63,7 @@ BASRI_JACOBS_TABLE1 = pd.DataFrame(
     columns=["model", "N", "d", "m_paper"],
 )
 
-# Basri & Jacobs appendix B, Fig. 5 (seeds/004): GPT-2-sized random matrix, probability 0.99 reached at
+# Basri & Jacobs appendix B, Fig. 5: GPT-2-sized random matrix, probability 0.99 reached at
 # m = 27 by the closed form and at m = 28 by their simulation.
 BASRI_JACOBS_APPENDIX_B = {"N": 50257, "d": 768, "m_bound": 27, "m_simulation": 28}
 

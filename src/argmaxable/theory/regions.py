@@ -1,4 +1,4 @@
-"""Feasible rankings of a bottlenecked softmax: thesis Tables A.1/A.2 (002 appendix C).
+"""Feasible rankings of a bottlenecked softmax: thesis Tables A.1/A.2 (ACL 2022 appendix C).
 
 A ranking of the n logits of softmax(Wx + b) is a region of the braid arrangement {z_i = z_j} cut by the
 d-dimensional image of x -> Wx + b. For W, b in general position the number of regions depends only on

@@ -53,19 +53,19 @@ class DftConfig:
 
 @dataclass
 class RandomLayersConfig:
-    """Random softmax layers, 002 Fig. 10 / thesis Fig. A.6, and the approximate stage vs exact answers."""
+    """Random softmax layers, ACL 2022 Fig. 10 / thesis Fig. A.6, and the approximate stage vs exact answers."""
 
-    n: int = 10000  # 002 Fig. 10: 10000 categories
+    n: int = 10000  # ACL 2022 Fig. 10: 10000 categories
     d_values: list[int] = field(default_factory=lambda: [2, 5, 10, 20, 30, 50])
-    low: float = -1.0  # W, b ~ U(-1, 1) (002 Fig. 10)
+    low: float = -1.0  # W, b ~ U(-1, 1) (ACL 2022 Fig. 10)
     high: float = 1.0
     bias: bool = True
-    patience: int = 50  # 002 §4 uses 2500 (paper.yaml); unproven categories run it all, so small offline
-    bound: float = BOUND  # 002 §4: |x_j| <= 100
+    patience: int = 50  # ACL 2022 §4 uses 2500 (paper.yaml); unproven categories run it all, so small offline
+    bound: float = BOUND  # ACL 2022 §4: |x_j| <= 100
     eps: float = 1.0e-8
     workers: int = 1  # LPs at once inside one job (Snakemake runs the d values in parallel)
     # Qhull cross-check of the approximate stage (the reference code's stolen-probability idea): no bias,
-    # small d so that Qhull is exact and fast (GUIDE §2).
+    # small d, where Qhull is fast and its floating-point answers are reliable.
     qhull_n: int = 2000
     qhull_d_values: list[int] = field(default_factory=lambda: [2, 3, 4, 5, 6])
 
@@ -93,9 +93,9 @@ RULES = {
 
 @dataclass
 class IllustrationsConfig:
-    """002 Figs 3-5, 7-9 and thesis Figs 4.1, 4.2, 4.4, drawn from toy layers (see theory/illustrations.py)."""
+    """ACL 2022 Figs 3-5, 7-9 and thesis Figs 4.1, 4.2, 4.4, drawn from toy layers (see theory/illustrations.py)."""
 
-    bound: float = BOUND  # 002 §4: |x_j| <= 100 for the ranking and category checks
+    bound: float = BOUND  # ACL 2022 §4: |x_j| <= 100 for the ranking and category checks
     eps: float = 1.0e-8
     patience: int = 50  # braid-reflect steps before the exact LP on the toy (its hard class needs 6)
     overcrowding_lines: list[int] = field(default_factory=lambda: [4, 8, 16, 32])  # thesis Fig. 4.2 panels

@@ -1,4 +1,4 @@
-"""The 2-D illustration of 002 Figs 1 and 2: four classes, c4 inside the triangle of c1, c2, c3.
+"""The 2-D illustration of ACL 2022 Figs 1 and 2: four classes, c4 inside the triangle of c1, c2, c3.
 
 Fig. 1 colours each input x by its argmax class (c4 never wins); Fig. 2 shows the weight vectors and their
 convex hull. The core's verdicts for the same W go into a small table; c4 must be unargmaxable.
@@ -12,13 +12,13 @@ import pandas as pd
 from argmaxable.core import check_categories
 from argmaxable.outputs import ReproductionError, write_figure, write_tables
 
-# A W in R^{4 x 2} like 002 Fig. 2: c1, c2, c3 span a triangle around the origin and c4 lies inside it.
+# A W in R^{4 x 2} like ACL 2022 Fig. 2: c1, c2, c3 span a triangle around the origin and c4 lies inside it.
 TOY_W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])
-TOY_EXPECTED = ["argmaxable", "argmaxable", "argmaxable", "unargmaxable"]  # 002 Fig. 1: c4 never wins
+TOY_EXPECTED = ["argmaxable", "argmaxable", "argmaxable", "unargmaxable"]  # ACL 2022 Fig. 1: c4 never wins
 
 
 def plot_toy(W: np.ndarray = TOY_W, extent: float = 3.0, pixels: int = 300):
-    """Left: inputs coloured by argmax class (002 Fig. 1). Right: weight vectors and their hull (Fig. 2)."""
+    """Left: inputs coloured by argmax class (ACL 2022 Fig. 1). Right: weight vectors and their hull (Fig. 2)."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
 

@@ -1,4 +1,4 @@
-"""Basri & Jacobs' LP experiments (seeds/004 §6, apps. D, E): Figs 1, 3 and 7, with the paper's numbers beside.
+"""Basri & Jacobs' LP experiments (§6, apps. D, E): Figs 1, 3 and 7, with the paper's numbers beside.
 
 - Fig. 1 (:func:`run_fraction`, :func:`run_fraction_summary`): the share of random m-sets of tokens that can be
   the top-m (``check_top_m``) and that can receive prescribed probabilities (:func:`check_prescribed`, targets
@@ -27,14 +27,14 @@ from argmaxable.rules import typed
 from argmaxable.theory.basri_jacobs import bound, largest_m
 from argmaxable.topm.schema import CheckSettings, PrescribedSettings, TopmConfig
 
-# 004 §6 and Fig. 1 / Fig. 6 captions: largest m with the share near 1 (read from the text, not the plots).
+# Basri & Jacobs §6 and Fig. 1 / Fig. 6 captions: largest m with the share near 1 (read from the text, not the plots).
 # Keys are model config keys.
 PAPER_FIG1 = {
     "gpt2": {"top-m": 95, "prescribed": 85},  # "GPT-2 ... m = 95"; Fig. 6: "m up to about 85"
     "tinyllama": {"top-m": 400},  # "TinyLlama ... maintains this up to m = 400"
     "llama2_7b": {"top-m": 1070},  # "Llama2 ... does this for up to m = 1070"
 }
-PAPER_SLOPE = 0.2  # 004 §6, Fig. 3: "with d << N, we observe that m ~ d/5"
+PAPER_SLOPE = 0.2  # Basri & Jacobs §6, Fig. 3: "with d << N, we observe that m ~ d/5"
 TESTS = ("top-m", "prescribed")
 
 
@@ -280,7 +280,8 @@ def row_statistics(W: np.ndarray, pairs: int, rng: np.random.Generator) -> tuple
 
 
 def compare_rows(W: np.ndarray, pairs: int, seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """004 App. E: statistics of the trained rows and of a Gaussian matrix scaled to the same mean row norm."""
+    """Basri & Jacobs App. E: statistics of the trained rows and of a Gaussian matrix scaled to the same mean row
+    norm."""
     rng = np.random.default_rng(seed)
     G = gaussian_like(W.shape, seed)
     G *= np.linalg.norm(W, axis=1).mean() / np.linalg.norm(G, axis=1).mean()

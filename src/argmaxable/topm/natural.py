@@ -1,4 +1,4 @@
-"""Natural-language probabilities: 004 App. A (Fig. 4) and App. D (Fig. 6).
+"""Natural-language probabilities: Basri & Jacobs App. A (Fig. 4) and App. D (Fig. 6).
 
 A causal language model reads a few texts; at every position its next-token distribution is sorted and the
 largest ``top`` probabilities kept (:func:`top_probabilities`). Fig. 4 averages their cumulative sums over the
@@ -30,7 +30,7 @@ from argmaxable.topm.experiments import PAPER_FIG1, load_trained, share_feasible
 from argmaxable.topm.schema import CheckSettings, PrescribedSettings, TopmConfig
 
 NATURAL, UNIFORM = "prescribed, natural", "prescribed, uniform"
-COLORS = {NATURAL: "tab:blue", UNIFORM: "tab:red"}  # 004 Fig. 6: blue natural, red uniform
+COLORS = {NATURAL: "tab:blue", UNIFORM: "tab:red"}  # Basri & Jacobs Fig. 6: blue natural, red uniform
 
 
 def help_texts(names: list[str]) -> list[str]:
@@ -123,8 +123,8 @@ def cumulative_table(tops: list[np.ndarray], m_values) -> pd.DataFrame:
 
 
 def natural_probabilities(tops: list[np.ndarray], m: int, rng: np.random.Generator) -> np.ndarray:
-    """004 App. D: the m largest next-token probabilities at a random position of a random text (normalised by
-    the prescribed-probability check)."""
+    """Basri & Jacobs App. D: the m largest next-token probabilities at a random position of a random text
+    (normalised by the prescribed-probability check)."""
     t = tops[rng.integers(len(tops))]
     return t[rng.integers(t.shape[0]), :m]
 

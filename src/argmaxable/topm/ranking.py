@@ -1,5 +1,5 @@
 """Thesis Prop. 5.3, verified: the truncated DFT layer without its constant column makes every top-k ranking
-argmaxable with d = 2k features, which meets Basri & Jacobs' sign-rank lower bound (004 Cor. 3: 2m <= d* <= 2m+2).
+argmaxable with d = 2k features, which meets Basri & Jacobs' sign-rank lower bound (Cor. 3: 2m <= d* <= 2m+2).
 
 The thesis leaves this to future work (§5.3). Here every top-k ranking of ``W = W^DFT_{n,2k+1}`` minus its DC
 column is checked with the core for small n (all n!/(n-k)! of them), random rankings for large n, and a

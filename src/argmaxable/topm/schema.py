@@ -1,4 +1,4 @@
-"""Config schema of the top-m family (004 Figs 1, 3, 7; thesis Prop. 5.3).
+"""Config schema of the top-m family (Basri & Jacobs Figs 1, 3, 7; thesis Prop. 5.3).
 
 ``config/topm/default.yaml`` sizes every experiment for the offline default (reduced sizes and trial counts,
 stated on each figure); ``config/topm/paper.yaml`` restores the paper's sizes and its trained matrices.
@@ -58,7 +58,7 @@ RULES = {
 class CheckSettings:
     """Core keywords of every top-m check (argmaxable.check_top_m / check_assignments)."""
 
-    bound: float = BOUND  # |x_j| <= 100 as for softmax (002 §4); top-m regions are cones, so any box works
+    bound: float = BOUND  # |x_j| <= 100 as for softmax (ACL 2022 §4); top-m regions are cones, so any box works
     eps: float = 1.0e-8  # radius that counts as a region (thesis §4.2)
     patience: int = 0  # reflection rarely proves a top-m set; measured: straight to the LP is faster
     solver: str = "highs"
@@ -69,7 +69,7 @@ class CheckSettings:
 
 @dataclass
 class PrescribedSettings:
-    """Prescribed probabilities, 004 §6."""
+    """Prescribed probabilities, Basri & Jacobs §6."""
 
     eps_ratio: float = 0.05  # each ratio p_i / p_r within 5%
     delta: float = 0.1  # mass outside the set below 0.1
@@ -79,17 +79,17 @@ class PrescribedSettings:
 
 @dataclass
 class FractionConfig:
-    """004 Fig. 1: share of random m-sets that can be the top-m / get prescribed probabilities."""
+    """Basri & Jacobs Fig. 1: share of random m-sets that can be the top-m / get prescribed probabilities."""
 
     # keys of model.<key>: trained matrices (and Gaussians of their shapes); each is read from data/models/<key>
     models: list[str] = field(default_factory=lambda: ["ppocrv4_rec", "debtags_lm_d64"])
     m_values: list[int] = field(default_factory=lambda: [2, 4, 6, 8, 10, 12, 16, 24])  # paper.yaml: 10 to 1400
-    trials: int = 20  # random sets per m (004: not stated; paper.yaml uses 100)
+    trials: int = 20  # random sets per m (Basri & Jacobs: not stated; paper.yaml uses 100)
 
 
 @dataclass
 class ScalingConfig:
-    """004 Fig. 3: m reaching the probability on random matrices, against d and against N."""
+    """Basri & Jacobs Fig. 3: m reaching the probability on random matrices, against d and against N."""
 
     # reduced sizes; paper.yaml has the paper's (N = 32000, 100 <= d <= 2050; d = 1000, 2000 <= N <= 32000)
     N: int = 2000  # left panel: m against d at this N
@@ -101,14 +101,14 @@ class ScalingConfig:
 
 @dataclass
 class RowsConfig:
-    """004 Fig. 7: row norms and cosine similarities, trained vs Gaussian."""
+    """Basri & Jacobs Fig. 7: row norms and cosine similarities, trained vs Gaussian."""
 
     pairs: int = 20000  # random row pairs for the cosine histogram
 
 
 @dataclass
 class RankingConfig:
-    """Thesis Prop. 5.3 on the DFT layer without its DC column, against 004 Cor. 3."""
+    """Thesis Prop. 5.3 on the DFT layer without its DC column, against Basri & Jacobs Cor. 3."""
 
     exhaustive_n: list[int] = field(default_factory=lambda: [6, 7, 8, 9])  # all top-k rankings, 2k < n - 1
     sampled_n: list[int] = field(default_factory=lambda: [16, 64, 256])
@@ -123,7 +123,7 @@ class RankingConfig:
 
 @dataclass
 class NaturalConfig:
-    """004 Figs 4 and 6: a causal language model's own next-token probabilities."""
+    """Basri & Jacobs Figs 4 and 6: a causal language model's own next-token probabilities."""
 
     # key of model.<key> holding a causal LM (Hugging Face directory, or the lm family's window LM); none: skipped
     model: str | None = "debtags_lm_d64"
@@ -140,7 +140,7 @@ class TopmConfig:
     """Settings of the top-m family; ``enabled: false`` drops it from ``rule all``."""
 
     enabled: bool = True
-    probability: float = 0.99  # 004: "probability close to one" is read at 0.99 (Table 1, Fig. 3)
+    probability: float = 0.99  # Basri & Jacobs: "probability close to one" is read at 0.99 (Table 1, Fig. 3)
     check: CheckSettings = field(default_factory=CheckSettings)
     prescribed: PrescribedSettings = field(default_factory=PrescribedSettings)
     fraction: FractionConfig = field(default_factory=FractionConfig)
