@@ -638,9 +638,11 @@ def replica_head(key: str):
     from argmaxable.rehearsal.run import DETECTION
 
     [entry] = manifest(load_config([*DETECTION, f"model=[{key}]"]).model)
-    W, b = head_arrays(entry, (entry.n, entry.d), (entry.n,) if entry.bias else None)
-    W = W.values(0, W.numel).reshape(entry.n, entry.d)
-    return W, None if b is None else b.values(0, entry.n), entry
+    weights, b = head_arrays(entry, (entry.n, entry.d), (entry.n,) if entry.bias else None)
+    W = np.empty(weights.numel, dtype=np.float32)
+    for lo in range(0, weights.numel, 1 << 24):  # 64 MiB at a time: XLM-R's 768 MB made once, not thrice
+        W[lo : lo + (1 << 24)] = weights.values(lo, min(lo + (1 << 24), weights.numel))
+    return W.reshape(entry.n, entry.d), None if b is None else b.values(0, entry.n), entry
 
 
 def bench_paper_shape(quick: bool, key: str) -> dict:
