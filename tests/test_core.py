@@ -1259,3 +1259,36 @@ def test_replayed_witnesses_equal_the_rows_the_pool_computed(dtype, bound, monke
     np.testing.assert_array_equal(res.witness, rows.witness)
     np.testing.assert_array_equal(res.status, rows.status)
     assert am.verify_certificate(res, W, bound=bound).all()
+
+
+def test_tiers_2_and_3_on_bf16_logits_run_torch_on_one_thread_and_give_the_threads_back(monkeypatch):
+    """Tiers 2 and 3 of a bfloat16 step (small exact gathers, comparisons and maxima over a group's logits) run
+    with torch on one thread, where a second thread cost more to wake than it saved, and torch has its threads
+    again after; the verdicts are those of the same layer checked in float32 steps."""
+    import torch
+
+    from argmaxable.core import systems
+
+    for name, value in ARITHMETIC["bfloat16"].items():
+        monkeypatch.setattr(fastpath, name, value)
+    seen, recheck = [], fastpath.LayerProducts._recheck
+
+    def spy(self, *args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return recheck(self, *args, **kwargs)
+
+    monkeypatch.setattr(fastpath.LayerProducts, "_recheck", spy)
+    rng = np.random.default_rng(11)
+    W = rng.normal(size=(600, 256)).astype(np.float32)
+    b = rng.normal(size=600).astype(np.float32)
+    W[5] = 0.01 * W[5]  # a short row: its start point loses, and points near its region's edge come to tier 2
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert systems.CategorySystem(W, b).bf16_steps
+        res = am.check_categories(W, b=b)
+        assert seen and set(seen) == {1} and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    monkeypatch.setattr(fastpath, "BF16_STEPS_D", 10**6)  # the same layer in float32 steps
+    assert (am.check_categories(W, b=b).status == res.status).all()

@@ -116,3 +116,52 @@ def test_the_rehearsal_slice_runs_to_the_report(tmp_path):
     block = readme.read_text()
     assert "old" not in block and block.startswith("a\n<!-- generated:rehearsal -->\n5 replicas (fsmt 1, gpt2 1, " \
         "llama 1, marian 1, wmt17 1) at tiny scale") and "10 planted rows, 10 unargmaxable found; every " in block
+
+
+# no hub model among them: a Nematus .npz and a Bergamot .npz, both by URL
+URL_ONLY = ["wmt17_en_de_l2r_1", "bergamot_en_de_student_tiny11"]
+
+
+def test_a_subset_without_hub_models_pins_nothing(tmp_path, monkeypatch):
+    """The workflow's copy for a subset with no hub model: nothing asked of the local hub (which serves only the
+    selected replicas), every config's revision as declared, the mirror pointed at the local one."""
+    from argmaxable.rehearsal.replicas import local_hub
+    from argmaxable.rehearsal.run import DETECTION, _tree
+
+    entries = manifest(load_config([*DETECTION, f"model=[{','.join(URL_ONLY)}]"]).model, "tiny")
+    with local_hub(entries, "tiny") as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+        tree = _tree(tmp_path, hub, entries)
+        hub.settle()
+        assert hub.log == []
+        assert hub.mirror_url("statmt") in (tree / "config" / "config.yaml").read_text()
+    gpt2 = Path("config") / "model" / "gpt2.yaml"  # a hub model's declaration, not pinned
+    assert (tree / gpt2).read_text() == (ROOT / gpt2).read_text()
+
+
+def test_a_broken_model_costs_that_model_and_a_rerun_finishes_it(tmp_path):
+    """One replica broken (its files answer 404): the other model is checked, verified and tabled, the summary
+    names the broken one by key, job and its log's line, rc 1; the same run again, unbroken, downloads and checks
+    only the broken one (the other's outputs untouched) and ends with rc 0."""
+    broken, whole = URL_ONLY
+    script = [sys.executable, "scripts/rehearse_paper.py", "--work", str(tmp_path), "--scale", "tiny", "--models",
+              *URL_ONLY]
+    run = subprocess.run([*script, "--break", broken], cwd=ROOT, capture_output=True, text=True, timeout=1500)
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    totals = json.loads((tmp_path / "rehearsal.json").read_text())["totals"]
+    [failed] = totals["failed"]
+    assert failed["model"] == broken and failed["rule"] == "download_model", failed
+    assert failed["reason"].startswith("argmaxable:") and "404" in failed["reason"], failed
+    assert totals["problems"] == [f"{broken}: download_model failed: {failed['reason']}"]
+    assert totals["planted_found"] == totals["planted"] == 4  # Bergamot's: two inside, a tie pair
+    assert f"- `{broken}`: download_model: " in (tmp_path / "rehearsal.md").read_text()
+    table = (tmp_path / "results" / "detect" / "tables" / "detect.md").read_text()
+    assert "en-de.student.tiny11" in table and "en-de.l2r(1)" not in table
+    checked = tmp_path / "results" / "detect" / whole / "categories.parquet"
+    stamp = checked.stat().st_mtime_ns
+    again = subprocess.run(script, cwd=ROOT, capture_output=True, text=True, timeout=1500)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    record = json.loads((tmp_path / "rehearsal.json").read_text())
+    assert record["totals"]["failed"] == [] and record["totals"]["planted_found"] == 4
+    assert checked.stat().st_mtime_ns == stamp
+    assert (tmp_path / "results" / "detect" / broken / "categories.parquet").is_file()

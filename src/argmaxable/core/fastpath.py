@@ -454,9 +454,30 @@ class LayerProducts:
         if open_.size:
             limit = self.n_rows // RECHECK_COST if coarse else None
             p = _Pass(L, cols, width, band_norm, band_top, items, X64, xn, low, kappa)
-            fine = self._recheck(p, open_, eps, margin, worst, limit)
+            with self._one_torch_thread(L):
+                fine = self._recheck(p, open_, eps, margin, worst, limit)
             self._fine[items[fine]] = True
         return worst, margin
+
+    @staticmethod
+    @contextmanager
+    def _one_torch_thread(L) -> Iterator[None]:
+        """Torch on one thread for tiers 2 and 3 on logits held in torch (CPU): their torch work is small
+        gathers, comparisons and maxima over a group's rows (exact, so the same on any number of threads), each a
+        fraction of a millisecond, where a second thread costs more to wake than it saves; on a busy 2-core
+        machine each of them waited for it (a Bergamot-sized replica's tier 2, 64 points: 52 ms on one thread,
+        1.2 s on two, measured beside other jobs)."""
+        if isinstance(L, np.ndarray) or L.device.type != "cpu":
+            yield
+            return
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(threads)
 
     def _recheck(self, p: _Pass, open_, eps, margin, worst, limit: int | None = None, group=64) -> np.ndarray:
         """Tiers 2 and 3 of :meth:`evaluate` for the points ``open_`` of the pass ``p``, ``group`` points at a time;
