@@ -280,3 +280,61 @@ def test_the_markdown_card_escapes_names_and_quotes_its_commands(tmp_path):
     headings = [line for line in text.splitlines() if line.startswith("#")]
     assert headings[0].startswith("# Token audit: m\\x0a&#96;&#96;&#96;\\x0a&lt;img")
     assert all(re.fullmatch(r"## [A-Z][\w -]+", line) for line in headings[1:])
+
+
+def char_tokenizer():
+    """A BPE tokenizer of the 95 printable ASCII characters (ids 0-94), the merge 'ab' (95), and 'ba' (96), which
+    no merge makes; 100 ids with the head's padding rows."""
+    chars = [chr(c) for c in range(32, 127)]
+    vocab = {c: i for i, c in enumerate(chars)} | {"ab": 95, "ba": 96}
+    return fast_tokenizer(vocab, [("a", "b")])
+
+
+def test_the_audit_runs_the_model_and_its_card_carries_every_verified_field(tmp_path):
+    """audit_layer with the model and its tokenizer: the round trip finds 'ba' unreachable, the prompting test finds
+    the planted row under-trained, the card names it in every form (flagged rows by name, precision and recall of
+    each signal, the ids the exports carry), no Markdown line over 400 characters."""
+    tok = char_tokenizer()
+    model = tiny_lm(n=100, seed=6)
+    plant_centroid(model, 60)
+    names = [*tok.convert_ids_to_tokens(list(range(97))), "", "", ""]
+    layer = Layer(head(model), None, "tiny char model", tokens=names, token_types=["normal"] * 100,
+                  precision="float32")
+    audit = audit_layer(layer, hardest=2, refine=8, workers=1, tokenizer=tok, model=model, controls=5, steps=2,
+                        state=tmp_path / "state.parquet")
+    card = audit.card
+    assert card["round_trip"]["classes"]["unreachable"]["tokens"] == 1
+    b, a = tok.convert_tokens_to_ids(["b", "a"])
+    assert card["round_trip"]["examples"]["unreachable"][0] == {"id": 96, "token": "ba", "returned": f"{b} {a}"}
+    assert card["round_trip"]["classes"]["special/control"]["tokens"] == 3  # the padding rows
+    p = card["prompting"]
+    assert p["controls"]["tested"] == 5 and p["candidates"]["tested"] >= 3 and p["head_difference"] == 0
+    assert 60 in card["ids"]["under_trained_verified"] and card["ids"]["unargmaxable"] == [60]
+    row = next(r for r in card["flagged"] if r["id"] == 60)
+    assert row["verdict"] == "unargmaxable" and row["under_trained"] is True and row["max_prob"] < 0.01
+    assert {"radius_at_least", "radius_at_most", "tie_group", "signals", "round_trip", "max_prob"} <= set(row)
+    assert [s["signal"] for s in p["signals_at_share"]] == ["certified radius", "row norm", "indicator"]
+    assert audit.tokens.loc[60, "round_trip"] == "round-trips" and audit.tokens.loc[96, "round_trip"] == "unreachable"
+    text = markdown(card)
+    assert "## Prompting test" in text and "## Tokenizer round trip" in text and "## Flagged tokens" in text
+    assert max(len(line) for line in text.splitlines()) <= 400
+    assert json.loads(export(card, "transformers"))["under_trained_verified"] == card["ids"]["under_trained_verified"]
+
+
+def test_cli_audit_prompt_refuses_an_architecture_transformers_does_not_run(tmp_path, capsys):
+    import gguf
+
+    from argmaxable.cli import main
+
+    W = np.random.default_rng(0).normal(size=(40, 8)).astype(np.float32)
+    writer = gguf.GGUFWriter(str(tmp_path / "m.gguf"), "rwkv6")
+    writer.add_tensor("token_embd.weight", W)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    argv = ["audit", str(tmp_path / "m.gguf"), "--prompt", "--out", str(tmp_path / "card"), "--workers", "1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "transformers cannot run a GGUF model of architecture 'rwkv6'" in err[0]
+    assert not list(tmp_path.glob("card*"))

@@ -322,7 +322,7 @@ def _model_source(args, layer) -> Path:
 def cmd_audit(args) -> int:
     from argmaxable.audit import audit_layer, write_audit
     from argmaxable.audit.export import export
-    from argmaxable.audit.prompting import Contradiction, load_causal_lm
+    from argmaxable.audit.prompting import Contradiction, check_architecture, load_causal_lm
     from argmaxable.audit.roundtrip import load_tokenizer
 
     prefix = _audit_prefix(args)
@@ -332,6 +332,8 @@ def cmd_audit(args) -> int:
     print(_describe(args.path, layer.W, layer.b))
     source = _model_source(args, layer)
     tokenizer = model = None
+    if args.prompt:
+        check_architecture(source, (layer.info or {}).get("architecture"))
     if args.round_trip or args.prompt:
         try:
             tokenizer = load_tokenizer(source)

@@ -20,17 +20,19 @@ from argmaxable.text import markdown_cell, shown
 
 
 def audit_model(model: Mapping, detect: Mapping, evidence_path: str | os.PathLike, prefix: str | os.PathLike, *,
-                root: str | os.PathLike | None = None, config: Any = None) -> dict:
+                root: str | os.PathLike | None = None, config: Any = None, prompt: bool = False) -> dict:
     """Audit one checked model in the paper's box from the evidence its check wrote (rule ``check_model``), and write
     the card, the per-token table and the evidence beside ``prefix`` (:func:`~argmaxable.audit.write_audit`).
-    ``detect`` holds the check's settings and ``audit`` (hardest, refine, lp_rounds, share; ``prompt``: run the
-    tokenizer round trip and the prompting test, with ``controls``, ``steps`` and ``batch``, resumable from
-    ``<prefix>.prompting.parquet``)."""
+    ``detect`` holds the check's settings and ``audit`` (hardest, refine, lp_rounds, share, and the prompting
+    test's controls, steps and batch). ``prompt``: run the model's tokenizer round trip and the prompting test,
+    resumable from ``<prefix>.prompting.parquet``."""
     layer = load_model(model, root=root)
     result = CheckResult.load(evidence_path, W=layer.W)
     opts = detect["audit"]
     tokenizer = lm = None
-    if opts.get("prompt") and layer.files:
+    if prompt and not layer.files:
+        raise ValueError(f"model {model['name']!r}: the prompting test needs the model's file; its head has none")
+    if prompt:
         from argmaxable.audit.prompting import load_causal_lm
         from argmaxable.audit.roundtrip import load_tokenizer
 
@@ -87,7 +89,7 @@ def make_audit_index(card_paths: Iterable[str | os.PathLike], results_dir: str |
              "and the under-training signals of Land & Bartolo (2024) beside the certified verdicts and radius "
              "bounds.", "", table.map(lambda v: markdown_cell(str(v))).to_markdown(index=False), ""]
     for card in cards:
-        named = [f"- {markdown_cell(r['signal'])}: " + ", ".join(markdown_cell(f"{t[0]} {shown(t[1])}")
+        named = [f"- {markdown_cell(r['signal'])}: " + ", ".join(markdown_cell(f"{t['id']} {shown(t['token'])}")
                                                                  for t in r["named"])
                  for r in card["signals"]["rows"] if r["named"]]
         if named:

@@ -48,21 +48,29 @@ class Contradiction(RuntimeError):
     """A token certified unargmaxable came out as the model's strict greedy argmax."""
 
 
+def check_architecture(path: str | Path, architecture: str | None) -> None:
+    """Refuse, in one line, a GGUF file whose architecture transformers does not run (before anything is read)."""
+    path = Path(path)
+    if path.suffix != ".gguf" or architecture is None:
+        return
+    from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
+
+    if architecture not in GGUF_SUPPORTED_ARCHITECTURES:
+        raise ValueError(f"{str(path)!r}: transformers cannot run a GGUF model of architecture {architecture!r} "
+                         f"(it runs {', '.join(a for a in GGUF_SUPPORTED_ARCHITECTURES if a != 'general')}); "
+                         "audit it without --prompt")
+
+
 def load_causal_lm(path: str | Path, architecture: str | None = None):
     """The whole model a GGUF file (or a transformers directory) holds, in float32 on the CPU, read offline by
-    transformers. Refused in one line where transformers does not read its architecture or the file lacks tensors."""
+    transformers. Refused in one line where transformers does not run its architecture (:func:`check_architecture`)
+    or cannot build the model from the file (a tensor missing, say)."""
     import torch
     from transformers import AutoModelForCausalLM
 
     path = Path(path)
     gguf = path.is_file() and path.suffix == ".gguf"
-    if gguf and architecture is not None:
-        from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
-
-        if architecture not in GGUF_SUPPORTED_ARCHITECTURES:
-            raise ValueError(f"{str(path)!r}: transformers cannot run a GGUF model of architecture {architecture!r} "
-                             f"(it reads {', '.join(a for a in GGUF_SUPPORTED_ARCHITECTURES if a != 'general')}); "
-                             "audit it without --prompt")
+    check_architecture(path, architecture)
     try:
         kwargs = {"gguf_file": path.name} if gguf else {"trust_remote_code": False}
         model = AutoModelForCausalLM.from_pretrained(str(path.parent if gguf else path), dtype=torch.float32,
