@@ -27,7 +27,7 @@ class AuditConfig:
     refine: int = 128
     lp_rounds: int = 10
     share: float = 0.02
-    prompt_models: list[str] = field(default_factory=list)
+    prompt_models: list[str] = field(default_factory=lambda: ["smollm2_135m_instruct"])
     controls: int = 200
     steps: int = 3
     batch: int = 32
