@@ -322,7 +322,7 @@ def _model_source(args, layer) -> Path:
 def cmd_audit(args) -> int:
     from argmaxable.audit import audit_layer, write_audit
     from argmaxable.audit.export import export
-    from argmaxable.audit.prompting import Contradiction, check_architecture, load_causal_lm
+    from argmaxable.audit.prompting import Contradiction, check_architecture, chosen_prompts, load_causal_lm
     from argmaxable.audit.roundtrip import load_tokenizer
 
     prefix = _audit_prefix(args)
@@ -334,6 +334,7 @@ def cmd_audit(args) -> int:
     tokenizer = model = None
     if args.prompt:
         check_architecture(source, (layer.info or {}).get("architecture"))
+        chosen_prompts(args.prompts.split(",") if args.prompts else None)
     if args.round_trip or args.prompt:
         try:
             tokenizer = load_tokenizer(source)
@@ -348,7 +349,7 @@ def cmd_audit(args) -> int:
                             lp_rounds=args.lp_rounds or None, unused=args.unused, progress=args.progress,
                             tokenizer=tokenizer, model=model, controls=args.controls, steps=args.steps,
                             batch=args.batch, state=Path(f"{prefix}.prompting.parquet") if model else None,
-                            **settings)
+                            prompts=args.prompts.split(",") if args.prompts else None, **settings)
     except Contradiction as err:
         print(f"argmaxable: contradiction, audit stopped: {printable(str(err))}", file=sys.stderr)
         return 1
@@ -647,6 +648,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--prompt", action="store_true", help="run the model itself (transformers, CPU): the "
                        "prompting test of the candidates, every position held to the certificate; resumable from "
                        "PREFIX.prompting.parquet")
+    audit.add_argument("--prompts", metavar="NAMES", help="the prompting test's prompts, comma-separated, among "
+                       "copy, repeat, explain (default: copy)")
     audit.add_argument("--controls", type=int, default=200, metavar="K", help="ordinary tokens the prompting test "
                        "runs as controls (default 200)")
     audit.add_argument("--steps", type=int, default=None, metavar="S", help="greedy steps per prompt (default 3)")

@@ -83,7 +83,7 @@ def audit_layer(layer, *, name: str | None = None, bound: float = BOUND, lower=N
                 refine: int = REFINE, lp_rounds: int | None = LP_ROUNDS, unused: str | None = None,
                 share: float = FLAG_SHARE, progress: bool = False, result: CheckResult | None = None,
                 tokenizer=None, model=None, controls: int = 200, steps: int | None = None,
-                batch: int | None = None, state=None, seed: int = 0) -> Audit:
+                batch: int | None = None, state=None, seed: int = 0, prompts=None) -> Audit:
     """Audit the head ``layer`` (:class:`argmaxable.detect.loaders.Layer`): see the module docstring.
 
     Parameters
@@ -111,7 +111,8 @@ def audit_layer(layer, *, name: str | None = None, bound: float = BOUND, lower=N
     model : transformers causal LM, optional
         The whole model: the prompting test of the candidates (:func:`~argmaxable.audit.prompting
         .select_candidates`, ``controls`` random ordinary tokens drawn with ``seed``), ``steps`` greedy steps,
-        ``batch`` candidates at once, resumable from ``state``; a :class:`~argmaxable.audit.prompting.Contradiction`
+        ``batch`` candidates at once, resumable from ``state``, with the ``prompts`` named (default
+        :data:`~argmaxable.audit.prompting.DEFAULT_PROMPTS`); a :class:`~argmaxable.audit.prompting.Contradiction`
         stops the audit.
     """
     W, b = layer.W, layer.b
@@ -149,7 +150,7 @@ def audit_layer(layer, *, name: str | None = None, bound: float = BOUND, lower=N
         seconds["round trip"] = time.perf_counter() - t0
     if model is not None:
         prompting, scores = _prompting(layer, model, tokenizer, tokens, unarg, trip, controls=controls, steps=steps,
-                                       batch=batch, state=state, seed=seed, progress=progress)
+                                       batch=batch, state=state, seed=seed, progress=progress, prompts=prompts)
         seconds["prompting"] = prompting.seconds
     from argmaxable.audit.card import build_card
 
@@ -159,7 +160,7 @@ def audit_layer(layer, *, name: str | None = None, bound: float = BOUND, lower=N
 
 
 def _prompting(layer, model, tokenizer, tokens: pd.DataFrame, unarg: pd.DataFrame, trip, *, controls: int,
-               steps: int | None, batch: int | None, state, seed: int, progress: bool):
+               steps: int | None, batch: int | None, state, seed: int, progress: bool, prompts=None):
     """The prompting test of the audit's candidates, its results merged into ``tokens`` (``max_prob``,
     ``p_<prompt>``, ``greedy_emitted``, ``under_trained``; NaN where a token was not tested), and each signal's
     precision and recall against the verified set."""
@@ -172,10 +173,11 @@ def _prompting(layer, model, tokenizer, tokens: pd.DataFrame, unarg: pd.DataFram
     forbidden = pt.forbidden_tokens(tokens["status"].to_numpy(), emits)
     candidates = pt.select_candidates(tokens, controls=controls, seed=seed, trip=trip)
     names = tokens["token"].astype(str).to_numpy()
-    run = pt.prompt_test(model, pt.prompt_ids(tokenizer), candidates, forbidden, steps=steps or pt.STEPS,
+    chosen = pt.chosen_prompts(prompts)
+    run = pt.prompt_test(model, pt.prompt_ids(tokenizer, chosen), candidates, forbidden, steps=steps or pt.STEPS,
                          batch=batch or pt.BATCH, state=state, progress=progress,
                          names=lambda i: shown(names[i]) if 0 <= i < len(names) else "", W=layer.W)
-    run.prompts = {k: f"{request} / reply begun with {reply}" for k, (request, reply) in pt.PROMPTS.items()}
+    run.prompts = {k: f"{request} / reply begun with {reply}" for k, (request, reply) in chosen.items()}
     merged = tokens[["category"]].merge(run.table.drop(columns="reason"), on="category", how="left")
     for col in merged.columns[1:]:
         tokens[col] = merged[col].to_numpy()

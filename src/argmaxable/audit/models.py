@@ -43,7 +43,8 @@ def audit_model(model: Mapping, detect: Mapping, evidence_path: str | os.PathLik
                         hardest=opts["hardest"], refine=opts["refine"], lp_rounds=opts["lp_rounds"],
                         unused=model.get("unused") or None, share=opts["share"], result=result,
                         tokenizer=tokenizer, model=lm, controls=opts.get("controls", 200), steps=opts.get("steps"),
-                        batch=opts.get("batch"), state=Path(f"{prefix}.prompting.parquet") if lm is not None else None)
+                        batch=opts.get("batch"), prompts=opts.get("prompts"),
+                        state=Path(f"{prefix}.prompting.parquet") if lm is not None else None)
     write_audit(audit, prefix, layer.W, model=str(layer.files[0]) if layer.files else "MODEL", config=config,
                 inputs=[evidence_path, *layer.files])
     return audit.card

@@ -1,10 +1,11 @@
 """The prompting test (Land & Bartolo 2024, "Fishing for Magikarp" §2.3), run with the model itself, and the
 certificate checked against it.
 
-Each candidate token is put, by its id (never through the tokenizer), into prompts that ask the model to repeat it
-or to explain it (:data:`PROMPTS`); the model decodes :data:`STEPS` greedy steps, and the candidate's largest
-probability over prompts and generated positions is its score. Below :data:`UNDER_TRAINED` (the paper's 0.01) the
-token is "under-trained (verified)": the model does not produce it even when asked to copy it.
+Each candidate token is put, by its id (never through the tokenizer), into prompts that ask the model to copy,
+repeat or explain it (:data:`PROMPTS`; :data:`DEFAULT_PROMPTS` by default); the model decodes :data:`STEPS` greedy
+steps, and the candidate's largest probability over prompts and generated positions is its score. Below
+:data:`UNDER_TRAINED` (the paper's 0.01) the token is "under-trained (verified)": the model does not produce it even
+when asked to copy it.
 
 Every position the model computes (prompt and generated) is also a test of the certificate: a token certified
 unargmaxable can never be the strict argmax of the head, so where the model's greedy argmax is one (a tie group's
@@ -13,7 +14,7 @@ model's own head weights; if it is strictly above every other logit there, the a
 a bug in the loader, the box or the core). Where float64 puts another row at least as high (an exact tie, or float32
 rounding), it is counted, never a contradiction: no row of a tie wins strictly.
 
-Candidates go in batches (every prompt of a batch has the same length: the template's ids around one id), the
+Candidates go in batches (every prompt of a batch has the same length: the template's ids around the candidate's), the
 results after each batch to a state file that a later run with the same prompts resumes from.
 """
 
@@ -34,9 +35,13 @@ import pandas as pd
 # template where the tokenizer has one). "copy" shows the token three times and asks for a fourth: copying a token
 # seen in context is what even a small model does best, so a token it cannot copy is one its head never learned.
 PROMPTS = {
-    "repeat": ('Please repeat the string "{token}" back to me.', '"'),
     "copy": ('Repeat this list: "{token}", "{token}", "{token}"', '"{token}", "'),
+    "repeat": ('Please repeat the string "{token}" back to me.', '"'),
+    "explain": ('What does the string "{token}" mean?', 'The string "'),
 }
+# The prompts run by default: on SmolLM2-135M "repeat" lifted no candidate above the threshold that "copy" left
+# below it, and doubled the cost (benchmarks/RESULTS.md, the prompting test).
+DEFAULT_PROMPTS = ("copy",)
 UNDER_TRAINED = 0.01  # Land & Bartolo's threshold on the largest probability
 STEPS = 3  # greedy steps per prompt
 BATCH = 32  # candidates per forward pass, at most
@@ -82,13 +87,22 @@ def load_causal_lm(path: str | Path, architecture: str | None = None):
     return model.eval()
 
 
-def prompt_ids(tokenizer, prompts: Mapping[str, tuple[str, str]] = PROMPTS) -> dict[str, list[list[int]]]:
+def chosen_prompts(names: Sequence[str] | None = None) -> dict[str, tuple[str, str]]:
+    """The prompts of :data:`PROMPTS` named (default :data:`DEFAULT_PROMPTS`), refused in one line if unknown."""
+    names = list(names or DEFAULT_PROMPTS)
+    unknown = [k for k in names if k not in PROMPTS]
+    if unknown or not names:
+        raise ValueError(f"prompts must be among {', '.join(PROMPTS)}; got {', '.join(unknown) or 'none'}")
+    return {k: PROMPTS[k] for k in names}
+
+
+def prompt_ids(tokenizer, prompts: Mapping[str, tuple[str, str]] | None = None) -> dict[str, list[list[int]]]:
     """Each prompt as the ids between the places of the candidate (k places: k + 1 parts, the first shared by every
     candidate): the request in the tokenizer's chat template (where it has one) with the reply begun, else the
     request and the reply on two lines; the text encoded with its special tokens, a BOS put first where the
     tokenizer adds one and the template did not."""
     out = {}
-    for name, (request, reply) in prompts.items():
+    for name, (request, reply) in (prompts or chosen_prompts()).items():
         user = request.format(token=MARK)
         if getattr(tokenizer, "chat_template", None):
             text = tokenizer.apply_chat_template([{"role": "user", "content": user}], tokenize=False,

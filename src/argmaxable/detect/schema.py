@@ -20,14 +20,15 @@ class AuditConfig:
     ``hardest`` tokens from both sides in at most ``lp_rounds`` rounds each, after the ``refine`` smallest lower bounds
     are tightened at their witnesses; each under-training signal flags ``share`` of the vocabulary (Land & Bartolo
     verify their top 2%). For the ``prompt_models`` (model keys) the model itself runs too: the tokenizer round trip
-    and the prompting test of the candidates with ``controls`` random ordinary tokens, ``steps`` greedy steps,
-    ``batch`` candidates a forward pass (:mod:`argmaxable.audit.prompting`)."""
+    and the prompting test of the candidates with the ``prompts`` named and ``controls`` random ordinary tokens,
+    ``steps`` greedy steps, ``batch`` candidates a forward pass (:mod:`argmaxable.audit.prompting`)."""
 
     hardest: int = 6
     refine: int = 128
     lp_rounds: int = 10
     share: float = 0.02
     prompt_models: list[str] = field(default_factory=lambda: ["smollm2_135m_instruct"])
+    prompts: list[str] = field(default_factory=lambda: ["copy"])
     controls: int = 200
     steps: int = 3
     batch: int = 32
