@@ -338,3 +338,72 @@ def test_cli_audit_prompt_refuses_an_architecture_transformers_does_not_run(tmp_
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "transformers cannot run a GGUF model of architecture 'rwkv6'" in err[0]
     assert not list(tmp_path.glob("card*"))
+
+
+def write_llama_gguf(path, model, tokens: list[str], types: list[int], merges: list[str]):
+    """A whole llama-architecture GGUF file (F32) of a transformers Llama model: its metadata, a byte-level BPE
+    tokenizer and every tensor under llama.cpp's names."""
+    import gguf
+
+    config = model.config
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_context_length(config.max_position_embeddings)
+    writer.add_embedding_length(config.hidden_size)
+    writer.add_block_count(config.num_hidden_layers)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_head_count(config.num_attention_heads)
+    writer.add_head_count_kv(config.num_key_value_heads)
+    writer.add_layer_norm_rms_eps(config.rms_norm_eps)
+    writer.add_rope_dimension_count(config.hidden_size // config.num_attention_heads)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_token_merges(merges)
+    writer.add_bos_token_id(len(tokens) - 1)
+    writer.add_eos_token_id(len(tokens) - 1)
+    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+             "lm_head.weight": "output.weight"}
+    parts = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+             "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output", "post_attention_layernorm": "ffn_norm",
+             "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+    for key, value in model.state_dict().items():
+        name = names.get(key)
+        if name is None:
+            layer, rest = key.removeprefix("model.layers.").split(".", 1)
+            name = f"blk.{layer}.{parts[rest.removesuffix('.weight')]}.weight"
+        writer.add_tensor(name, value.detach().numpy().astype(np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_cli_audit_prompt_runs_a_whole_gguf_model(tmp_path, capsys):
+    """`argmaxable audit MODEL.gguf --prompt` on a whole GGUF file written here (byte-level BPE, one layer): the
+    head transformers runs is the one the audit read (difference 0), the planted row comes out unargmaxable and
+    under-trained (verified) with no contradiction, the exports carry it, every Markdown line stays short."""
+    from argmaxable.cli import main
+
+    alphabet = sorted(BYTE_LEVEL, key=BYTE_LEVEL.get)
+    tokens = [*alphabet, "ab", "<|endoftext|>"]
+    types = [1] * 257 + [3]  # normal, and one control token
+    model = tiny_lm(n=len(tokens), seed=7)
+    plant_centroid(model, 200)
+    path = write_llama_gguf(tmp_path / "tiny.gguf", model, tokens, types, ["a b"])
+    prefix = tmp_path / "card"
+    argv = ["audit", str(path), "--prompt", "--out", str(prefix), "--controls", "5", "--workers", "1",
+            "--hardest", "2", "--no-progress", "--export", "transformers", "--export", "llama.cpp"]
+    assert main(argv) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "prompting test: " in out and "0 contradictions" in out and "greedy decoding never emits it" in out
+    card = json.loads((tmp_path / "card.json").read_text())
+    p = card["prompting"]
+    assert p["head_difference"] == 0 and p["controls"]["tested"] == 5 and p["positions_checked"] > 0
+    assert card["ids"]["unargmaxable"] == [200] and 200 in card["ids"]["under_trained_verified"]
+    assert card["round_trip"]["classes"]["special/control"]["tokens"] == 1
+    assert card["round_trip"]["classes"]["single byte"]["tokens"] == 128  # the bytes 0x80-0xFF alone
+    assert json.loads((tmp_path / "card.transformers.json").read_text())["suppress_tokens"] == \
+        card["ids"]["under_trained_verified"]
+    assert "--logit-bias 200-inf" in (tmp_path / "card.llama.cpp.txt").read_text().splitlines()
+    assert max(len(line) for line in (tmp_path / "card.md").read_text().splitlines()) <= 400
