@@ -281,7 +281,9 @@ def sections(card: dict, whole: bool = False) -> list[tuple[str, list]]:
              + f", stored {c['stored_type']}, {'with' if c['bias'] else 'no'} bias. "
              f"Checked in the box {c['box']} with eps {c['eps']:g} ({c['numeric_path']}); argmaxable {c['code']}; "
              + ", ".join(f"{k} {v:.1f} s" for k, v in c["seconds"].items()) + ".")
-    out = [("", [("p", facts), ("p", f"In the box {c['box']}: {c.get('decoding', DECODING)}")])]
+    decoding = c.get("decoding", DECODING)
+    out = [("", [("p", facts), ("p", f"What the verdicts mean for decoding, in the box {c['box']}: "
+                                     + decoding[0].lower() + decoding[1:])])]
     counts = pd.DataFrame([c["counts"]])
     out.append(("Verdicts", [("p", "Every token of the vocabulary: argmaxable (a witness input where it wins, "
                                    "verifiable), unargmaxable (a certificate that it never wins strictly), or "
@@ -426,7 +428,8 @@ def _prompting_blocks(p: dict, share: float) -> list:
     cand, ctrl = p["candidates"], p["controls"]
     return [
         ("p", f"The model itself, run by transformers on the CPU in float32: each candidate put by its id (never "
-              f"through the tokenizer) into prompts that ask the model to repeat or explain it ({prompts}), "
+              f"through the tokenizer) into prompts that ask the model to copy, repeat or explain it (here "
+              f"{prompts}), "
               f"{p['steps']} greedy steps each; a token whose largest probability over prompts and generated "
               f"positions stays below {p['threshold']:g} is under-trained (verified). Candidates: the "
               f"{100 * share:g}% each signal flags and every unargmaxable token outside a tie group; controls: "

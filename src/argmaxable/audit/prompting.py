@@ -337,7 +337,8 @@ SIGNAL_COLUMNS = {"certified radius": "flag_radius", "row norm": "flag_norm", "i
 
 def signal_scores(tokens: pd.DataFrame, table: pd.DataFrame) -> list[dict]:
     """Per signal (:data:`SIGNAL_COLUMNS`), how it finds the verified set (the tested tokens under-trained): of the
-    tokens it flags, the share verified (precision), and of the verified tokens, the share it flags (recall)."""
+    tokens it flags, the share verified (precision), and of the verified tokens, the share it flags (recall); None
+    for a signal that flags no tested token (an indicator without reference tokens)."""
     tested = table["category"].to_numpy()
     verified = set(table.loc[table["under_trained"], "category"].astype(int))
     out = []
@@ -346,7 +347,7 @@ def signal_scores(tokens: pd.DataFrame, table: pd.DataFrame) -> list[dict]:
         hit = len(flags & verified)
         out.append({"signal": label, "flagged_and_tested": len(flags), "verified_among_them": hit,
                     "precision": hit / len(flags) if flags else None,
-                    "recall": hit / len(verified) if verified else None})
+                    "recall": hit / len(verified) if verified and flags else None})
     return out
 
 
