@@ -174,6 +174,9 @@ def test_the_prompting_test_resumes_from_its_state(tmp_path):
     first = prompt_test(model, PROMPTS, candidates.iloc[:2], np.zeros(64, bool), state=state, steps=2)
     again = prompt_test(model, PROMPTS, candidates, np.zeros(64, bool), state=state, steps=2)
     assert first.resumed == 0 and again.resumed == 2 and again.runs == 2 * len(PROMPTS)
+    fresh = prompt_test(model, PROMPTS, candidates, np.zeros(64, bool), steps=2)
+    assert again.positions == fresh.positions and again.summary()["seconds_per_token"] > 0
+    np.testing.assert_array_equal(again.table["max_prob"], fresh.table["max_prob"])
     np.testing.assert_array_equal(again.table["max_prob"].to_numpy()[:2], first.table["max_prob"].to_numpy())
     other = prompt_test(model, PROMPTS, candidates, np.zeros(64, bool), state=state, steps=3)
     assert other.resumed == 0  # other steps: nothing read back

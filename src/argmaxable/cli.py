@@ -370,7 +370,7 @@ def cmd_audit(args) -> int:
         print(f"prompting test: {p['candidates']['under_trained']} of {p['candidates']['tested']} candidates and "
               f"{p['controls']['under_trained']} of {p['controls']['tested']} controls under-trained (largest "
               f"probability below {p['threshold']:g}); {p['positions_checked']} positions held to the certificate, "
-              f"0 contradictions; {p['seconds_per_token']:.3g} s a token")
+              f"0 contradictions; {p['seconds_per_token']} s a token ({p['resumed']} tokens read back)")
     paths = write_audit(audit, prefix, layer.W, evidence=args.evidence, model=args.path,
                         config={"command": sys.argv[1:], **audit.result.settings}, inputs=layer.files or [args.path])
     for stack in args.export or []:

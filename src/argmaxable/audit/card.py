@@ -436,8 +436,8 @@ def _prompting_blocks(p: dict, share: float) -> list:
               "ordinary tokens drawn at random. "
               f"{cand['under_trained']} of {cand['tested']} candidates under-trained ({_fmt(cand['rate'])}), "
               f"{ctrl['under_trained']} of {ctrl['tested']} controls ({_fmt(ctrl['rate'])}). "
-              f"Cost: {p['seconds']:.1f} s for {p['tested'] - p['resumed']} tokens, {p['seconds_per_token']:.3g} s a "
-              f"token ({p['runs']} prompt runs; {p['resumed']} read back from an earlier run)."),
+              f"Cost: {_fmt(p['seconds_per_token'])} s a token, as each was computed; this run {p['seconds']:.1f} s "
+              f"for {p['runs']} prompt runs ({p['resumed']} tokens read back from an earlier run)."),
         ("table", lists),
         ("p", f"The certificate held against the model: {p['positions_checked']} positions' greedy argmax checked, "
               "no certified-unargmaxable token the strict argmax at any of them (a contradiction stops the audit)"

@@ -141,13 +141,14 @@ class Prompting:
     resumed: int
     steps: int = STEPS
     prompts: dict | None = None  # name -> the prompt in words
+    token_seconds: float = 0.0  # what the tested tokens cost, read back with them where resumed
 
     def summary(self) -> dict:
         tested = len(self.table)
         return {"tested": tested, "under_trained": int(self.table["under_trained"].sum()),
                 "seconds": round(self.seconds, 1), "runs": self.runs, "positions_checked": self.positions,
                 "rounding_ties": self.rounding, "head_difference": self.head_difference, "resumed": self.resumed,
-                "seconds_per_token": round(self.seconds / max(tested - self.resumed, 1), 4)}
+                "seconds_per_token": round(self.token_seconds / tested, 4) if tested else None}
 
 
 def _head(model):
@@ -172,15 +173,15 @@ def head_difference(model, W: np.ndarray) -> float:
 def _check_positions(logits, hidden, forbidden: np.ndarray, model, where: str, names, rows, batch_ids,
                      offset: int = 0) -> int:
     """Hold the greedy argmax of every position (``logits`` (B, T, n), the head's input ``hidden`` (B, T, d)) to the
-    certificate: raise :class:`Contradiction` where a forbidden token is the strict argmax in float64; return how
-    many positions float32 rounding alone put one first."""
+    certificate: raise :class:`Contradiction` where a forbidden token is the strict argmax in float64; return, per
+    row, how many positions put one first with another row as high in float64 (a tie, or float32 rounding)."""
     import torch
 
     top = logits.argmax(dim=-1)  # first index on ties, as greedy decoding breaks them
     hits = torch.nonzero(torch.from_numpy(forbidden)[top], as_tuple=False)
-    rounding = 0
+    rounding = np.zeros(len(batch_ids), dtype=np.int64)
     if not len(hits):
-        return 0
+        return rounding
     weight, bias = _head(model)
     for bi, ti in hits.tolist():
         t = int(top[bi, ti])
@@ -199,7 +200,7 @@ def _check_positions(logits, hidden, forbidden: np.ndarray, model, where: str, n
                 + f" (ids {rows[bi].tolist()}): its logit {float(logits[bi, ti, t]):.9g} (float64 {zt:.17g}) "
                 f"against the best other, token {other} {names(other)}, at {float(logits[bi, ti, other]):.9g} (float64 "
                 f"{float(z[other]):.17g}); a bug in the loader, the box or the core")
-        rounding += 1
+        rounding[bi] += 1
     return rounding
 
 
@@ -234,7 +235,8 @@ def prompt_test(model, prompts: Mapping[str, Sequence[Sequence[int]]], candidate
     done = pd.DataFrame()
     if state is not None and Path(state).is_file():
         done = pd.read_parquet(state)
-        done = done[done["run_key"] == key] if "run_key" in done else done.iloc[:0]
+        kept = {"run_key", "positions", "ties", "seconds"} <= set(done.columns)  # a state file of this format
+        done = done[done["run_key"] == key] if kept else done.iloc[:0]
     todo = candidates[~candidates["category"].isin(done["category"] if len(done) else [])]
     ids = todo["category"].to_numpy(dtype=np.int64)
     if ids.size and (ids.min() < 0 or ids.max() >= n):
@@ -253,12 +255,14 @@ def prompt_test(model, prompts: Mapping[str, Sequence[Sequence[int]]], candidate
                 seq = torch.tensor([parts[0]], dtype=torch.long)
                 out = model(input_ids=seq, use_cache=True)
                 rounding += _check_positions(out.logits, captured["h"], forbidden, model, f"the {name!r} prompt",
-                                             names, seq, np.array([-1]))
+                                             names, seq, np.array([-1])).sum()
                 positions += seq.shape[1]
                 shared[name] = (out.past_key_values, seq)
             for s in range(0, len(ids), batch):
                 chunk = ids[s : s + batch]
                 probs, emitted = np.zeros((len(chunk), len(prompts))), np.zeros(len(chunk), dtype=bool)
+                counted, ties, started = np.zeros(len(chunk), dtype=np.int64), np.zeros(len(chunk), dtype=np.int64), \
+                    time.perf_counter()
                 for p, (name, parts) in enumerate(prompts.items()):
                     cache, prefix = copy.deepcopy(shared[name][0]), shared[name][1]
                     cache.batch_repeat_interleave(len(chunk))
@@ -266,9 +270,9 @@ def prompt_test(model, prompts: Mapping[str, Sequence[Sequence[int]]], candidate
                     tail = torch.cat([prefix.expand(len(chunk), -1), seq], dim=1)
                     where = f"the {name!r} prompt"
                     out = model(input_ids=seq, past_key_values=cache, use_cache=True)
-                    rounding += _check_positions(out.logits, captured["h"], forbidden, model, where, names, tail,
-                                                 chunk, offset=len(parts[0]))
-                    positions += out.logits.shape[0] * out.logits.shape[1]
+                    ties += _check_positions(out.logits, captured["h"], forbidden, model, where, names, tail, chunk,
+                                             offset=len(parts[0]))
+                    counted += out.logits.shape[1]
                     last = out.logits[:, -1]
                     for step in range(steps):
                         rows = torch.arange(len(chunk)), torch.from_numpy(chunk.copy())
@@ -280,13 +284,16 @@ def prompt_test(model, prompts: Mapping[str, Sequence[Sequence[int]]], candidate
                             break
                         tail = torch.cat([tail, nxt[:, None]], dim=1)
                         out = model(input_ids=nxt[:, None], past_key_values=cache, use_cache=True)
-                        rounding += _check_positions(out.logits, captured["h"], forbidden, model, where, names, tail,
-                                                     chunk, offset=tail.shape[1] - 1)
-                        positions += out.logits.shape[0]
+                        ties += _check_positions(out.logits, captured["h"], forbidden, model, where, names, tail,
+                                                 chunk, offset=tail.shape[1] - 1)
+                        counted += 1
                         last = out.logits[:, -1]
                     bar.update(len(chunk))
                 part = pd.DataFrame({"category": chunk, **{f"p_{k}": probs[:, j] for j, k in enumerate(prompts)}})
-                part["max_prob"], part["greedy_emitted"], part["run_key"] = probs.max(axis=1), emitted, key
+                part["max_prob"], part["greedy_emitted"] = probs.max(axis=1), emitted
+                # what each candidate cost, kept with it so that a resumed run states the whole test's totals
+                part["positions"], part["ties"] = counted, ties
+                part["seconds"], part["run_key"] = (time.perf_counter() - started) / len(chunk), key
                 rows_out.append(part)
                 if state is not None:
                     with atomic_path(Path(state)) as tmp:
@@ -297,11 +304,14 @@ def prompt_test(model, prompts: Mapping[str, Sequence[Sequence[int]]], candidate
     seconds = time.perf_counter() - t0
     table = pd.concat([done, *rows_out], ignore_index=True) if len(done) or rows_out else pd.DataFrame(
         {"category": np.zeros(0, dtype=np.int64), **{f"p_{k}": [] for k in prompts}, "max_prob": [],
-         "greedy_emitted": np.zeros(0, dtype=bool), "run_key": []})
-    table = candidates[["category", "reason"]].merge(table.drop(columns="run_key"), on="category", how="left")
+         "greedy_emitted": np.zeros(0, dtype=bool), "positions": [], "ties": [], "seconds": [], "run_key": []})
+    costs = table[["positions", "ties", "seconds"]].sum()
+    table = candidates[["category", "reason"]].merge(table.drop(columns=["run_key", "positions", "ties", "seconds"]),
+                                                     on="category", how="left")
     table["under_trained"] = table["max_prob"] < UNDER_TRAINED
-    return Prompting(table, seconds, len(ids) * len(prompts), positions, rounding,
-                     head_difference(model, W) if W is not None else float("nan"), len(candidates) - len(ids), steps)
+    return Prompting(table, seconds, len(ids) * len(prompts), int(positions + costs["positions"]),
+                     int(rounding + costs["ties"]), head_difference(model, W) if W is not None else float("nan"),
+                     len(candidates) - len(ids), steps, token_seconds=float(costs["seconds"]))
 
 
 def select_candidates(tokens: pd.DataFrame, *, controls: int = 200, seed: int = 0,
