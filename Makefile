@@ -9,7 +9,7 @@ VENV ?= .venv
 CORES ?= 2
 BIN := $(VENV)/bin
 
-.PHONY: run test fuzz test-slurm bench lint clean browser rehearse-paper catalogues
+.PHONY: run test fuzz test-slurm bench lint clean browser rehearse-paper catalogues audit-llms
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,12 @@ clean:
 
 # config/model/<key>.yaml of every row of config/catalogues/ (the WMT17, OPUS-MT and Bergamot tables), after a row
 # is added or edited; tests/test_config.py fails while a file and its row differ.
+# The token audits of Gemma-3-270M and Qwen2.5-Coder-0.5B with the model itself (tokenizer round trip, prompting
+# test; config/experiment/audit_llms.yaml): opt-in, hours on 2 cores; cards under results/audit_llms/detect/audit/.
+audit-llms: $(VENV)/.installed
+	$(BIN)/snakemake --cores $(CORES) --config 'overrides=[experiment=audit_llms]' -- \
+		results/audit_llms/detect/tables/audit_cards.md
+
 catalogues: $(VENV)/.installed
 	$(BIN)/argmaxable config catalogues
 

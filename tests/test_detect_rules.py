@@ -67,7 +67,8 @@ def test_audit_rules_card_a_tiny_gguf_head_from_its_checks_evidence(tmp_path):
     overrides = (f'overrides=["results_dir={tmp_path}/results","data_dir={tmp_path}/data","detect.patience=50",'
                  f'"{m}.download.kind=url","++{m}.download.url={src.as_uri()}","++{m}.download.filename=m.gguf",'
                  f'"{m}.download.sha256={digest}","{m}.params.path=m.gguf","{m}.quant=[]",'
-                 f'"detect.study_models=[smollm2_135m_instruct]","detect.audit.hardest=2"]')
+                 f'"detect.study_models=[smollm2_135m_instruct]","detect.audit.hardest=2",'
+                 f'"detect.audit.prompt_models=[]"]')  # a head alone: no whole model to prompt
     out = snakemake(f"{tmp_path}/results/detect/tables/audit_cards.md", "--cores", "1", "--config", overrides)
     assert out.returncode == 0, out.stderr[-3000:]
     results = tmp_path / "results" / "detect"

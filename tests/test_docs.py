@@ -8,6 +8,7 @@ import fnmatch
 import json
 import math
 import os
+import inspect
 import re
 import shutil
 import subprocess
@@ -146,6 +147,8 @@ def _spellings(value: float) -> set[str]:
 
 
 def _facts() -> dict[str, str]:
+    from argmaxable.audit import card, prompting
+    from argmaxable.audit.export import VLLM_BIAS
     from argmaxable.cli import EXIT_USAGE
     from argmaxable.core import settings
 
@@ -153,6 +156,11 @@ def _facts() -> dict[str, str]:
     named = {"argmaxable.core.settings." + k: getattr(settings, k)
              for k in ("BOUND", "ASSIGNMENT_BOUND", "EPS", "PATIENCE", "SET_PATIENCE")}
     named["argmaxable.cli.EXIT_USAGE (a user error's exit status)"] = EXIT_USAGE
+    named.update({"argmaxable.audit.prompting." + k: getattr(prompting, k) for k in ("STEPS", "UNDER_TRAINED")})
+    named.update({"argmaxable.audit.card." + k: getattr(card, k) for k in ("LISTED", "PAGE")})
+    named["argmaxable.audit.export.VLLM_BIAS"] = VLLM_BIAS
+    named["select_candidates' controls (the audit's --controls default)"] = \
+        inspect.signature(prompting.select_candidates).parameters["controls"].default
     facts = {project["requires-python"].removeprefix(">="): "pyproject.toml requires-python"}
     for where, value in named.items():
         facts.update(dict.fromkeys(_spellings(value), where))

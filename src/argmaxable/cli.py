@@ -5,7 +5,8 @@ r"""Command-line interface: check a softmax layer or sigmoid label assignments f
     argmaxable check softmax model.gguf
     argmaxable check softmax HuggingFaceTB/SmolLM2-135M [--revision R]   (or a bare hub id: gpt2)
     argmaxable check assignments layer.pt labels.txt [--out table.csv]
-    argmaxable audit model.gguf [--out PREFIX] [--hardest 20] [--unused '<unused\d+>']
+    argmaxable audit model.gguf [--out PREFIX] [--hardest 20] [--unused '<unused\d+>'] [--prompt]
+                     [--export transformers|llama.cpp|vllm]
     argmaxable verify table.parquet layer.npz [--labels labels.txt] [--vocab tokens.txt]
     argmaxable config show [experiment=paper detect.bound=50 ...]
     argmaxable config pin [--models KEY ...] [--dry-run]
@@ -375,26 +376,76 @@ def _audit_prefix(args) -> Path:
     return prefix
 
 
+def _model_source(args, layer) -> Path:
+    """Where the model's tokenizer and whole weights are read from: the GGUF file, the model directory, or the
+    hub snapshot the head came from."""
+    path = Path(args.path)
+    if path.is_file() or path.is_dir() or not layer.files:
+        return path
+    return Path(layer.files[0]).parent
+
+
 def cmd_audit(args) -> int:
     from argmaxable.audit import audit_layer, write_audit
+    from argmaxable.audit.export import export
+    from argmaxable.audit.prompting import Contradiction, check_architecture, chosen_prompts, load_causal_lm
+    from argmaxable.audit.roundtrip import load_tokenizer
 
     prefix = _audit_prefix(args)
     _settings(args, BOUND)  # a bad combination of options is refused before the model is read
     layer = _read_layer(args)
     settings = _settings(args, BOUND, layer)
     print(_describe(args.path, layer.W, layer.b))
-    audit = audit_layer(layer, name=Path(args.path.rstrip("/")).name, hardest=args.hardest, refine=args.refine,
-                        lp_rounds=args.lp_rounds or None, unused=args.unused, progress=args.progress, **settings)
+    source = _model_source(args, layer)
+    tokenizer = model = None
+    if args.prompt:
+        check_architecture(source, (layer.info or {}).get("architecture"))
+        chosen_prompts(args.prompts.split(",") if args.prompts else None)
+    if args.round_trip or args.prompt:
+        try:
+            tokenizer = load_tokenizer(source)
+        except ValueError as err:
+            if args.prompt:
+                raise
+            print(f"no tokenizer round trip: {printable(str(err))}")
+    if args.prompt:
+        model = load_causal_lm(source, (layer.info or {}).get("architecture"))  # refused before the check's work
+    try:
+        audit = audit_layer(layer, name=Path(args.path.rstrip("/")).name, hardest=args.hardest, refine=args.refine,
+                            lp_rounds=args.lp_rounds or None, unused=args.unused, progress=args.progress,
+                            tokenizer=tokenizer, model=model, controls=args.controls, steps=args.steps,
+                            batch=args.batch, state=Path(f"{prefix}.prompting.parquet") if model else None,
+                            prompts=args.prompts.split(",") if args.prompts else None, **settings)
+    except Contradiction as err:
+        print(f"argmaxable: contradiction, audit stopped: {printable(str(err))}", file=sys.stderr)
+        return 1
     card = audit.card
-    print(audit.result.summary().split("\n")[0])
+    print(audit.result.summary().split("\n")[0] + f" (in the box {card['box']})")
+    print(card["decoding"])
     _list_unargmaxable(audit.result, layer, settings, audit.unargmaxable)
     if card["hardest"]:
         h = card["hardest"][0]
         print(f"hardest to reach of the {len(card['hardest'])} tokens the LP bounded (the smallest certified bounds "
-              f"and the longest reflections): {_name(h[0], layer)}, radius in [{h[4]:.3g}, {h[5]:.3g}]; every other "
-              f"argmaxable token's region holds a ball of radius >= {card['others_at_least']:.3g} (certified)")
+              f"and the longest reflections): {_name(h['id'], layer)}, radius in [{h['radius_at_least']:.3g}, "
+              f"{h['radius_at_most']:.3g}]; every other argmaxable token's region holds a ball of radius >= "
+              f"{card['others_at_least']:.3g} (certified)")
+    if card["round_trip"]:
+        print("round trip: " + ", ".join(f"{v['tokens']} {k}" for k, v in card["round_trip"]["classes"].items()))
+    if card["prompting"]:
+        p = card["prompting"]
+        print(f"prompting test: {p['candidates']['under_trained']} of {p['candidates']['tested']} candidates and "
+              f"{p['controls']['under_trained']} of {p['controls']['tested']} controls under-trained (largest "
+              f"probability below {p['threshold']:g}); {p['positions_checked']} positions held to the certificate, "
+              f"0 contradictions; {p['seconds_per_token']} s a token ({p['resumed']} tokens read back)")
     paths = write_audit(audit, prefix, layer.W, evidence=args.evidence, model=args.path,
                         config={"command": sys.argv[1:], **audit.result.settings}, inputs=layer.files or [args.path])
+    for stack in args.export or []:
+        from argmaxable.provenance import atomic_path
+
+        out = Path(f"{prefix}.{stack}.{'txt' if stack == 'llama.cpp' else 'json'}")
+        with atomic_path(out) as tmp:
+            tmp.write_text(export(card, stack) + "\n", encoding="utf-8")
+        paths[f"export {stack}"] = out
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
 
@@ -666,6 +717,22 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--unused", metavar="SPEC", help="the model's unused tokens, which the unembedding indicator "
                        "compares every row with: ids and ranges ('5,7,100-120') or a regular expression a token's "
                        "whole name matches (default: GGUF type 'unused' and names such as <unused12>)")
+    audit.add_argument("--round-trip", action=argparse.BooleanOptionalAction, default=True, help="decode and "
+                       "re-encode every token with the tokenizer the model carries (default: on, where transformers "
+                       "reads it)")
+    audit.add_argument("--prompt", action="store_true", help="run the model itself (transformers, CPU): the "
+                       "prompting test of the candidates, every position held to the certificate; resumable from "
+                       "PREFIX.prompting.parquet")
+    audit.add_argument("--prompts", metavar="NAMES", help="the prompting test's prompts, comma-separated, among "
+                       "copy, repeat, explain (default: copy)")
+    audit.add_argument("--controls", type=int, default=200, metavar="K", help="ordinary tokens the prompting test "
+                       "runs as controls (default 200)")
+    audit.add_argument("--steps", type=int, default=None, metavar="S", help="greedy steps per prompt (default 3)")
+    audit.add_argument("--batch", type=int, default=None, metavar="B", help="candidates per forward pass (default "
+                       "32, fewer for a wide vocabulary)")
+    audit.add_argument("--export", action="append", choices=("transformers", "llama.cpp", "vllm"), help="write the "
+                       "verified under-trained ids and the tie members greedy decoding never emits in that stack's "
+                       "form: PREFIX.transformers.json, PREFIX.llama.cpp.txt, PREFIX.vllm.json (repeatable)")
     _add_evidence_option(audit)
 
     verify = groups.add_parser("verify", help="re-check the evidence of a saved result independently")

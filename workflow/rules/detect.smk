@@ -319,6 +319,8 @@ rule audit_model:
         root=lambda wc: model_dir(wc.model),
         detect=settings(CFG.detect),
         prefix=lambda wc: f"{AUDIT}/{wc.model}",
+        # the model itself runs (round trip, prompting test) for detect.audit.prompt_models
+        prompt=lambda wc: wc.model in CFG.detect.audit.prompt_models,
     threads: CFG.detect.workers
     script:
         "../scripts/detect_audit_model.py"

@@ -13,7 +13,10 @@ under-training signals of its weights, on one card (:mod:`argmaxable.audit.card`
    their witnesses, both bounds of the ``hardest`` smallest from the Chebyshev LP (at most ``lp_rounds`` rounds
    each: the bounds it reached if it stops before the optimum);
 4. the indicators of Land & Bartolo (2024) and the row norm, each flagging :data:`~argmaxable.audit.signals.FLAG_SHARE`
-   of the vocabulary, compared with the verdicts and radii.
+   of the vocabulary, compared with the verdicts and radii;
+5. with the model's tokenizer, the round trip of every token (:mod:`argmaxable.audit.roundtrip`); with the model
+   itself, the prompting test of the candidates, and every position it computes held to the certificate
+   (:mod:`argmaxable.audit.prompting`).
 """
 
 from __future__ import annotations
@@ -78,7 +81,9 @@ def scale_witnesses(result: CheckResult, box) -> np.ndarray:
 def audit_layer(layer, *, name: str | None = None, bound: float = BOUND, lower=None, upper=None, eps: float = EPS,
                 patience: int = PATIENCE, solver: str = SOLVER, workers: int = WORKERS, hardest: int = HARDEST,
                 refine: int = REFINE, lp_rounds: int | None = LP_ROUNDS, unused: str | None = None,
-                share: float = FLAG_SHARE, progress: bool = False, result: CheckResult | None = None) -> Audit:
+                share: float = FLAG_SHARE, progress: bool = False, result: CheckResult | None = None,
+                tokenizer=None, model=None, controls: int = 200, steps: int | None = None,
+                batch: int | None = None, state=None, seed: int = 0, prompts=None) -> Audit:
     """Audit the head ``layer`` (:class:`argmaxable.detect.loaders.Layer`): see the module docstring.
 
     Parameters
@@ -100,6 +105,15 @@ def audit_layer(layer, *, name: str | None = None, bound: float = BOUND, lower=N
     result : CheckResult, optional
         A check of the whole vocabulary in this box (the pipeline's, from its evidence): not run again; its witnesses
         and radii are moved in place (:func:`scale_witnesses`).
+    tokenizer : transformers tokenizer, optional
+        The model's own: every token's round trip (:func:`~argmaxable.audit.roundtrip.round_trip`), and the
+        prompts' ids where ``model`` is given.
+    model : transformers causal LM, optional
+        The whole model: the prompting test of the candidates (:func:`~argmaxable.audit.prompting
+        .select_candidates`, ``controls`` random ordinary tokens drawn with ``seed``), ``steps`` greedy steps,
+        ``batch`` candidates at once, resumable from ``state``, with the ``prompts`` named (default
+        :data:`~argmaxable.audit.prompting.DEFAULT_PROMPTS`); a :class:`~argmaxable.audit.prompting.Contradiction`
+        stops the audit.
     """
     W, b = layer.W, layer.b
     n, d = W.shape
@@ -126,11 +140,50 @@ def audit_layer(layer, *, name: str | None = None, bound: float = BOUND, lower=N
                                 "workers": workers}, groups)
     tokens = signals(layer, refined, groups, unused=unused, share=share)
     seconds["signals"] = time.perf_counter() - t0
+    trip = prompting = scores = None
+    if tokenizer is not None:
+        from argmaxable.audit.roundtrip import round_trip
+
+        t0 = time.perf_counter()
+        trip = round_trip(tokenizer, n, layer.token_types)
+        tokens["round_trip"], tokens["returned"] = trip["round_trip"].to_numpy(), trip["returned"].to_numpy()
+        seconds["round trip"] = time.perf_counter() - t0
+    if model is not None:
+        prompting, scores = _prompting(layer, model, tokenizer, tokens, unarg, trip, controls=controls, steps=steps,
+                                       batch=batch, state=state, seed=seed, progress=progress, prompts=prompts)
+        seconds["prompting"] = prompting.seconds
     from argmaxable.audit.card import build_card
 
     card = build_card(layer, name or layer.origin, refined, lp, unarg, groups, tokens, settings=settings,
-                      seconds=seconds, share=share)
+                      seconds=seconds, share=share, trip=trip, prompting=prompting, scores=scores)
     return Audit(card, refined, lp, tokens, unarg)
+
+
+def _prompting(layer, model, tokenizer, tokens: pd.DataFrame, unarg: pd.DataFrame, trip, *, controls: int,
+               steps: int | None, batch: int | None, state, seed: int, progress: bool, prompts=None):
+    """The prompting test of the audit's candidates, its results merged into ``tokens`` (``max_prob``,
+    ``p_<prompt>``, ``greedy_emitted``, ``under_trained``; NaN where a token was not tested), and each signal's
+    precision and recall against the verified set."""
+    from argmaxable.audit import prompting as pt
+    from argmaxable.text import shown
+
+    if tokenizer is None:
+        raise ValueError("the prompting test needs the model's tokenizer for its prompts")
+    emits = unarg.loc[unarg["emitted"], "category"].astype(int).tolist() if len(unarg) else []
+    forbidden = pt.forbidden_tokens(tokens["status"].to_numpy(), emits)
+    candidates = pt.select_candidates(tokens, controls=controls, seed=seed, trip=trip)
+    names = tokens["token"].astype(str).to_numpy()
+    chosen = pt.chosen_prompts(prompts)
+    run = pt.prompt_test(model, pt.prompt_ids(tokenizer, chosen), candidates, forbidden, steps=steps or pt.STEPS,
+                         batch=batch or pt.BATCH, state=state, progress=progress,
+                         names=lambda i: shown(names[i]) if 0 <= i < len(names) else "", W=layer.W)
+    run.prompts = {k: f"{request} / reply begun with {reply}" for k, (request, reply) in chosen.items()}
+    merged = tokens[["category"]].merge(run.table.drop(columns="reason"), on="category", how="left")
+    for col in merged.columns[1:]:
+        tokens[col] = merged[col].to_numpy()
+    tokens["prompt_reason"] = tokens[["category"]].merge(run.table[["category", "reason"]], on="category",
+                                                         how="left")["reason"].fillna("").to_numpy()
+    return run, pt.signal_scores(tokens, run.table)
 
 
 def _names(values, n: int) -> list[str]:
@@ -196,11 +249,13 @@ def write_audit(audit: Audit, prefix, W, *, evidence: str = "compact", model: st
 
     if evidence not in EVIDENCE:
         raise ValueError(f"evidence must be one of {', '.join(EVIDENCE)}; got {evidence!r}")
+    from argmaxable.audit.card import shell_quote
+
     paths = outputs(prefix)
     card = audit.card
-    card["evidence"] = {"hardest": f"argmaxable verify {paths['hardest']} {model}"}
+    card["evidence"] = {"hardest": f"argmaxable verify {shell_quote(paths['hardest'])} {shell_quote(model)}"}
     if evidence != "none":
-        card["evidence"]["whole"] = f"argmaxable verify {paths['evidence']} {model}"
+        card["evidence"]["whole"] = f"argmaxable verify {shell_quote(paths['evidence'])} {shell_quote(model)}"
     text = {"md": markdown(card) + "\n", "html": html_page(card) + "\n", "json": json.dumps(card, indent=1) + "\n"}
     companions = [(paths[k], lambda tmp, k=k: tmp.write_text(text[k], encoding="utf-8")) for k in text]
     companions.append((paths["hardest"], audit.hardest.write_npz))

@@ -19,12 +19,19 @@ class AuditConfig:
     """The token audit of every real head the study takes (:mod:`argmaxable.audit`): the LP bounds the radius of the
     ``hardest`` tokens from both sides in at most ``lp_rounds`` rounds each, after the ``refine`` smallest lower bounds
     are tightened at their witnesses; each under-training signal flags ``share`` of the vocabulary (Land & Bartolo
-    verify their top 2%)."""
+    verify their top 2%). For the ``prompt_models`` (model keys) the model itself runs too: the tokenizer round trip
+    and the prompting test of the candidates with the ``prompts`` named and ``controls`` random ordinary tokens,
+    ``steps`` greedy steps, ``batch`` candidates a forward pass (:mod:`argmaxable.audit.prompting`)."""
 
     hardest: int = 6
     refine: int = 128
     lp_rounds: int = 10
     share: float = 0.02
+    prompt_models: list[str] = field(default_factory=lambda: ["smollm2_135m_instruct"])
+    prompts: list[str] = field(default_factory=lambda: ["copy"])
+    controls: int = 200
+    steps: int = 3
+    batch: int = 32
 
 
 @dataclass
@@ -54,6 +61,8 @@ RULES = {
     "detect.audit.refine": AT_LEAST_ONE,
     "detect.audit.lp_rounds": AT_LEAST_ONE,
     "detect.audit.share": SHARE,
+    "detect.audit.steps": AT_LEAST_ONE,
+    "detect.audit.batch": AT_LEAST_ONE,
     # every model: the sets of allowed values are those the code declares (loaders, fetchers, activations)
     "model.*.source": one_of(SOURCES),
     "model.*.activation": one_of(ACTIVATIONS, fold_case=True),
