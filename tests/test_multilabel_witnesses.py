@@ -64,10 +64,10 @@ def test_proposals_need_the_dft_columns():
     n, k = 12, 2
     W = np.hstack([dft_matrix(n, k), np.random.default_rng(0).standard_normal((n, 2))])
     assert is_dft_head(W, k) and not is_dft_head(W[::-1], k)
-    P = dft_proposals(W, k, [[0], [0, 2, 4, 6, 8]])
+    P = dft_proposals(W, k, [[0], [0, 2, 4, 6, 8]], 1e4)
     assert np.isfinite(P[0]).all() and (P[0, 2 * k + 1 :] == 0).all()
     assert np.isnan(P[1]).all()  # five runs > k
-    assert np.isnan(dft_proposals(W[::-1], k, [[0]])).all()
+    assert np.isnan(dft_proposals(W[::-1], k, [[0]], 1e4)).all()
 
 
 def test_proposals_give_the_verdicts_of_the_stages():
@@ -79,7 +79,7 @@ def test_proposals_give_the_verdicts_of_the_stages():
     W = np.hstack([dft_matrix(n, k), rng.standard_normal((n, 2)) / np.sqrt(n)])
     Y = [np.sort(rng.choice(n, rng.integers(1, 9), replace=False)).tolist() for _ in range(60)]
     old = am.check_assignments(W, Y, workers=1)
-    new = am.check_assignments(W, Y, workers=1, proposals=dft_proposals(W, k, Y))
+    new = am.check_assignments(W, Y, workers=1, proposals=dft_proposals(W, k, Y, 1e4))
     assert new.status.tolist() == old.status.tolist()
     assert new.answers["1"].tolist() == old.answers["1"].tolist()
     closed = np.array(["proposed witness" in m for m in new.message])

@@ -56,8 +56,9 @@ def check_distinct(W: np.ndarray, b: np.ndarray | None, bound: float, assignment
     propose = k is not None and b is None and is_dft_head(W, k)
     for start in range(0, len(distinct), CHUNK):
         chunk = distinct[start : start + CHUNK]
+        proposals = dft_proposals(W, k, chunk, bound, cfg.workers) if propose else None
         res = check_assignments(W, chunk, b, bound=bound, eps=cfg.eps, solver=cfg.solver, workers=cfg.workers,
-                                regions=regions, proposals=dft_proposals(W, k, chunk) if propose else None)
+                                regions=regions, proposals=proposals)
         if res.exact and not verify_certificate(res, W, b, items=chunk, bound=bound,
                                                 eps=cfg.eps)[list(res.exact)].all():
             raise RuntimeError("the exact stage's rational evidence fails the independent verifier")
