@@ -26,6 +26,7 @@ import pandas as pd
 from argmaxable.core import check_assignments
 from argmaxable.multilabel.datasets import load_built
 from argmaxable.multilabel.schema import VerifyConfig
+from argmaxable.multilabel.witnesses import dft_proposals, is_dft_head
 from argmaxable.provenance import write_table
 from argmaxable.rules import typed
 from argmaxable.verify import verify_certificate
@@ -36,12 +37,14 @@ COLUMNS = ["split", "source", "space", "example", "n_active", "within_k", "statu
 
 
 def check_distinct(W: np.ndarray, b: np.ndarray | None, bound: float, assignments: list[tuple[int, ...]],
-                   cfg: VerifyConfig, regions: bool = False):
+                   cfg: VerifyConfig, regions: bool = False, k: int | None = None):
     """Status, radius (certified lower bound or NaN), the per-threshold answers ("eps", "1": yes / no /
     undecided) and what the exact stage settled (``{"exact": ..., "region": ...}``, "" where it did not run) of
     each assignment, solving each distinct assignment once; ``regions``: settle the region of every assignment
-    not shown eps-argmaxable. The exact stage's evidence is re-checked by the independent verifier (a failure
-    stops the run).
+    not shown eps-argmaxable; ``k``: where W (without offsets) is a DFT head of k frequencies, each set gets a proposed
+    witness from the alternation construction (:mod:`argmaxable.multilabel.witnesses`), which the core checks
+    against every row. The exact stage's evidence is re-checked by the independent verifier (a failure stops the
+    run).
 
     Numerical trouble the exact stage cannot settle comes back as ``undecided`` from the core (GUIDE §1); a
     :class:`SolverError` (e.g. Gurobi's licence limit) is a failure of the run and propagates.
@@ -50,10 +53,12 @@ def check_distinct(W: np.ndarray, b: np.ndarray | None, bound: float, assignment
     inverse = np.array([index.setdefault(a, len(index)) for a in assignments], dtype=np.int64)
     distinct = [list(a) for a in index]
     status, radius, answers, exact = [], [], {}, {"exact": [], "region": []}
+    propose = k is not None and b is None and is_dft_head(W, k)
     for start in range(0, len(distinct), CHUNK):
         chunk = distinct[start : start + CHUNK]
+        proposals = dft_proposals(W, k, chunk, bound, cfg.workers) if propose else None
         res = check_assignments(W, chunk, b, bound=bound, eps=cfg.eps, solver=cfg.solver, workers=cfg.workers,
-                                regions=regions)
+                                regions=regions, proposals=proposals)
         if res.exact and not verify_certificate(res, W, b, items=chunk, bound=bound,
                                                 eps=cfg.eps)[list(res.exact)].all():
             raise RuntimeError("the exact stage's rational evidence fails the independent verifier")
@@ -106,7 +111,8 @@ def verify_arrays(npz: dict[str, np.ndarray], gold: dict[str, list], cfg: Verify
         if not chosen:
             continue
         status, radius, answers, exact = check_distinct(W, b, bound, [it[3] for it in chosen], cfg,
-                                                        regions=regions and space == "head")
+                                                        regions=regions and space == "head",
+                                                        k=int(npz["k"]) if space == "head" else None)
         frames.append(pd.DataFrame({
             "split": [it[0] for it in chosen], "source": [it[1] for it in chosen], "space": space,
             "example": [it[2] for it in chosen], "n_active": [len(it[3]) for it in chosen],

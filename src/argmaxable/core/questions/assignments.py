@@ -5,11 +5,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from argmaxable.core.box import inside
+from argmaxable.core.chebyshev import chebyshev
 from argmaxable.core.check import Prepared, finished, prepare, run_stages
+from argmaxable.core.ledger import Ledger
 from argmaxable.core.questions import Question
 from argmaxable.core.result import CheckResult
-from argmaxable.core.settings import ASSIGNMENT_BOUND, EPS, SET_PATIENCE, SOLVER, WORKERS, Settings, show
+from argmaxable.core.settings import (
+    ASSIGNMENT_BOUND,
+    EPS,
+    SET_PATIENCE,
+    SOLVER,
+    WORKERS,
+    LPSettings,
+    Settings,
+    show,
+)
 from argmaxable.core.systems import AssignmentSystem
+
+# Rows of a proposed witness's local LP: the LOCAL_ROWS_PER_D * d rows nearest to it. Their Chebyshev LP bounds the
+# radius of the whole system from above (more rows only shrink the region), so its dual weights answer "radius > 1"
+# with "no" where the region is thin near its nearest rows, in one LP of a few hundred rows instead of constraint
+# generation over every row.
+LOCAL_ROWS_PER_D = 2
 
 
 def as_signs(Y, n: int) -> np.ndarray:
@@ -69,7 +87,8 @@ def _label_indices(active, r: int, n: int) -> np.ndarray:
 
 def check_assignments(W, items, b=None, *, bound: float = ASSIGNMENT_BOUND, lower=None, upper=None,
                       eps: float = EPS, patience: int = SET_PATIENCE, solver: str = SOLVER, workers: int = WORKERS,
-                      progress: bool = False, exact_radius: bool = False, regions: bool = False) -> CheckResult:
+                      progress: bool = False, exact_radius: bool = False, regions: bool = False,
+                      proposals=None) -> CheckResult:
     """Which label assignments of sigmoid(W x + b) can be the thresholded output for some x in the box?
 
     Parameters
@@ -97,6 +116,13 @@ def check_assignments(W, items, b=None, *, bound: float = ASSIGNMENT_BOUND, lowe
         no longer needs thousands of rows to pin down a radius nobody reads.
     regions : bool, default False
         As in :func:`check_categories`: the thin regions of assignments not shown eps-argmaxable, settled exactly.
+    proposals : array_like (m, d), optional
+        A candidate point per assignment (a row of NaN: none), e.g. one built from a layer's construction. A
+        proposal is never trusted: for a layer without bias it is scaled to the box's edge (a cone: the margin grows
+        with the scale), then checked against every row in float64 with its rounding bounded; one whose certified
+        margin exceeds eps is the assignment's witness, and its local LP (the rows nearest to it) may answer
+        ``radius > 1`` with dual weights the verifier checks. What a proposal leaves open goes through the stages
+        as usual, its exact LP starting from the proposal.
 
     Returns
     -------
@@ -112,12 +138,14 @@ def check_assignments(W, items, b=None, *, bound: float = ASSIGNMENT_BOUND, lowe
     """
     settings = Settings(bound, lower, upper, eps, patience, solver, workers, progress, exact_radius, device=None,
                         regions=regions)
-    return check_signs(W, items, b, settings, kind="assignments")
+    return check_signs(W, items, b, settings, kind="assignments", proposals=proposals)
 
 
-def check_signs(W, items, b, settings: Settings, *, kind: str, given: Prepared | None = None) -> CheckResult:
+def check_signs(W, items, b, settings: Settings, *, kind: str, given: Prepared | None = None,
+                proposals=None) -> CheckResult:
     """:func:`check_assignments` with its settings built. ``given``: the layer as the user gave it where ``W`` was
-    built from it (top-m sets: ``[W, -1]``); the result records its box and is re-verified on it."""
+    built from it (top-m sets: ``[W, -1]``); the result records its box and is re-verified on it. ``proposals``: as
+    in :func:`check_assignments`."""
     if settings.eps > 1.0:  # radius > eps would then be the stronger question, answered beside radius > 1
         raise ValueError(f"The 'eps' parameter must be at most 1 for label sets and top-m sets, which also answer "
                          f"radius > 1 (thesis §4.2's 1-argmaxable). Got {settings.eps!r} instead.")
@@ -125,9 +153,125 @@ def check_signs(W, items, b, settings: Settings, *, kind: str, given: Prepared |
     signs = as_signs(items, prep.W.shape[0])
     system = AssignmentSystem(prep.W, prep.b, signs)
     given = given or prep
-    ledger = run_stages(system, np.arange(len(signs)), settings, prep.box, kind=kind, threshold=1.0,
-                        shown_box=given.box)
+    if proposals is None:
+        ledger = run_stages(system, np.arange(len(signs)), settings, prep.box, kind=kind, threshold=1.0,
+                            shown_box=given.box)
+        return finished(ledger, given, signs > 0)
+    found = Proposed.check(system, _as_proposals(proposals, signs.shape[0], prep.W.shape[1]), prep.box, settings)
+    live = ~found.closed
+    part = run_stages(StartingAt(prep.W, prep.b, signs[live], found.starts[live]), np.arange(int(live.sum())),
+                      settings, prep.box, kind=kind, threshold=1.0, shown_box=given.box) if live.any() else None
+    ledger = found.ledger(part, live, settings.record(given.box), kind, prep.W.shape[0])
     return finished(ledger, given, signs > 0)
+
+
+def _as_proposals(proposals, m: int, d: int) -> np.ndarray:
+    """The proposals as an (m, d) float64 array (NaN rows: none), or a one-line ValueError."""
+    P = np.asarray(proposals, dtype=np.float64)
+    if P.shape != (m, d):
+        raise ValueError(f"The 'proposals' parameter must have shape ({m}, {d}): one point per assignment. "
+                         f"Got shape {P.shape}.")
+    if np.isinf(P).any():
+        raise ValueError("The 'proposals' parameter holds an infinite entry: give a finite point or a row of NaN.")
+    return P
+
+
+class Proposed:
+    """Proposed witnesses checked in float64 (their rounding bounded, as reflection's), and the local LPs of those
+    that stand: the items they decide at both thresholds (eps and 1) are closed before the stages run."""
+
+    name = "proposal"
+
+    def __init__(self, m: int, d: int):
+        self.closed = np.zeros(m, dtype=bool)
+        self.witness = np.full((m, d), np.nan)
+        self.margin = np.full(m, np.nan)
+        self.upper = np.full(m, np.nan)
+        self.certificates: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.starts = np.full((m, d), np.nan)  # where the exact LP of an item left open starts
+
+    @classmethod
+    def check(cls, system: AssignmentSystem, P: np.ndarray, box, settings: Settings) -> Proposed:
+        out = cls(len(P), system.d)
+        given = np.flatnonzero(~np.isnan(P).any(axis=1))
+        if not given.size:
+            return out
+        X = _to_edge(P[given], box) if system.homogeneous else P[given]
+        out.starts[given] = X
+        _, margin = system.evaluate(given, X, settings.eps)
+        standing = (margin > settings.eps) & inside(X, *box)
+        for j in np.flatnonzero(standing):
+            pos = int(given[j])
+            out.witness[pos], out.margin[pos] = X[j], margin[j]
+            out.closed[pos] = margin[j] > 1.0 or out._local_upper(system, pos, X[j], box, settings)
+        return out
+
+    def _local_upper(self, system: AssignmentSystem, pos: int, x: np.ndarray, box, settings: Settings) -> bool:
+        """Whether the Chebyshev LP over the rows nearest to witness ``x`` bounds item ``pos``'s radius by 1 (a
+        bound above eps: a witness stands), keeping its dual weights."""
+        s = -system.signs[pos].astype(np.float64)  # rows -y_i w_i, offsets -y_i b_i (negations: exact)
+        slack = s * (system.W @ x + system.b)
+        q = min(len(s), LOCAL_ROWS_PER_D * system.d)
+        near = np.argpartition(-slack, q - 1)[:q] if q < len(s) else np.arange(len(s))
+        A, c = s[near, None] * system.W[near], s[near] * system.b[near]
+        out = chebyshev(A, c, box, LPSettings(eps=settings.eps, solver=settings.solver, exact_radius=False,
+                                                          thresholds=(1.0,), initial_rows=q))
+        if not settings.eps < out.upper <= 1.0:
+            return False
+        self.upper[pos] = out.upper
+        self.certificates[pos] = (near[np.asarray(out.dual_rows, dtype=np.int64)], out.dual_weights)
+        return True
+
+    def ledger(self, part: Ledger | None, live: np.ndarray, record: dict, kind: str, n_rows: int) -> Ledger:
+        """The ledger of every item: the stages' ``part`` (over the items left ``live``, rows named as the layer's)
+        placed back, and the closed items' witnesses, margins and the dual weights of their bounds by 1."""
+        m, d = self.witness.shape
+        items = np.arange(m)
+        if part is None:
+            out = Ledger(items, kind=kind, eps=record["eps"], threshold=1.0, settings=record)
+            out.new_witnesses(d, np.float64, filled=False)
+        else:
+            out = part.spread(live, np.arange(n_rows), items)
+        for pos in np.flatnonzero(self.closed):
+            out.prove(pos, self.name, lower=self.margin[pos], x=self.witness[pos])
+            out.bound(pos, self.margin[pos], self.upper[pos])
+            if pos in self.certificates:
+                out.upper_by(pos, self.certificates[pos])
+                out.note(pos, f"proposed witness; radius <= {self.upper[pos]:.3g} by the LP of its "
+                              f"{len(self.certificates[pos][0])} nearest rows' dual weights")
+            else:
+                out.note(pos, "proposed witness")
+        return out
+
+
+class StartingAt(AssignmentSystem):
+    """An assignment system whose reflection starts at the given points where they are finite (proposals that did
+    not close their items), at its usual start elsewhere; the exact LP then starts from reflection's best iterate."""
+
+    def __init__(self, W: np.ndarray, b: np.ndarray | None, signs: np.ndarray, starts: np.ndarray):
+        super().__init__(W, b, signs)
+        self.starts = starts
+
+    def start(self, items):
+        X = super().start(items)
+        S = self.starts[items]
+        given = ~np.isnan(S).any(axis=1)
+        X[given] = S[given]
+        return X
+
+
+def _to_edge(X: np.ndarray, box) -> np.ndarray:
+    """Points of a cone's system scaled to the box's edge (the largest multiple in the box; a point with no
+    nonzero entry, or outside a box that does not hold the origin's rays, is kept as given). The scale is rounded
+    down so that the product stays inside; ``inside`` checks it anyway."""
+    lo, hi = box
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reach = np.where(X > 0, X / hi, np.where(X < 0, X / lo, 0.0))
+    reach = np.nan_to_num(reach, nan=np.inf, posinf=np.inf).max(axis=1)  # x_j / hi_j or x_j / lo_j: the binding end
+    ok = np.isfinite(reach) & (reach > 0)
+    out = X.copy()
+    out[ok] = X[ok] * ((1 - 2.0**-50) / reach[ok])[:, None]
+    return out
 
 
 QUESTION = Question(kind="assignments", check=check_assignments, bound=ASSIGNMENT_BOUND, evidence="assignments")

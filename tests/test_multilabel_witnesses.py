@@ -1,0 +1,105 @@
+"""The DFT head's proposed witnesses (thesis Prop. 5.1 / Thm 5.3's alternation construction) and the core's check of
+proposals: brute force over every label set of small n, exact Fraction arithmetic on a sample, and the verdicts of
+the path with proposals equal to those of the path without."""
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import argmaxable as am
+from argmaxable.constructions import dft_matrix
+from argmaxable.multilabel.witnesses import alternation_coefficients, cyclic_runs, dft_proposals, is_dft_head
+
+
+def _every_set(n):
+    return [list(c) for r in range(n + 1) for c in itertools.combinations(range(n), r)]
+
+
+def _exact_signs(W, x):
+    """sign(W x) in exact rational arithmetic over the float64 entries as stored."""
+    xs = [Fraction(float(v)) for v in x]
+    return np.array([np.sign(sum(Fraction(float(w)) * v for w, v in zip(row, xs, strict=True))) for row in W])
+
+
+def test_runs_on_the_circle_wrap_past_the_last_label():
+    assert cyclic_runs([0, 1, 5, 9], 10).tolist() == [[5, 5], [9, 1]]
+    assert cyclic_runs([2, 3, 4], 10).tolist() == [[2, 4]]
+    assert cyclic_runs([], 10).shape == cyclic_runs(range(10), 10).shape == (0, 2)
+
+
+@pytest.mark.parametrize("n", [7, 8, 9, 10, 11])
+def test_every_set_within_k_runs_gets_a_point_with_its_signs(n):
+    """Brute force, every label set of n labels and every k: a set of at most k runs (2k sign changes: thesis
+    Thm 5.3's argmaxable sets) gets a point whose float64 logits have its signs; one beyond k runs gets none."""
+    for k in range(1, (n - 1) // 2 + 1):
+        W = dft_matrix(n, k)
+        for active in _every_set(n):
+            x = alternation_coefficients(active, n, k)
+            if len(cyclic_runs(active, n)) > k:
+                assert x is None, (n, k, active)
+                continue
+            signs = np.where(np.isin(np.arange(n), active), 1.0, -1.0)
+            assert (signs * (W @ x) > 0).all(), (n, k, active)
+
+
+def test_a_sample_of_points_holds_in_exact_arithmetic():
+    """The float64 point's signs, computed exactly over the stored entries, on a seeded sample of n = 64, k = 4."""
+    n, k = 64, 4
+    rng = np.random.default_rng(0)
+    W = dft_matrix(n, k)
+    checked = 0
+    while checked < 12:
+        active = np.sort(rng.choice(n, rng.integers(1, 9), replace=False)).tolist()
+        x = alternation_coefficients(active, n, k)
+        if x is None:
+            continue
+        signs = np.where(np.isin(np.arange(n), active), 1, -1)
+        assert (_exact_signs(W, x) == signs).all(), active
+        checked += 1
+
+
+def test_proposals_need_the_dft_columns():
+    n, k = 12, 2
+    W = np.hstack([dft_matrix(n, k), np.random.default_rng(0).standard_normal((n, 2))])
+    assert is_dft_head(W, k) and not is_dft_head(W[::-1], k)
+    P = dft_proposals(W, k, [[0], [0, 2, 4, 6, 8]], 1e4)
+    assert np.isfinite(P[0]).all() and (P[0, 2 * k + 1 :] == 0).all()
+    assert np.isnan(P[1]).all()  # five runs > k
+    assert np.isnan(dft_proposals(W[::-1], k, [[0]], 1e4)).all()
+
+
+def test_proposals_give_the_verdicts_of_the_stages():
+    """DFT n = 40, k = 3 with 2 slack columns: a seeded sample of 60 label sets of 1-8 labels, checked with the
+    proposals and without; the verdicts and both answers are equal, the proposals close some sets, and every
+    verdict passes the independent verifier."""
+    n, k = 40, 3
+    rng = np.random.default_rng(1)
+    W = np.hstack([dft_matrix(n, k), rng.standard_normal((n, 2)) / np.sqrt(n)])
+    Y = [np.sort(rng.choice(n, rng.integers(1, 9), replace=False)).tolist() for _ in range(60)]
+    old = am.check_assignments(W, Y, workers=1)
+    new = am.check_assignments(W, Y, workers=1, proposals=dft_proposals(W, k, Y, 1e4))
+    assert new.status.tolist() == old.status.tolist()
+    assert new.answers["1"].tolist() == old.answers["1"].tolist()
+    closed = np.array(["proposed witness" in m for m in new.message])
+    assert closed.sum() >= 10
+    assert (new.lp_rounds[closed] == 0).all()
+    assert am.verify_certificate(new, W, items=Y).all()
+
+
+def test_a_wrong_proposal_is_not_trusted():
+    """A point that is no witness (the origin's antipode of a witness) leaves the set to the stages: an
+    unargmaxable set stays unargmaxable, an argmaxable one is still proven."""
+    n, k = 12, 1
+    W = dft_matrix(n, k)
+    Y = [[0], [0, 6]]  # one run; two runs > k: unargmaxable (thesis Thm 5.3)
+    wrong = -np.vstack([alternation_coefficients([0], n, k)] * 2)
+    res = am.check_assignments(W, Y, workers=1, proposals=wrong)
+    assert res.status.tolist() == ["argmaxable", "unargmaxable"]
+    assert am.verify_certificate(res, W, items=Y).all()
+
+
+def test_proposals_of_the_wrong_shape_are_refused():
+    with pytest.raises(ValueError, match="'proposals' parameter must have shape"):
+        am.check_assignments(dft_matrix(8, 1), [[0]], proposals=np.zeros((1, 2)))
