@@ -45,7 +45,8 @@ def check_layers(layers: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], ki
         np.concatenate([p.witness for p in parts]), np.concatenate([p.message for p in parts]),
         [cert for p in parts for cert in p.certificates], dict(first.settings),
         np.concatenate([p.radius_upper for p in parts]),
-        {key: np.concatenate([p.answers[key] for p in parts]) for key in first.answers})
+        {key: np.concatenate([p.answers[key] for p in parts]) for key in first.answers},
+        {k: p.exact[0] for k, p in enumerate(parts) if 0 in p.exact})  # each part is one item: its position 0
 
 
 def _item(result: CheckResult, k: int) -> CheckResult:
@@ -54,7 +55,8 @@ def _item(result: CheckResult, k: int) -> CheckResult:
     return CheckResult("assignments", np.array([0]), result.status[one], result.radius[one],
                        result.radius_exact[one], result.steps[one], result.lp_rounds[one], result.witness[one],
                        result.message[one], [result.certificates[k]], result.settings, result.radius_upper[one],
-                       {key: value[one] for key, value in result.answers.items()})
+                       {key: value[one] for key, value in result.answers.items()},
+                       {0: result.exact[k]} if k in result.exact else {})
 
 
 def verify_layers(result: CheckResult, layers: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], kind: str, *,
@@ -70,5 +72,7 @@ def verify_layers(result: CheckResult, layers: Iterable[tuple[np.ndarray, np.nda
         raise ValueError(f"verify: the result's {len(which)} items must be positions among the {len(layers)} "
                          f"{kind} given.")
     box = {"bound": bound, "lower": lower, "upper": upper, "eps": eps}
+    if not set(result.exact) <= set(range(len(which))):  # rational evidence for no item: the result is suspect
+        return np.zeros(len(which), dtype=bool)
     return np.array([bool(verify_certificate(_item(result, p), V, e, items=active[None, :], **box)[0])
                      for p, (V, e, active) in enumerate(layers[int(k)] for k in which)], dtype=bool)
