@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 import argmaxable as am
+from argmaxable import verify as verify_module
 from argmaxable.core import fastpath
 
 EPS = 1e-8
@@ -79,13 +80,18 @@ def test_verifier_refuses_start_points_that_lose_under_a_bias_beyond_float32(iss
     assert not ok[loses].any()
 
 
+@pytest.mark.parametrize("float32", [False, True])  # as the CPU has them, and as on a CPU without bfloat16
 @pytest.mark.parametrize(("n", "k"), [(300, 300), (5000, 40)])  # the fast pass; the near path (n > 4096, < 256)
-def test_verifier_refuses_tiny_forged_witnesses_beside_negative_biases(n, k):
+def test_verifier_refuses_tiny_forged_witnesses_beside_negative_biases(n, k, float32, monkeypatch):
     # Witnesses of size 1e-40 make the scaled biases b / (kw kx) about 1e40: beyond bfloat16 and float32, cast to
     # -inf, they ruled every other row out. At x ~ 0 only the category of the largest bias wins (by far).
+    if float32:
+        import torch
+
+        monkeypatch.setattr(verify_module, "_lowp", lambda: (torch.float32, 2.0**-24, 2.0**-24, 2.0**-150))
     rng = np.random.default_rng(7)
     W = rng.standard_normal((n, 16))
-    b = -rng.uniform(1, 10, n)
+    b = -rng.uniform(3, 10, n)  # every scaled bias beyond both types: -3 / (8 x 2^-130)
     items = np.arange(k)
     res = forged(am.check_categories(W, items, b, patience=1), "argmaxable", 1e-40 * rng.standard_normal((k, 16)))
     ok = am.verify_certificate(res, W, b)

@@ -293,16 +293,18 @@ def test_witness_string_with_a_huge_exponent_is_refused_at_once():
 
 
 def test_rationals_beyond_pythons_string_limit_leave_the_item_undecided():
-    """Entries spanning 2^-1000..1 make the exact stage's rationals longer than the 4300 digits Python writes as a
-    string: each such item ends undecided with that reason, and the check returns a result that verifies."""
+    """Entries spanning 2^-1000..1 make the exact stage's rationals longer than the digits Python writes as a
+    string (the check raised ValueError and returned nothing): such an item is left open with that reason, the
+    others keep their verdicts, and the result verifies."""
     import sys
 
     rng = np.random.default_rng(9)
-    W = rng.standard_normal((120, 64)) * 2.0 ** -rng.integers(0, 1000, (120, 64)).astype(np.float64)
-    res = am.check_categories(W, regions=True)  # raised ValueError from int -> str
-    assert len(res) == 120
-    long = [m for m in res.message if f"more than {sys.get_int_max_str_digits()} digits" in m]
-    for p in np.flatnonzero([f"more than {sys.get_int_max_str_digits()} digits" in m for m in res.message]):
-        assert res.status[p] != "argmaxable" or p not in res.exact or res.exact[p].decided != "radius"
+    W = rng.standard_normal((30, 16)) * 2.0 ** -rng.integers(0, 1000, (30, 16)).astype(np.float64)
+    res = am.check_categories(W, regions=True)
+    reason = f"more than {sys.get_int_max_str_digits()} digits"
+    long = np.flatnonzero([reason in m for m in res.message])
+    assert long.size
+    for p in long:
+        assert res.status[p] == "undecided" or int(p) not in res.exact or res.exact[int(p)].decided == "region"
+    assert (res.status != "undecided").sum() >= 25
     assert am.verify_certificate(res, W).all()
-    assert long or not any(len(v) > 4000 for rec in res.exact.values() for v in (rec.witness or ()))
