@@ -403,8 +403,8 @@ def test_the_exact_recheck_reads_float_weights_on_normalised_rows():
 
 def test_cli_verify_refuses_a_layer_the_result_was_not_made_from(tmp_path, capsys):
     """The table of a 100-row layer "verified" against a 200-row one (rc 0, the extra rows never mentioned): the
-    verifier now says which file it read and refuses a layer that is not the one the result was made from: more
-    rows than the result names, or files whose sha256 the table's .meta.json does not record."""
+    verifier now says which file it read and how many of its rows the result names, and refuses a layer whose
+    files' sha256 the table's .meta.json does not record."""
     rng = np.random.default_rng(13)
     W = rng.standard_normal((100, 3))
     small, big, moved = tmp_path / "small.npz", tmp_path / "big.npz", tmp_path / "moved.npz"
@@ -419,7 +419,9 @@ def test_cli_verify_refuses_a_layer_the_result_was_not_made_from(tmp_path, capsy
     assert main(["verify", str(out), str(small)]) == 0
     assert f"from {small}" in capsys.readouterr().out
     assert main(["verify", str(out), str(big)]) == 2
-    assert "covers 100 categories and the layer given has 200" in capsys.readouterr().err
+    said = capsys.readouterr()
+    assert "covers 100 of the layer's 200 categories" in said.out
+    assert "not the one the result was made from" in said.err
     assert main(["verify", str(out), str(moved)]) == 2
     assert "not the one the result was made from" in capsys.readouterr().err
 

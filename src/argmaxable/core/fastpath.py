@@ -62,17 +62,20 @@ RECHECK_COST = 64
 # leaves the narrower types' normal range (both reach 2^-126 .. 2^128): a bias cast beyond it is -inf, which rules
 # every other row out, and a product that falls below it loses bits the relative bound does not count. A layer
 # narrows only if its row norms and biases (and each point its norm, :meth:`LayerProducts._evaluate`) lie within
-# NARROW_RANGE of 1, zero excepted, so that every logit and its bound stay 2^60 inside that range; any other
+# NARROW_RANGE of 1, zero excepted, so that every logit and its bound stay 2^60 inside that range (a small bias
+# beside a row within it: its absolute rounding, at most 2^-150, lies far below that row's bound); any other
 # layer's fast path runs in float64.
 NARROW_RANGE = 2.0**60
 
 
 def narrow_fits(norms: np.ndarray, b: np.ndarray) -> bool:
     """Whether a layer with row norms ``norms`` and biases ``b`` (float64) may be multiplied in float32 or
-    bfloat16: every nonzero norm and bias within :data:`NARROW_RANGE` of 1 (a zero row's bias too)."""
+    bfloat16 (:data:`NARROW_RANGE`): every nonzero norm within it, every bias below its top, and a zero row's
+    nonzero bias above its floor."""
     lo, hi = 1 / NARROW_RANGE, NARROW_RANGE
+    size = np.abs(b)
     return bool(np.all((norms == 0) | ((norms >= lo) & (norms <= hi)))
-                and np.all((b == 0) | ((np.abs(b) >= lo) & (np.abs(b) <= hi))))
+                and np.all((size <= hi) & ((size >= lo) | (size == 0) | (norms > 0))))
 
 
 def margin_floor(eps: float) -> float:
