@@ -170,12 +170,15 @@ def _joint_layer(data):
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
-def test_layers_straddling_float32s_range_hold_to_the_lp(monkeypatch_module, data):
+def test_layers_straddling_float32s_range_hold_to_the_lp(data):
     # Every layer takes the float32 fast path (and bfloat16 where the CPU has it): a value beyond their range must
     # send it to float64, never into a verdict. Each verdict is held to scipy's LP on the moderate layer and to
     # the verifier on the layer as given.
     W0, b0, W, b = _joint_layer(data)
-    res = am.check_categories(W, b=b)
+    with pytest.MonkeyPatch.context() as mp:  # float32 and bfloat16 products for a layer of any size
+        mp.setattr(fastpath, "FLOAT32_ABOVE", 0)
+        mp.setattr(fastpath, "BF16_ABOVE", 0)
+        res = am.check_categories(W, b=b)
     assert am.verify_certificate(res, W, b).all()
     for t in range(len(W0)):
         r = chebyshev_radius(W0, b0, t)
@@ -185,12 +188,3 @@ def test_layers_straddling_float32s_range_hold_to_the_lp(monkeypatch_module, dat
             assert r <= EPS * (1 + 1e-6) + 1e-12
         if r > 1e-6:
             assert res.status[t] == "argmaxable"
-
-
-@pytest.fixture(scope="module")
-def monkeypatch_module():
-    """The fast path's float32 and bfloat16 products for layers of any size (their thresholds at 0)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(fastpath, "FLOAT32_ABOVE", 0)
-        mp.setattr(fastpath, "BF16_ABOVE", 0)
-        yield mp

@@ -6,6 +6,11 @@ system ``A x' + c < 0`` over ``x' = (x, tau)``. Written as a sigmoid label assig
 of a layer ``V`` built for that item, it goes through the one core (:func:`argmaxable.check_assignments`: the
 Chebyshev LP with its certificates), and its evidence is re-checked by :func:`argmaxable.verify_certificate`
 against the same derived layer. ``check_top_m`` is the case with no ratio rows (GUIDE §1).
+
+A derived layer is computed in float64 (differences ``w_i - w_j``, logarithms of the targets), so it carries bounds
+on its rounding (:class:`Derived`): where it rounds, an item is "argmaxable" only on the layer moved against it by
+those bounds and "unargmaxable" only on the layer moved with it, and the verifier checks each claim on the same
+moved layer, so that a verdict of the rounded rows never stands for the exact ones.
 """
 
 from __future__ import annotations
@@ -104,7 +109,7 @@ def _one(layer: Derived, check: dict) -> CheckResult:
     if better.status[0] == "unargmaxable":
         return certificate_part(better)
     out = certificate_part(witness_part(better))
-    out.message[0] = ("undecided: the derived layer's rows round (w_i - w_j in float64) by more than this item's "
+    out.message[0] = ("undecided: the derived layer's rows and offsets round in float64 by more than this item's "
                       f"margin: moved against it, {worse.status[0]}; with it, {better.status[0]}")
     return out
 
