@@ -273,3 +273,38 @@ def test_a_trained_dft_heads_thin_label_set_is_decided():
     assert res.status.tolist() == ["unargmaxable"] and res.exact[0].decided == "radius"
     assert 0 < res.radius[0] <= res.radius_upper[0] <= EPS  # a rational point inside: thin, not empty
     assert am.verify_certificate(res, W, items=labels, bound=1e4, eps=EPS).all()
+
+
+def test_witness_string_with_a_huge_exponent_is_refused_at_once():
+    """An exact witness written "1e99999999" is not a rational "p/q": Fraction() would expand it to a
+    100-million-digit integer (the verifier hung); it is refused without expanding it."""
+    import multiprocessing
+
+    low, u = 0.25, 0.25 + 2.0**-40
+    W, b, items = slab(u, low)
+    res = am.check_assignments(W, items, b, regions=True)
+    assert am.verify_certificate(res, W, b, items=items).all()
+    forged = copy.deepcopy(res)
+    forged.exact[0] = res.exact[0]._replace(witness=("1e99999999", "0"))
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        job = pool.apply_async(am.verify_certificate, (forged, W, b), {"items": items})
+        assert not job.get(timeout=60).any()
+
+
+def test_rationals_beyond_pythons_string_limit_leave_the_item_undecided():
+    """Entries spanning 2^-1000..1 make the exact stage's rationals longer than the digits Python writes as a
+    string (the check raised ValueError and returned nothing): such an item is left open with that reason, the
+    others keep their verdicts, and the result verifies."""
+    import sys
+
+    rng = np.random.default_rng(9)
+    W = rng.standard_normal((30, 16)) * 2.0 ** -rng.integers(0, 1000, (30, 16)).astype(np.float64)
+    res = am.check_categories(W, regions=True)
+    reason = f"more than {sys.get_int_max_str_digits()} digits"
+    long = np.flatnonzero([reason in m for m in res.message])
+    assert long.size
+    for p in long:
+        assert res.status[p] == "undecided" or int(p) not in res.exact or res.exact[int(p)].decided == "region"
+    assert (res.status != "undecided").sum() >= 25
+    assert am.verify_certificate(res, W).all()

@@ -1,6 +1,7 @@
 """The questions of the core: one module each (argmaxable.core.questions), a closed set of result kinds, and each
 declaration held to what the independent verifier checks."""
 
+import dataclasses
 import inspect
 import pkgutil
 import sys
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 import argmaxable as am
-from argmaxable import verify
+from argmaxable import core, verify
 from argmaxable.core import questions
 from argmaxable.core.questions import KINDS, QUESTIONS
 from argmaxable.core.result import CheckResult
@@ -75,3 +76,57 @@ def test_adding_a_question_is_adding_a_module(tmp_path, monkeypatch):
         assert found["halfspace"].check(W).status.tolist() == am.check_categories(W).status.tolist()
     finally:
         sys.modules.pop("argmaxable.core.questions.halfspace", None)
+
+
+def _rounding_ranking():
+    """Category 1 of w = (-1, 2^-60, 1), b = (1e12, 0, -1e12) wins on (1e12 / (1 + 2^-60), 1e12 / (1 - 2^-60)),
+    an interval of half-width about 1e12 2^-60 = 8.7e-7 (87 eps), in the box |x| <= 2e12. float64 rounds the
+    differences w_1 - w_0 and w_1 - w_2 to 1 and -1, whose interval (1e12, 1e12) is empty."""
+    return np.array([[-1.0], [2.0**-60], [1.0]]), np.array([1e12, 0.0, -1e12]), 2e12
+
+
+def test_top1_ranking_on_rows_whose_differences_round_is_not_called_unargmaxable():
+    from fractions import Fraction
+
+    from scipy.optimize import linprog
+
+    W, b, bound = _rounding_ranking()
+    left = Fraction(10**12) / (1 + Fraction(2) ** -60)
+    right = Fraction(10**12) / (1 - Fraction(2) ** -60)
+    assert (right - left) / 2 > 80 * Fraction(1e-8)  # the exact radius: argmaxable
+    cat = am.check_categories(W, [1], b, bound=bound)
+    assert cat.status[0] == "argmaxable"
+    res = core.check_rankings(W, [[1]], b, bound=bound)
+    assert res.status[0] != "unargmaxable"  # rounded rows said unargmaxable, and that verified
+    assert core.verify_rankings(res, W, [[1]], b, bound=bound).all()
+    # the rounded layer's forged verdict: its certificate holds on the rounded rows only
+    V = np.array([[1.0], [-1.0]])
+    e = np.array([1e12 - 0.0, 0.0 + 1e12]) * np.array([-1.0, 1.0])
+    lp = linprog([0.0, -1.0], A_ub=np.column_stack([-V, np.abs(V)]), b_ub=e, bounds=[(-bound, bound), (None, 1)],
+                 method="highs")
+    assert lp.status == 0 and -lp.fun <= 0  # scipy: the rounded rows leave no ball
+    rounded = am.check_assignments(V, [[0, 1]], -e, bound=bound)
+    assert rounded.status[0] == "unargmaxable"
+    forged = dataclasses.replace(res, status=rounded.status, witness=rounded.witness, radius=rounded.radius,
+                                 radius_upper=rounded.radius_upper, certificates=rounded.certificates,
+                                 answers=rounded.answers, exact={})
+    assert not core.verify_rankings(forged, W, [[1]], b, bound=bound).any()
+
+
+def test_rankings_of_exact_differences_keep_their_verdicts_and_their_exact_records():
+    """The parts' exact records reach the result: a verdict the exact stage decided verifies (it failed without
+    them)."""
+    beta = np.nextafter(1e-8, 1.0)  # the interval |x| < beta: radius eps and one ulp, exact differences
+    W, b = np.array([[-1.0], [0.0], [1.0]]), np.array([0.0, beta, 0.0])
+    cat = am.check_categories(W, [1], b, workers=1)
+    res = core.check_rankings(W, [[1]], b, workers=1)
+    assert 0 in cat.exact and 0 in res.exact
+    assert res.status[0] == cat.status[0] == "argmaxable" and res.exact[0].decided == "radius"
+    assert core.verify_rankings(res, W, [[1]], b).all()
+
+
+def test_prescribed_probabilities_verify_on_their_bounded_layers():
+    W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])
+    res = core.check_prescribed(W, [[0, 1], [3]], [[0.5, 0.5], [1.0]])
+    assert res.status.tolist() == ["argmaxable", "unargmaxable"]
+    assert core.verify_prescribed(res, W, [[0, 1], [3]], [[0.5, 0.5], [1.0]]).all()

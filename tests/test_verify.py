@@ -399,3 +399,53 @@ def test_the_exact_recheck_reads_float_weights_on_normalised_rows():
     bound = 10.0 / 0.9
     assert check(np.array([0]), bound * (1 + 1e-12)).all()
     assert not check(np.array([0]), bound * (1 - 1e-12)).any() and not check(np.array([0]), 0.0).any()
+
+
+def test_cli_verify_refuses_a_layer_the_result_was_not_made_from(tmp_path, capsys):
+    """The table of a 100-row layer "verified" against a 200-row one (rc 0, the extra rows never mentioned): the
+    verifier now says which file it read and how many of its rows the result names, and refuses a layer whose
+    files' sha256 the table's .meta.json does not record."""
+    rng = np.random.default_rng(13)
+    W = rng.standard_normal((100, 3))
+    small, big, moved = tmp_path / "small.npz", tmp_path / "big.npz", tmp_path / "moved.npz"
+    np.savez(small, W=W)
+    np.savez(big, W=np.vstack([W, rng.standard_normal((100, 3)) * 1e-3]))
+    W2 = W.copy()
+    W2[0, 0] = np.nextafter(W2[0, 0], 0)  # one last bit: the same evidence may well hold, but it is another layer
+    np.savez(moved, W=W2)
+    out = tmp_path / "t.parquet"
+    assert main(["check", "softmax", str(small), "--out", str(out), "--workers", "1"]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(out), str(small)]) == 0
+    assert f"from {small}" in capsys.readouterr().out
+    assert main(["verify", str(out), str(big)]) == 2
+    said = capsys.readouterr()
+    assert "covers 100 of the layer's 200 categories" in said.out
+    assert "not the one the result was made from" in said.err
+    assert main(["verify", str(out), str(moved)]) == 2
+    assert "not the one the result was made from" in capsys.readouterr().err
+
+
+def test_evidence_file_members_are_read_only_when_known_and_bounded(tmp_path):
+    """A small .npz that expands to gigabytes: an unknown member is never read (its data may even be cut short), and
+    a known member whose header declares more entries than the result's items is refused before its data is read."""
+    import zipfile
+
+    W = np.random.default_rng(11).standard_normal((50, 3))
+    path = tmp_path / "r.npz"
+    am.check_categories(W).save(path)
+    with zipfile.ZipFile(path, "a") as z, z.open("junk.npy", "w", force_zip64=True) as fh:
+        np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": (2**40,)})
+        fh.write(bytes(64))  # 8 TiB declared, 64 bytes present
+    res = CheckResult.load(path, W=W)
+    assert am.verify_certificate(res, W).all()
+    bomb = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as z:
+        for name in src.namelist():
+            if name not in ("status.npy", "junk.npy"):
+                z.writestr(name, src.read(name))
+        with z.open("status.npy", "w", force_zip64=True) as fh:
+            np.lib.format.write_array_header_1_0(fh, {"descr": "<U12", "fortran_order": False, "shape": (2**31,)})
+            fh.write(bytes(1 << 20))  # 96 GiB declared
+    with pytest.raises(ValueError, match="member 'status' has shape"):
+        CheckResult.load(bomb, W=W)

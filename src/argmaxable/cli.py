@@ -534,6 +534,7 @@ def cmd_verify(args) -> int:
         res = CheckResult.load(path, W=W)
     except (KeyError, ValueError, OSError) as err:
         raise UsageError(f"{path}: not an evidence file written by 'argmaxable check --out' ({err})") from None
+    _same_layer(args, layer, res, table)
     items = None
     if res.kind != "categories":
         if args.labels is None:
@@ -561,6 +562,38 @@ def cmd_verify(args) -> int:
               f"{' ...' if len(bad) > 20 else ''}")
         failed = 1
     return int(failed)
+
+
+def _same_layer(args, layer, res, table) -> None:
+    """Say which layer is verified, and how many of its categories a categories result names where not all (a
+    subset, such as the audit's hardest tokens, is checked against every row all the same); refuse a layer that is
+    not the one the result was made from: where the table's .meta.json records the files the check read (by
+    sha256), one of them must be among the files read here."""
+    from argmaxable.provenance import file_sha256, sidecar
+
+    files = [Path(f) for f in (layer.files or [args.path]) if Path(f).is_file()]
+    hashes = {file_sha256(f): f for f in files}
+    shown = ", ".join(f"{f} (sha256 {h[:12]})" for h, f in hashes.items()) or str(args.path)
+    n = layer.W.shape[0]
+    print(f"layer: {layer.W.shape[0]} x {layer.W.shape[1]} from {shown}")
+    if res.kind == "categories" and len(np.unique(res.items)) != n:
+        print(f"the result covers {len(np.unique(res.items))} of the layer's {n} categories: the others have no "
+              "verdict here")
+    meta = None if table is None else sidecar(table)
+    if meta is None or not meta.is_file():
+        print("no .meta.json beside the table: whether this is the layer the check read is not recorded")
+        return
+    try:
+        recorded = json.loads(meta.read_text()).get("inputs") or {}
+    except (OSError, ValueError, AttributeError):
+        raise UsageError(f"{meta}: not a readable record of the check (JSON with its inputs)") from None
+    if not isinstance(recorded, dict) or not recorded:
+        print(f"{meta}: records no input files: whether this is the layer the check read is not recorded")
+        return
+    if not set(map(str, recorded.values())) & set(hashes):
+        raise UsageError(f"the layer given is not the one the result was made from: {meta} records "
+                         f"{', '.join(f'{k} (sha256 {str(v)[:12]})' for k, v in list(recorded.items())[:3])}; "
+                         f"read here: {shown}")
 
 
 def cmd_config_show(args) -> int:

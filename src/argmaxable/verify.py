@@ -69,6 +69,10 @@ DIGITS = 1e-6  # radii a result claims are checked to 6 digits
 U64 = 2.0**-53  # unit roundoff of float64
 # Rows of W per block of the float64 re-checks and of the low-precision products.
 BLOCK = 4096
+# The low-precision passes (bfloat16 or float32) run only where every scaled offset lies within this of 1 (the
+# scaled rows and points are at most 1): a larger one would be cast beyond the narrow type's range (-inf rules every
+# other row out) or carry a bound no witness can meet; such layers are checked in float64 only.
+LOWP_RANGE = 2.0**60
 # Rows per chunk of a certificate's weighted sum; chunks are added pairwise, so a sum over k rows has a
 # rounding bound of gamma_(CHUNK + 2 log2(k / CHUNK)) rather than gamma_k.
 CHUNK = 64
@@ -334,6 +338,7 @@ def _category_checks(result, W, b, witness, masked, lo, hi, eps):
     # masked categories never win and never bind the others: the others are checked without their rows
     keep = np.flatnonzero(~masked)
     Wk, bk, rk = (W[keep], b[keep], np.searchsorted(keep, rows)) if masked.any() else (W, b, rows)
+    bk = _shifted(bk)
 
     def witnesses(pos, e):
         out = np.zeros(len(pos), dtype=bool)
@@ -524,7 +529,7 @@ def _near_categories(W, b, t_all, X_all, pos, eps, group=256, small=16) -> np.nd
     xmax = max(_abs_max(X_all[pos[s : s + BLOCK]]) for s in range(0, len(pos), BLOCK))
     kx = float(_pow2_scale(np.array([[xmax]]))[0])
     bs = b / (kw * kx)
-    if not np.isfinite(bs).all():  # offsets far larger than the rows: each witness on its own, exactly
+    if not np.all(np.abs(bs) <= LOWP_RANGE):  # offsets far larger than the rows: each witness on its own, exactly
         return np.array([_row_check_all(W, b, int(t), X_all[p], float(e))
                          for t, p, e in zip(t_all, pos, eps, strict=True)], dtype=bool)
     layer = _scaled_layer(W, b, bs, kw, kx)
@@ -664,7 +669,7 @@ def _fast_categories(W, b, rows_all, X_all, pos, eps) -> np.ndarray:
     xmax = max(_abs_max(X_all[pos[s : s + BLOCK]]) for s in range(0, len(pos), BLOCK))
     kx = float(_pow2_scale(np.array([[xmax]]))[0])
     bs = b / (kw * kx)
-    if not np.isfinite(bs).all():
+    if not np.all(np.abs(bs) <= LOWP_RANGE):  # beyond the narrow type's range: left to float64 (LOWP_RANGE)
         return np.zeros(len(rows), dtype=bool)
     dtype, u, v, tiny = _lowp()
     kappa = (2 * u + u * u) * (1 + gamma(d + 2, v)) + gamma(d + 2, v) + u  # inputs, accumulation, output
@@ -736,6 +741,18 @@ def _gram_top(R, bs, rows, dtype) -> np.ndarray:
                 best[cj] = torch.maximum(best[cj], P.amax(dim=0).double())
             best[ri] = torch.maximum(best[ri], P.amax(dim=1).double())
     return best.numpy()[rows] - bs[rows]
+
+
+def _shifted(b: np.ndarray) -> np.ndarray:
+    """The biases of the categories' witness checks: ``b - c`` (c the midpoint of their range) where the largest
+    |b_i| exceeds :data:`LOWP_RANGE` and every ``b_i - c`` is exact (its two-sum error 0), else ``b``: each
+    category's rows keep their offsets ``b_i - b_t`` exactly, and the low-precision passes can run."""
+    if not b.size or float(np.abs(b).max()) <= LOWP_RANGE:
+        return b
+    c = float(b.min()) / 2 + float(b.max()) / 2
+    s = b - c
+    z = s - b
+    return s if not np.any((b - (s - z)) + (-c - z)) else b
 
 
 def _certificate_categories(W, b, t, cert, lo, hi, eps) -> bool:

@@ -24,11 +24,15 @@ the verifier's (an upper radius within 1e-10 of its true value, at a box of 1e4)
 
 from __future__ import annotations
 
+import re
+import sys
 from fractions import Fraction
 from math import isqrt, lcm
 
 import numpy as np
 
+# A rational as the exact stage writes it: an integer, or integer/positive integer (ASCII digits only).
+RATIONAL = re.compile(r"-?[0-9]+(/[0-9]+)?", re.ASCII)
 # Bits of the norms' integer square roots: more than the exact stage's, so its bounds hold here too.
 SQRT_BITS = 600
 # Rows per block of the exact witness checks (object arrays of Python ints: memory stays one block's).
@@ -192,11 +196,20 @@ class _Layer:
 
 
 def _parse(values) -> list | None:
-    """Rationals from strings "p/q" (None if any is not one)."""
+    """Rationals from strings "p/q" or "p", digits only, each integer at most :func:`sys.get_int_max_str_digits`
+    long (None if any is not one): no exponent, so a string as short as "1e99999999" is never expanded."""
+    limit = sys.get_int_max_str_digits() or 4300
+    out = []
     try:
-        return [Fraction(str(v)) for v in values]
+        for v in values:
+            text = v if isinstance(v, str) else None
+            if text is None or len(text) > 2 * limit + 2 or not RATIONAL.fullmatch(text):
+                return None
+            p, _, q = text.partition("/")
+            out.append(Fraction(int(p), int(q) if q else 1))
     except (ValueError, ZeroDivisionError, TypeError):
         return None
+    return out
 
 
 def _witness_holds(rows, layer: _Layer, witness, r: float) -> bool:

@@ -12,6 +12,7 @@ import numpy as np
 
 from argmaxable.core.box import make_box
 from argmaxable.core.chebyshev import WarmStart
+from argmaxable.core.fastpath import NARROW_RANGE
 from argmaxable.core.ledger import Ledger
 from argmaxable.core.numerics import gamma, range_scale
 from argmaxable.core.result import CheckResult
@@ -133,9 +134,21 @@ def masked_rows(W: np.ndarray, b: np.ndarray, box, eps: float) -> np.ndarray:
     return out
 
 
+def exact_shift(b: np.ndarray) -> np.ndarray | None:
+    """``b - c`` for the midpoint c of b's range where every difference ``b_i - c`` is exact in float64 (Knuth's
+    two-sum: its error term is 0), else None. Softmax is unchanged by a shift of every bias: each category's
+    system keeps its offsets ``b_i - b_t`` exactly, so its regions, witnesses, radii and certificates stay."""
+    c = float(b.min()) / 2 + float(b.max()) / 2  # no overflow near the largest float
+    s = b - c
+    back = s - b
+    err = (b - (s - back)) + (-c - back)
+    return s if not np.any(err) else None
+
+
 def prepare(W, b, settings: Settings, keep_float32=False, masks=False) -> Prepared:
-    """Validated W, b and box, masked categories set aside (with ``masks``), the layer scaled into the safe range;
-    or a one-line ValueError."""
+    """Validated W, b and box, masked categories set aside (with ``masks``, categories: there a bias beyond
+    :data:`~argmaxable.core.fastpath.NARROW_RANGE` is shifted where :func:`exact_shift` can), the layer scaled
+    into the safe range; or a one-line ValueError."""
     W = as_matrix(W, keep_float32=keep_float32)
     b = _as_bias(b, W.shape[0], masks=masks)
     out = Prepared(W, b, make_box(W.shape[1], settings.bound, settings.lower, settings.upper))
@@ -144,9 +157,14 @@ def prepare(W, b, settings: Settings, keep_float32=False, masks=False) -> Prepar
         if masked.any():
             out.keep = np.flatnonzero(~masked)
             W, b = W[out.keep], b[out.keep]
+    if masks and b is not None and float(np.abs(b).max()) > NARROW_RANGE:
+        shifted = exact_shift(b)
+        b = b if shifted is None else shifted
     top = max(float(W.max()), -float(W.min()), 0.0 if b is None else float(np.abs(b).max()))  # no n×d temporary
     s = range_scale(top)
     if s != 1.0:
+        if W.dtype == np.float32 and s < 1:  # scaled in float64: float32 entries would turn subnormal or zero
+            W = W.astype(np.float64)
         if s < 1:
             small = min(float(np.abs(a[a != 0]).min(initial=np.inf)) for a in (W, b) if a is not None)
             out.lossy = small * s < NORMAL_MIN

@@ -29,6 +29,7 @@ this module.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from math import gcd, isqrt, lcm
@@ -143,6 +144,7 @@ class Exact:
                 out = settle(system.dense_terms(item), self.box, self.settings.eps,
                              None if start is None else start.x, None if start is None else start.rows, steps)
                 spent += out.bases
+                out = _writable(out)
             rows = out.rows if self.map_rows is None else self.map_rows(item, out.rows)
             ledger.settle(int(pos), self.name, out, np.asarray(rows, dtype=np.int64))
         return open_[ledger.status[open_] == UNDECIDED]
@@ -217,6 +219,17 @@ def settle(terms, box, eps: float, x0=None, seeds=None, steps: int = STEPS) -> S
     out = _open(f"exact stage: none of {steps} rational bases decides radius > eps={eps:g} (a thin, nearly "
                 "degenerate region, or the check's budget)")
     out.bases = step
+    return out
+
+
+def _writable(out: Settled) -> Settled:
+    """``out``, or the item left open where its rational evidence holds an integer longer than Python writes as a
+    string (:func:`sys.get_int_max_str_digits`): a result could not keep it, nor a verifier read it."""
+    try:
+        out.record(out.rows, "radius")
+    except ValueError:
+        return _open(f"exact stage: its rational evidence holds integers of more than "
+                     f"{sys.get_int_max_str_digits()} digits, more than a result can write")
     return out
 
 

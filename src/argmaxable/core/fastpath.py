@@ -58,6 +58,26 @@ BANDS = 16
 RECHECK_COST = 64
 
 
+# The float32 and bfloat16 products hold their relative rounding bounds only where nothing they cast or compute
+# leaves the narrower types' normal range (both reach 2^-126 .. 2^128): a bias cast beyond it is -inf, which rules
+# every other row out, and a product that falls below it loses bits the relative bound does not count. A layer
+# narrows only if its row norms and biases (and each point its norm, :meth:`LayerProducts._evaluate`) lie within
+# NARROW_RANGE of 1, zero excepted, so that every logit and its bound stay 2^60 inside that range (a small bias
+# beside a row within it: its absolute rounding, at most 2^-150, lies far below that row's bound); any other
+# layer's fast path runs in float64.
+NARROW_RANGE = 2.0**60
+
+
+def narrow_fits(norms: np.ndarray, b: np.ndarray) -> bool:
+    """Whether a layer with row norms ``norms`` and biases ``b`` (float64) may be multiplied in float32 or
+    bfloat16 (:data:`NARROW_RANGE`): every nonzero norm within it, every bias below its top, and a zero row's
+    nonzero bias above its floor."""
+    lo, hi = 1 / NARROW_RANGE, NARROW_RANGE
+    size = np.abs(b)
+    return bool(np.all((norms == 0) | ((norms >= lo) & (norms <= hi)))
+                and np.all((size <= hi) & ((size >= lo) | (size == 0) | (norms > 0))))
+
+
 def margin_floor(eps: float) -> float:
     """The margin :meth:`LayerProducts.evaluate` certifies for a point that wins against every row it measured
     when its bound places the rows it did not measure only beyond eps: eps (1 + 4 U64), or just above 0 at eps = 0
@@ -106,13 +126,14 @@ class LayerProducts:
         self.b64 = np.zeros(W.shape[0]) if b is None else b
         self.homogeneous = b is None or not np.any(b)
         self.n_rows, self.d = W.shape
-        self.dtype = np.float32 if W.size > FLOAT32_ABOVE else np.float64
-        self.b = self.b64.astype(self.dtype)
         self.sq = row_squares(W)  # ||w_i||^2 in float64
         # ||w_i|| rounded up (float64 by blocks: no n×d temporary, no overflow/underflow of squares)
         self.norms = row_norms(W, squares=self.sq) * (1 + gamma(self.d + 4))
         self.max_norm = float(self.norms.max())
         self.max_bias = float(np.abs(self.b64).max())
+        narrow = W.size > FLOAT32_ABOVE and narrow_fits(self.norms, self.b64)
+        self.dtype = np.float32 if narrow else np.float64
+        self.b = self.b64.astype(self.dtype)
         self.kappa = rounding_bound(self.dtype, self.d)
 
     @cached_property
@@ -457,6 +478,8 @@ class LayerProducts:
             with self._one_torch_thread(L):
                 fine = self._recheck(p, open_, eps, margin, worst, limit)
             self._fine[items[fine]] = True
+        if self.dtype != np.float64 or coarse:  # a point beyond the narrow range proves nothing here (NARROW_RANGE)
+            margin[(xn != 0) & ~((xn >= 1 / NARROW_RANGE) & (xn <= NARROW_RANGE))] = np.nan
         return worst, margin
 
     @staticmethod

@@ -235,8 +235,7 @@ class CheckResult:
         import json
 
         try:
-            with np.load(path, allow_pickle=False) as z:
-                f = {k: z[k] for k in z.files}
+            f = _read_members(path, W)
             o, rows, weights = f["cert_offsets"], f["cert_rows"], f["cert_weights"]
             settings = json.loads(str(f["settings"]))
             if "witness_own" in f:
@@ -307,6 +306,63 @@ def _own_rows(kept: np.ndarray, own: np.ndarray, W, items: np.ndarray) -> np.nda
         p = at[s : s + 8192]
         X[p] = np.ldexp(np.asarray(W[items[p]]).astype(kept.dtype), own[p, None].astype(np.int64))
     return X
+
+
+# The members a result's .npz holds (:meth:`CheckResult.write_npz`); any other is never read. ``answer_<threshold>``
+# members too, one per threshold.
+MEMBERS = ("kind", "items", "status", "radius", "radius_exact", "steps", "lp_rounds", "settings", "cert_rows",
+           "cert_weights", "cert_offsets", "radius_upper", "witness", "message", "witness_own", "messages",
+           "exact_items", "exact_decided", "exact_region", "exact_witness", "exact_rows", "exact_weights",
+           "exact_offsets")
+# The most characters of one string member's entry (a message, a rational of the exact stage, the settings' JSON).
+MEMBER_CHARS = 1 << 20
+
+
+def _read_members(path, W=None) -> dict:
+    """The known members of a result's .npz (:data:`MEMBERS`), each read only after its header: one array of
+    ``items``' length per item (the witnesses as wide as the layer ``W`` where given, plus one), the certificates'
+    and the exact evidence's at most the layer's rows per item, strings of at most :data:`MEMBER_CHARS`; anything
+    else is a ValueError before its data is read (a small file that would expand to gigabytes)."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        names = {n[: -len(".npy")] for n in z.namelist() if n.endswith(".npy")}
+        wanted = [n for n in names if n in MEMBERS or n.startswith("answer_")]
+        if "items" not in wanted:
+            raise ValueError("no items")
+        headers = {n: _header(z, n) for n in wanted}
+        k = int(np.prod(headers["items"][0]))
+        n_rows = None if W is None else W.shape[0]
+        width = None if W is None else W.shape[1] + 1
+        for name, (shape, dtype) in headers.items():
+            if dtype.kind == "U" and dtype.itemsize // 4 > MEMBER_CHARS:
+                raise ValueError(f"member {name!r} holds strings of {dtype.itemsize // 4} characters")
+            if dtype.hasobject:
+                raise ValueError(f"member {name!r} holds objects")
+            size = int(np.prod(shape)) if shape else 1
+            if name in ("witness", "exact_witness"):
+                ok = len(shape) == 2 and shape[0] <= k and (width is None or shape[1] <= width)
+            elif name in ("cert_rows", "cert_weights", "exact_rows", "exact_weights"):
+                ok = len(shape) == 1 and (n_rows is None or size <= k * n_rows + 1)
+            elif name in ("cert_offsets", "exact_offsets"):
+                ok = len(shape) == 1 and size <= k + 1
+            elif name in ("kind", "settings", "messages"):
+                ok = size == 1
+            else:
+                ok = len(shape) == 1 and size <= k
+            if not ok:
+                raise ValueError(f"member {name!r} has shape {shape} beside {k} items")
+        with np.load(path, allow_pickle=False) as z:
+            return {n: z[n] for n in wanted}
+
+
+def _header(z, name: str) -> tuple[tuple, np.dtype]:
+    """Shape and dtype of one .npy member of the open zip ``z``, from its header alone."""
+    with z.open(name + ".npy") as fh:
+        version = np.lib.format.read_magic(fh)
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read(fh)
+    return shape, dtype
 
 
 def _read_exact(f: dict, path) -> dict:

@@ -19,15 +19,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from argmaxable.core.derived import as_tokens, check_layers, verify_layers
+from argmaxable.core.derived import Derived, as_tokens, check_layers, two_diff, verify_layers
 from argmaxable.core.questions import Question
 from argmaxable.core.result import CheckResult
 from argmaxable.core.settings import BOUND, EPS
 
 
 def prescribed_layer(W: np.ndarray, b: np.ndarray | None, tokens, probs, *, eps: float, delta: float
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The derived layer whose label assignment ``active`` holds iff ``tokens`` get ``probs`` (module doc).
+                     ) -> Derived:
+    """The derived layer whose label assignment ``active`` holds iff ``tokens`` get ``probs`` (module doc), with
+    bounds on its rounding (:class:`~argmaxable.core.derived.Derived`).
 
     Parameters
     ----------
@@ -43,12 +44,10 @@ def prescribed_layer(W: np.ndarray, b: np.ndarray | None, tokens, probs, *, eps:
 
     Returns
     -------
-    V : ndarray, shape (N + m - 1, d + 1)
-        Rows over (x, tau): N - m threshold rows, 2 (m - 1) ratio rows, one gap row.
-    e : ndarray, shape (N + m - 1,)
-        Their offsets.
-    active : ndarray of bool, shape (N + m - 1,)
-        The assignment: row i must be positive (True) or negative (False).
+    Derived
+        Rows ``V`` (N + m - 1, d + 1) over (x, tau): N - m threshold rows, 2 (m - 1) ratio rows, one gap row; their
+        offsets ``e``; the assignment ``active`` (row i must be positive where True, negative where False); the
+        bounds on their rounding.
     """
     N, d = W.shape
     S = as_tokens(tokens, N)
@@ -71,16 +70,26 @@ def prescribed_layer(W: np.ndarray, b: np.ndarray | None, tokens, probs, *, eps:
     rows = N + m - 1
     V = np.zeros((rows, d + 1))
     e = np.empty(rows)
+    err_V, err_e = np.zeros((rows, d + 1)), np.zeros(rows)
     active = np.zeros(rows, dtype=bool)
     k = N - m
-    V[:k, :d], V[:k, d], e[:k] = W[rest], -1.0, b[rest]  # z_j - tau < 0
-    diff = W[others] - W[ref]  # (m-1, d)
+    V[:k, :d], V[:k, d], e[:k] = W[rest], -1.0, b[rest]  # z_j - tau < 0 (exact)
+    diff, T = two_diff(W[others], W[ref])  # (m-1, d)
     offset = b[others] - b[ref] - log_ratio
-    V[k:k + m - 1, :d], e[k:k + m - 1] = diff, offset - np.log1p(eps)  # upper ratio: negative
-    lower = slice(k + m - 1, rows - 1)
+    upper, lower = slice(k, k + m - 1), slice(k + m - 1, rows - 1)
+    V[upper, :d], e[upper] = diff, offset - np.log1p(eps)  # upper ratio: negative
     V[lower, :d], e[lower], active[lower] = diff, offset - np.log1p(-eps), True  # lower ratio: positive
     V[-1, :d], V[-1, d], e[-1], active[-1] = W[ref], -1.0, b[ref] - gap, True  # z_r - tau > gap
-    return V, e, active
+    # Rounding: the differences' exact errors; each offset of logarithms (within 2 ulps each) and of up to four
+    # rounded terms (the targets' normalisation and quotient add 4 U64 to a log's argument) errs by less than
+    # 8 U64 times its terms' magnitudes plus 8 U64.
+    err_V[upper, :d] = err_V[lower, :d] = np.abs(T)
+    u8 = 8 * 2.0**-53
+    terms = np.abs(b[others]) + np.abs(b[ref]) + np.abs(log_ratio)
+    err_e[upper] = u8 * (terms + abs(np.log1p(eps)) + 1)
+    err_e[lower] = u8 * (terms + abs(np.log1p(-eps)) + 1)
+    err_e[-1] = u8 * (abs(b[ref]) + abs(gap) + 1)
+    return Derived(V, e, active, err_V, err_e)
 
 
 def _prescribed_layers(W, b, sets, probs, eps, delta):

@@ -7,23 +7,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from argmaxable.core.derived import as_tokens, check_layers, verify_layers
+from argmaxable.core.derived import Derived, as_tokens, check_layers, two_diff, verify_layers
 from argmaxable.core.questions import Question
 from argmaxable.core.result import CheckResult
 from argmaxable.core.settings import BOUND, EPS
 
 
-def ranking_layer(W: np.ndarray, b: np.ndarray | None, ranking) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def ranking_layer(W: np.ndarray, b: np.ndarray | None, ranking) -> Derived:
     """The derived layer whose all-active assignment holds iff ``ranking`` is the top-k ranking of ``W x + b``.
 
     Rows ``w_{s_t} - w_{s_t+1}`` (each ranked logit above the next) and ``w_{s_k} - w_j`` for every unranked j
-    (thesis §5.2: a top-k ranking orders k logits and puts them above the rest in any order).
-
-    Returns
-    -------
-    V : ndarray, shape (N - 1, d)
-    e : ndarray, shape (N - 1,)
-    active : ndarray of bool, shape (N - 1,), all True
+    (thesis §5.2: a top-k ranking orders k logits and puts them above the rest in any order), each difference
+    rounded to float64 with its exact rounding error (:func:`~argmaxable.core.derived.two_diff`): V (N - 1, d),
+    e (N - 1,), all active.
     """
     N = W.shape[0]
     s = as_tokens(ranking, N)
@@ -31,7 +27,9 @@ def ranking_layer(W: np.ndarray, b: np.ndarray | None, ranking) -> tuple[np.ndar
     rest = np.setdiff1d(np.arange(N), s)
     hi = np.concatenate([s[:-1], np.full(rest.size, s[-1])])
     lo = np.concatenate([s[1:], rest])
-    return W[hi] - W[lo], b[hi] - b[lo], np.ones(N - 1, dtype=bool)
+    V, T = two_diff(W[hi], W[lo])
+    e, t = two_diff(b[hi], b[lo])
+    return Derived(V, e, np.ones(N - 1, dtype=bool), np.abs(T), np.abs(t))
 
 
 def check_rankings(W, rankings: Sequence, b=None, **check) -> CheckResult:
