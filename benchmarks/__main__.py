@@ -38,7 +38,7 @@ def _layer(n, d, dist, bias, seed=0):
 
 
 def per_class_reflect(W, b, t, patience):
-    """Baseline: the reference's one-class-at-a-time braid reflect (002 Fig. 9), matrix-vector steps."""
+    """Baseline: the reference's one-class-at-a-time braid reflect (ACL 2022 Fig. 9), matrix-vector steps."""
     b = np.zeros(W.shape[0], dtype=W.dtype) if b is None else b
     x = W[t].copy()
     for step in range(patience + 1):
@@ -582,10 +582,10 @@ def bench_clusters(quick: bool) -> dict:
 
 
 def undertrained_head(n: int, d: int, share: float = 0.04, ties: float = 0.005, seed: int = 0):
-    """Issue 33's pathology (Qwen2.5's head): rows of an anisotropic spread about a common mean with heterogeneous
-    norms (log-normal scale), a ``share`` of them pulled toward the mean at low spread (under-trained tokens, most
-    beaten at their own start point), and a tie group of ``ties * n`` identical rows among those ([PAD] tokens).
-    Returns the float32 layer and the pulled rows."""
+    """The pathology of Qwen2.5's head (:func:`bench_qwen`): rows of an anisotropic spread about a common mean with
+    heterogeneous norms (log-normal scale), a ``share`` of them pulled toward the mean at low spread (under-trained
+    tokens, most beaten at their own start point), and a tie group of ``ties * n`` identical rows among those
+    ([PAD] tokens). Returns the float32 layer and the pulled rows."""
     rng = np.random.default_rng(seed)
     spectrum = np.geomspace(1.0, 0.03, d)  # variances over three decades
     A = np.linalg.qr(rng.standard_normal((d, d)))[0] * spectrum
@@ -628,8 +628,9 @@ def bench_model_hard(quick: bool, key: str, label: str) -> dict:
 
 
 def bench_qwen(quick: bool) -> dict:
-    """Qwen2.5-Coder-0.5B's head (opt-in model; issue 33) as :func:`bench_llm` reads a head, if its wheels are
-    here: fetching them is not a benchmark's job (``snakemake ... model=[qwen25_coder_05b_instruct]`` does)."""
+    """Qwen2.5-Coder-0.5B's head (an opt-in model; the real case of :func:`undertrained_head`) as :func:`bench_llm`
+    reads a head, if its wheels are here: fetching them is not a benchmark's job
+    (``snakemake ... model=[qwen25_coder_05b_instruct]`` does)."""
     key = "qwen25_coder_05b_instruct"
     if not (DATA / "models" / key / "manifest.json").exists():
         return {"benchmark": "Qwen2.5-Coder-0.5B-Instruct head 151936x896", "ours_s": None, "baseline": None,

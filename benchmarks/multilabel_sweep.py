@@ -1,5 +1,6 @@
-"""What the paper's multi-label sweep costs (issue 31): seconds per training step and per scored example of each
-dataset's encoder and head at each d, seconds per verified assignment, and the whole sweep projected from them.
+"""What the paper's multi-label sweep costs, so that its time on a machine can be planned: seconds per training step
+and per scored example of each dataset's encoder and head at each d, seconds per verified assignment, and the whole
+sweep projected from them.
 
     python -m benchmarks.multilabel_sweep --out benchmarks/multilabel_sweep_cpu.json   # CPU (2 cores here)
     scripts/device/mlrehearse.sh                                                       # a GPU: the same, --device cuda

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The rehearsal of the paper's multi-label half (issue 31), one command from a fresh clone:
+# The rehearsal of the paper's multi-label half (every stage on stand-ins of the real inputs), one command from a
+# fresh clone:
 #
 #   scripts/rehearse_multilabel.sh
 #

@@ -1,5 +1,5 @@
 """The detection rules through Snakemake: the paper experiment schedules one download and one check per model
-(issue 10's done-when), and a download that fails stops with one line naming the model and the URL."""
+(the whole study as the papers ran it), and a download that fails stops with one line naming the model and the URL."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ def test_paper_dry_run_has_one_download_and_one_check_per_model():
     out = snakemake("--cores", "2", "-n", "--quiet", "rules", "--config", "overrides=[experiment=paper]")
     assert out.returncode == 0, out.stderr[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out.stdout + out.stderr, flags=re.M))
-    # 002's 149 released models, plus the four trained heads of 004 Fig. 1 that are not among them (topm family)
+    # ACL 2022's 149 released models, plus the four trained heads of Basri & Jacobs Fig. 1 that are not among them
+    # (topm family)
     assert counts["download_model"] == counts["check_model"] == str(149 + 4)
 
 

@@ -98,8 +98,8 @@ def _cyclic_sign_changes(y):
 
 @pytest.mark.parametrize(("n", "k"), [(8, 1), (9, 2)])
 def test_argmaxable_iff_at_most_2k_cyclic_sign_changes(n, k):
-    """Thesis Thm 5.3 (GUIDE §2, alternation): W^DFT_{n,2k+1} makes exactly the assignments with at most 2k
-    cyclic sign changes argmaxable; so every assignment with at most k active labels is argmaxable."""
+    """Thesis Thm 5.3 (alternation, an oracle that is not our code): W^DFT_{n,2k+1} makes exactly the assignments
+    with at most 2k cyclic sign changes argmaxable; so every assignment with at most k active labels is argmaxable."""
     Y = np.array(list(itertools.product([False, True], repeat=n)))
     res = am.check_assignments(dft_matrix(n, k), Y, workers=1)
     expected = np.array([_cyclic_sign_changes(y) <= 2 * k for y in Y])

@@ -1,4 +1,4 @@
-"""The rehearsal's stand-ins at tiny sizes, read by the same loaders as the real files (issue 31)."""
+"""The rehearsal's stand-ins at tiny sizes, read by the same loaders as the real files."""
 
 from __future__ import annotations
 
@@ -107,8 +107,8 @@ def test_pubmedbert_replica_loads_through_the_encoder_path(tmp_path):
 @pytest.mark.slow
 def test_the_three_standins_give_the_paper_mode_tables_and_report(tmp_path):
     # Built, trained (tiny CNN, one step) and verified, the three stand-ins make the multi-label tables and the
-    # report of the paper experiment, and of the rehearsal, which declares every item substitute data. Before
-    # issue 31 the paper-mode report stopped at Fig. 4.3: its declaration read a debtags column.
+    # report of the paper experiment, and of the rehearsal, which declares every item substitute data. A report
+    # whose declaration reads a debtags column stops at Fig. 4.3 in paper mode.
     from argmaxable.config import load_config, to_plain
     from argmaxable.multilabel.aggregate import aggregate
     from argmaxable.multilabel.schema import VerifyConfig

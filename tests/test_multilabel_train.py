@@ -182,9 +182,9 @@ def wide_dataset(n: int, m: int, seed=0) -> DatasetDict:
 def test_no_dense_label_or_score_matrix_of_a_whole_split_is_built(tmp_path, monkeypatch):
     # Dev and test hold m = 2000 examples over n = 8000 labels: a dense bool label matrix of either split is 16 MB,
     # its float32 logits 64 MB. Scored 16 examples at a time, the run's numpy allocations stay under half the first,
-    # and a version that builds either (the code before issue 31 built both) fails. (The
-    # DFT head starts every label at probability k/n, so its predicted sets are small: an untrained BSL predicts
-    # about half the labels, and its predicted sets alone hold m n / 2 indices whatever the code does.)
+    # and a version that builds either fails. (The DFT head starts every label at probability k/n, so its predicted
+    # sets are small: an untrained BSL predicts about half the labels, and its predicted sets alone hold m n / 2
+    # indices whatever the code does.)
     import tracemalloc
 
     n, m = 8000, 2000

@@ -1,7 +1,7 @@
 # detect family: download each configured model (download_model, one job per model, writing
-# data/models/<key>/ with a manifest), check every category of its softmax layer from those local files (002 §4,
-# Fig. 4's combined algorithm; with detect.shards > 1, one job per class range merged after) and gather the
-# papers' table of potentially unargmaxable / unargmaxable tokens (002 appendix E). Beyond the papers, the LM
+# data/models/<key>/ with a manifest), check every category of its softmax layer from those local files (ACL 2022
+# §4, Fig. 4's combined algorithm; with detect.shards > 1, one job per class range merged after) and gather the
+# papers' table of potentially unargmaxable / unargmaxable tokens (ACL 2022 appendix E). Beyond the papers, the LM
 # study (study_model per real model, make_lm_study) splits each real head's unargmaxable tokens into ties and
 # rows strictly inside (argmaxable.detect.study), and the token audit (audit_model per study model, from its check's
 # evidence; make_audit_index) writes a card per real head (argmaxable.audit).

@@ -37,7 +37,9 @@ from argmaxable.detect.study import norm_percentiles, split_unargmaxable, tie_gr
 
 HARDEST = 6  # tokens whose radius the LP bounds from both sides (one LP over the whole head each)
 REFINE = 128  # tokens whose lower bound is tightened at its witness first
-LP_ROUNDS = 10  # constraint-generation rounds of each hardest token's LP, at most (benchmarks/RESULTS.md, issue 33)
+# constraint-generation rounds of each hardest token's LP, at most: SmolLM2's and Gemma-3's converge within them,
+# Qwen2.5-Coder's need 24-26 and minutes (benchmarks/RESULTS.md, "The audit's LPs capped")
+LP_ROUNDS = 10
 NAMED = 10  # tokens named per signal among those only it flags
 
 

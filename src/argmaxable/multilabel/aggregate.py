@@ -208,7 +208,7 @@ def _fig_5_7(curves: pd.DataFrame, datasets: list[str], loss_curve_d: int | None
     return fig
 
 
-SPEEDUP_CLAIM = 0.75  # thesis Fig. 5.8 (001 l. 3055): "the DFT converges about 25% faster", drawn as a marker
+SPEEDUP_CLAIM = 0.75  # thesis Fig. 5.8 and its text: "the DFT converges about 25% faster", drawn as a marker
 
 
 def _fig_5_8(runs: pd.DataFrame, datasets: list[str]):

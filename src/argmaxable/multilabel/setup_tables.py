@@ -2,7 +2,7 @@
 the paper's.
 
 Ours come from each built dataset's ``stats.json`` and the composed ``multilabel.runs`` config; the paper's
-columns are transcribed from the thesis (seeds/001, §4.1.2 and appendix A.6).
+columns are transcribed from the thesis (§4.1.2 and Appendix A.6).
 """
 
 from __future__ import annotations

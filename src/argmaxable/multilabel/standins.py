@@ -1,4 +1,5 @@
-"""Format-true stand-ins of the paper's multi-label inputs at their true sizes, for the rehearsal (issue 31).
+"""Format-true stand-ins of the paper's multi-label inputs at their true sizes, for the rehearsal
+(the real ones are out of reach offline).
 
 No real record: every note, abstract, heading, image and weight is drawn from a seeded generator. What is real
 is the files' framing and the sizes and rates below, each from a named source. ``python -m

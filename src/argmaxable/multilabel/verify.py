@@ -46,8 +46,8 @@ def check_distinct(W: np.ndarray, b: np.ndarray | None, bound: float, assignment
     against every row. The exact stage's evidence is re-checked by the independent verifier (a failure stops the
     run).
 
-    Numerical trouble the exact stage cannot settle comes back as ``undecided`` from the core (GUIDE §1); a
-    :class:`SolverError` (e.g. Gurobi's licence limit) is a failure of the run and propagates.
+    Numerical trouble the exact stage cannot settle comes back as ``undecided`` from the core (never folded into
+    either verdict); a :class:`SolverError` (e.g. Gurobi's licence limit) is a failure of the run and propagates.
     """
     index: dict[tuple[int, ...], int] = {}
     inverse = np.array([index.setdefault(a, len(index)) for a in assignments], dtype=np.int64)

@@ -9,7 +9,7 @@ the 149 replicas cost no disk; :func:`local_hub` serves them all.
 
 What is true and what is assumed (the hubs cannot be asked from here):
 
-- d, bias and tying come from the papers (002 §4, thesis §4.2) and the families' configurations; the transformer
+- d, bias and tying come from the papers (ACL 2022 §4, thesis §4.2) and the families' configurations; the transformer
   hyperparameters (layers, heads, FFN widths) are the public ones of each architecture, so the checkpoints have
   their true tensor names, shapes and sizes; the LMs' n are their configs' (BERT 28996/30522, RoBERTa 50265, XLM-R
   250002, GPT-2 50257, T5 32128, Llama 32000).
@@ -141,7 +141,7 @@ class Entry:
     layout: list[str]  # checkpoint files, e.g. ["pytorch_model.bin:legacy"] or ["model.safetensors"]
     n_source: str  # "config" (the real n) or "estimate"
     languages: list[str] = field(default_factory=list)  # [source, target] of a translation model
-    script: str = ""  # the target script the check counts (002 §4.2), from the model's config
+    script: str = ""  # the target script the check counts (ACL 2022 §4.2), from the model's config
     counted: int = 0  # tokens the check counts: the target script's and the specials (all, without a script)
     inside: list[int] = field(default_factory=list)  # planted rows strictly inside the hull
     ties: list[list[int]] = field(default_factory=list)  # planted groups of equal rows

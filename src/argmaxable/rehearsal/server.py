@@ -1,4 +1,4 @@
-"""A local Hugging Face hub and URL mirror on 127.0.0.1, speaking the protocols the real ones speak (GUIDE §6).
+"""A local Hugging Face hub and URL mirror on 127.0.0.1, speaking the protocols the real ones speak, never a mock.
 
 Model hubs are out of reach here, in CI and on the developers' machines; their protocols are not. :class:`LocalHub`
 serves repositories and plain files from :class:`~argmaxable.rehearsal.blobs.Blob` s (made on request, so replicas

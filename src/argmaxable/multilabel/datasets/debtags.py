@@ -1,10 +1,10 @@
 """Debian packages tagged with debtags: the real multi-label text dataset of the offline default.
 
 Each example is one binary package: text = package name, short and long description; labels = its debtags
-(``Tag`` field, e.g. ``interface::commandline``). The records come from apt's own lists (GUIDE §3), never from
-a hard-coded mirror: ``apt-get -o Acquire::Languages=en update`` fetches ``*_Packages`` (with ``Tag`` and
-``Description-md5``) and ``*_Translation-en`` (the long ``Description-en`` keyed by the same md5), and
-``/usr/lib/apt/apt-helper cat-file`` decompresses them.
+(``Tag`` field, e.g. ``interface::commandline``). The records come from apt's own lists (a package registry is
+the only network offline), never from a hard-coded mirror: ``apt-get -o Acquire::Languages=en update`` fetches
+``*_Packages`` (with ``Tag`` and ``Description-md5``) and ``*_Translation-en`` (the long ``Description-en`` keyed by
+the same md5), and ``/usr/lib/apt/apt-helper cat-file`` decompresses them.
 
 Many systems lack apt or the Tag field (Ubuntu), so the package ships a snapshot built here
 (``argmaxable/data/debtags.parquet``: package, text, tags, split) with its provenance (distribution, release

@@ -1,7 +1,7 @@
 """Config schema of one multi-label dataset (config/datasets/<name>.yaml).
 
 Which fields a source reads is listed in its module; a field a source ignores keeps its default. The thesis
-settings (seed 001, §4.1.2 and Appendix A.6) sit in config/datasets/{mimic3,bioasq,openimages}.yaml.
+settings (thesis §4.1.2 and Appendix A.6) sit in config/datasets/{mimic3,bioasq,openimages}.yaml.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Label vocabularies and label-covering splits shared by the dataset sources.
 
-The thesis (seed 001, §4.1.2 and A.6.1) builds BioASQ splits "making sure that all individual labels occur in
+The thesis (§4.1.2 and Appendix A.6.1) builds BioASQ splits "making sure that all individual labels occur in
 both the train and test sets", so that an unargmaxable test assignment cannot be blamed on a label the model
 never saw. :func:`covering_split` does this greedily: rarest label first, each split that must cover the label
 takes the first still-unassigned example holding it (in a seeded random order); the remaining examples then
