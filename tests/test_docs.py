@@ -5,10 +5,10 @@ and no number in prose that a test does not read back from a file."""
 from __future__ import annotations
 
 import fnmatch
+import inspect
 import json
 import math
 import os
-import inspect
 import re
 import shutil
 import subprocess
