@@ -67,8 +67,8 @@ def test_bias_half_squared_norm_makes_every_class_argmaxable():
 
 
 def test_duplicate_rows_are_unargmaxable_with_reason():
-    """Without a bias, equal rows are a tie: the message names the other row and no bias (issue 35: it said "a bias
-    at least as high" on heads that have none)."""
+    """Without a bias, equal rows are a tie: the message names the other row and no bias (never "a bias
+    at least as high" on a head that has none)."""
     W = np.vstack([TOY[:3], TOY[0]])
     res = am.check_categories(W)
     assert res.status.tolist() == ["unargmaxable", "argmaxable", "argmaxable", "unargmaxable"]
@@ -424,7 +424,7 @@ def test_bf16_gram_margins_are_certified_lower_bounds(monkeypatch):
 def test_bf16_steps_only_for_wide_layers(monkeypatch, d, steps):
     """Where the CPU has bfloat16 products (forced here; emulated where it has not), a whole vocabulary's Gram pass
     takes them, but reflection steps do only from BF16_STEPS_D columns: a narrower layer (an OCR head, d = 120)
-    steps in float32, whose argmax is the most violated row (issue 33: bfloat16 steps doubled PP-OCRv6 small's LP
+    steps in float32, whose argmax is the most violated row (bfloat16 steps doubled PP-OCRv6 small's LP
     items). The first step's margins are certified either way. On a device neither is bfloat16."""
     import torch
 
@@ -451,7 +451,7 @@ def test_a_point_bf16_leaves_open_is_measured_again_or_its_item_steps_in_float32
     """With bfloat16 steps, a point whose bfloat16 logits settle nothing (a row within their bound of its own
     logit, none certainly above it) is measured as float32 steps measure it: row by row in float64 where at most
     n / RECHECK_COST rows come within the bound, its item staying in bfloat16; else in float32, its item stepping in
-    float32 from then on. A point some row certainly beats stays in bfloat16 (issue 33: of the points bfloat16
+    float32 from then on. A point some row certainly beats stays in bfloat16 (of the points bfloat16
     leaves open, half have 1-2 such rows on the LLM heads, a tenth thousands, near a cluster)."""
     from argmaxable.core import systems
 
@@ -496,7 +496,7 @@ def test_a_point_bf16_leaves_open_is_measured_again_or_its_item_steps_in_float32
 def test_numpy_blas_keeps_one_thread_while_torch_multiplies_the_steps(monkeypatch, arithmetic):
     """Where reflection's steps multiply in bfloat16 (torch's threads), numpy's BLAS runs on one thread for the
     scope of the products, except in the float32 products of the items that left bfloat16 steps, which get the
-    caller's threads, and gets its threads back after; float32 steps keep them throughout (issue 33: the idle BLAS
+    caller's threads, and gets its threads back after; float32 steps keep them throughout (the idle BLAS
     threads spinning beside torch's made SmolLM2's bfloat16 products 1.3x slower on 2 cores)."""
     from contextlib import contextmanager
 
@@ -561,7 +561,7 @@ def test_exact_float32_holds_a_callers_lower_matmul_precision_off():
 def test_items_bf16_steps_leave_unproven_reflect_again_in_float32(monkeypatch):
     """Items reflection's bfloat16 steps leave unproven (made so here: the proofs of every item that took more than
     one step are dropped) reflect again from their start points in float32 steps, and only they: each is decided
-    as a check in float32 steps decides it, without the LP, and every witness verifies (issue 33: Qwen2.5-Coder's
+    as a check in float32 steps decides it, without the LP, and every witness verifies (Qwen2.5-Coder's
     under-trained Thai tokens on a CPU with native bfloat16, each an LP of minutes at d = 896)."""
     from argmaxable.core import reflect as reflection
     from argmaxable.core import stages
@@ -648,7 +648,7 @@ def test_reflection_gives_up_on_a_stalled_item_before_the_patience():
 
 def _pulled_layer(n, d, seed):
     """Rows of an anisotropic spread about a common mean, 4% of them pulled toward it at low spread (the under-trained
-    tokens of issue 33): many items beaten at their start points, some with thin regions."""
+    tokens of real LLM heads): many items beaten at their start points, some with thin regions."""
     rng = np.random.default_rng(seed)
     spread = np.linalg.qr(rng.standard_normal((d, d)))[0] * np.geomspace(1.0, 0.03, d)
     mean = rng.standard_normal(d)
@@ -660,7 +660,7 @@ def _pulled_layer(n, d, seed):
 
 
 def test_working_sets_spare_thin_regions_their_evaluations(monkeypatch):
-    """A restarted item reflects across the rows near its points between two evaluations (issue 33): on a layer with
+    """A restarted item reflects across the rows near its points between two evaluations: on a layer with
     pulled rows, the slowest item takes at most 16 evaluations where braid reflection alone takes over 100, with
     the same verdicts, and every witness and certificate verifies."""
     from argmaxable.core import reflect as reflection
@@ -802,7 +802,7 @@ def test_rows_highs_refuses_make_the_solve_fail_never_a_verdict():
 
 def clustered_layer(seed: int, n: int = 120, d: int = 4) -> np.ndarray:
     """Rows on the unit sphere with clusters of near-duplicates (distances 1e-4, 1e-3, 1e-2 from a centre), three
-    rows inside each cluster's hull, and an exact duplicate: the pattern of real LLM heads (issue 25)."""
+    rows inside each cluster's hull, and an exact duplicate: the pattern of real LLM heads."""
     rng = np.random.default_rng(seed)
     W = rng.normal(size=(n, d))
     parts = [W / np.linalg.norm(W, axis=1, keepdims=True)]
@@ -818,7 +818,7 @@ def test_margins_bf16_steps_leave_at_their_floor_are_measured_again_in_float32(m
     """A point bfloat16 steps prove with the rows they could not place beyond eps (their bound 2^16 looser than
     float32's) has its certified margin at the floor, eps (1 + 4 U64): those margins are measured again in float32
     (``sharpen``), and only they. Every status and witness is as without it, each such radius bound rises above
-    the floor, and the verifier holds every witness to its raised bound (issue 33: SmolLM2-135M's 1072 bounds at
+    the floor, and the verifier holds every witness to its raised bound (SmolLM2-135M's 1072 bounds at
     1e-8)."""
     for name, value in ARITHMETIC["bfloat16"].items():
         monkeypatch.setattr(fastpath, name, value)

@@ -1,4 +1,4 @@
-"""The exact stage (issue 32): items the float LP cannot decide, settled in rational arithmetic, against oracles
+"""The exact stage: items the float LP cannot decide, settled in rational arithmetic, against oracles
 that are not its code path (Fraction arithmetic on the closed-form radius, scipy's LP), and forged rational
 evidence refused by the verifier."""
 

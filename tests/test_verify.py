@@ -1,4 +1,4 @@
-"""The independent verifier (issue 12): genuine evidence passes, every forged case of the issue fails, settings
+"""The independent verifier: genuine evidence passes, every forged case fails, settings
 come from the caller, and it shares no code with the stages."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def test_forged_certificates_fail(toy_result):
 
 def test_settings_come_from_the_caller(toy_result):
     """The box and eps are the caller's, defaulting to the checks' documented ones: a record that disagrees is
-    refused, never followed (issue 32: the verifier trusts no value the result carries)."""
+    refused, never followed (the verifier trusts no value the result carries)."""
     r = copy.deepcopy(toy_result)
     r.settings["eps"] = -1.0  # would let any witness pass
     with pytest.raises(ValueError, match=r"records eps=-1\.0 but eps=1e-08 applies \(the default\)"):
@@ -130,7 +130,7 @@ def test_save_load_and_cli_verify(tmp_path, toy_result, capsys):
     assert main(["verify", str(out), str(tmp_path / "toy.npz")]) == 0
 
 
-# Issue 22: certificates whose weights overflow, and witnesses at extreme settings.
+# Certificates whose weights overflow, and witnesses at extreme settings.
 
 def _all_unargmaxable(res, certificates):
     forged = copy.deepcopy(res)
@@ -207,7 +207,7 @@ def test_near_duplicate_witnesses_are_checked_row_by_row():
     assert ok[8:].all()
 
 
-# Issue 32: the verifier trusts no value the result carries: answer keys, radii, settings of the derived layers.
+# The verifier trusts no value the result carries: answer keys, radii, settings of the derived layers.
 
 def test_answers_for_other_thresholds_than_the_kind_are_refused():
     """Label sets answer eps and 1: dropping the "1" answers (whose column a table then shows unchecked) or
@@ -278,8 +278,8 @@ def test_a_result_of_another_layer_is_one_line(tmp_path, capsys):
 
 
 def test_ranking_and_prescribed_verifiers_read_the_callers_settings_and_items():
-    """Issue 32, finding 2: verify_prescribed read eps_ratio and delta from the result, verify_rankings took no
-    box or eps and ignored the result's items and its length."""
+    """verify_prescribed reads eps_ratio and delta from the caller, never the result; verify_rankings takes the
+    caller's box, eps and items and holds the result's items and length to them."""
     from argmaxable.core import check_prescribed, check_rankings, verify_prescribed, verify_rankings
     from argmaxable.core.questions.prescribed import achieved
 
@@ -322,7 +322,7 @@ FORGERIES = ("status", "radius", "radius_upper", "answer", "answer_key", "eps", 
 @given(st.integers(0, 2**16), st.sampled_from(["categories", "assignments"]), st.sampled_from(FORGERIES),
        st.integers(0, 7))
 def test_forged_columns_and_settings_never_verify(seed, kind, forgery, at):
-    """Issue 32: whatever single claim of a genuine result is forged (a status, a radius above the Chebyshev
+    """Whatever single claim of a genuine result is forged (a status, a radius above the Chebyshev
     radius, an upper bound below the certificate's, an answer or its key, the recorded eps or box, the items),
     verify_certificate refuses it (ValueError) or fails the item it forged."""
     rng = np.random.default_rng(seed)

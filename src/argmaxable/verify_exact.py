@@ -1,4 +1,4 @@
-"""Rational re-checks of the exact stage's evidence, for :func:`argmaxable.verify.verify_certificate` (issue 32).
+"""Rational re-checks of the exact stage's evidence, for :func:`argmaxable.verify.verify_certificate`.
 
 Part of the independent verifier: it shares no code with :mod:`argmaxable.core` (the exact stage included). It
 builds each item's rows from (W, b) and the item alone (float32 and float64 values are dyadic rationals, so the

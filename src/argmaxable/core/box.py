@@ -1,7 +1,7 @@
 """The box of inputs a check ranges over: ``lower_j <= x_j <= upper_j`` per coordinate.
 
 The papers use the symmetric box ``|x_j| <= B`` (002 §4: B = 100). The features feeding a real head are often
-narrower: after an activation they cannot take every value (issue 9: after SiLU x_j >= -0.2785, after ReLU
+narrower: after an activation they cannot take every value (after SiLU x_j >= -0.2785, after ReLU
 x_j >= 0). A narrower box can only shrink each region, so an item argmaxable in it is argmaxable in the paper's
 box, and the opposite need not hold. Every stage reads the box from here: reflection accepts a witness only
 inside it, the LP bounds its variables by it, and dual certificates bound the radius by the box's support

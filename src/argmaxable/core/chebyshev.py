@@ -1,7 +1,7 @@
 """The one core: is {x : A x + c < 0, |x_j| <= B} non-empty, and how large a ball does it hold?
 
 Every question of the papers (softmax categories, sigmoid label assignments, top-m sets) is an adapter that
-builds rows ``A`` and offsets ``c`` (GUIDE §1). This module answers it with the Chebyshev LP
+builds rows ``A`` and offsets ``c``. This module answers it with the Chebyshev LP
 
     maximise t   subject to   a_i . x / ||a_i|| + c_i / ||a_i|| + t <= 0,   lo_j <= x_j <= hi_j,
 

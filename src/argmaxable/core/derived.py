@@ -5,7 +5,7 @@ Each question about one item (a token set with target probabilities, a ranking o
 system ``A x' + c < 0`` over ``x' = (x, tau)``. Written as a sigmoid label assignment ``y_i (v_i . x' + e_i) > 0``
 of a layer ``V`` built for that item, it goes through the one core (:func:`argmaxable.check_assignments`: the
 Chebyshev LP with its certificates), and its evidence is re-checked by :func:`argmaxable.verify_certificate`
-against the same derived layer. ``check_top_m`` is the case with no ratio rows (GUIDE §1).
+against the same derived layer. ``check_top_m`` is the case with no ratio rows.
 
 A derived layer is computed in float64 (differences ``w_i - w_j``, logarithms of the targets), so it carries bounds
 on its rounding (:class:`Derived`): where it rounds, an item is "argmaxable" only on the layer moved against it by

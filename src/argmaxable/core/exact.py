@@ -1,4 +1,4 @@
-"""The exact stage: the items the float stages left undecided, settled in rational arithmetic (issue 32).
+"""The exact stage: the items the float stages left undecided, settled in rational arithmetic.
 
 Every float32 or float64 weight is a dyadic rational, so an item's Chebyshev LP with its norms replaced by dyadic
 lower approximations ``n_i <= ||a_i||`` (integer square roots to ``bits`` bits)

@@ -47,12 +47,12 @@ BF16_ABOVE = 1_000_000
 # (LLM heads: SmolLM2 d = 576, Gemma-3 640, Qwen2.5 896). In a narrower layer a step's product is cheap, and
 # bfloat16's argmax (8-bit significands) often reflects across a row other than the most violated one, so more
 # items stall into the LP stage: PP-OCRv6 small (d = 120; every 4th row, bfloat16 emulated) sent 679 items to LP
-# instead of 351, its whole check 2.1x slower than float32 steps (issue 33). Such layers step in float32.
+# instead of 351, its whole check 2.1x slower than float32 steps. Such layers step in float32.
 BF16_STEPS_D = 256
 # Spans of columns, by row norm, each with its own rounding bound in a reflection step's first test.
 BANDS = 16
 # A row measured again in float64 (a gathered row and its dot product) costs about as much as this many logits of a
-# float32 product: measured 0.75 us a row against 13 ns a logit at d = 896 (issue 33). A point bfloat16 steps leave
+# float32 product: measured 0.75 us a row against 13 ns a logit at d = 896. A point bfloat16 steps leave
 # open is measured again row by row if at most n / RECHECK_COST rows come within bfloat16's bound, else its item
 # steps in float32 (:meth:`LayerProducts.evaluate`).
 RECHECK_COST = 64
@@ -169,7 +169,7 @@ class LayerProducts:
         """The scope of reflection's products. Where its steps multiply in bfloat16 (torch's threads), numpy's BLAS
         keeps one thread here: after each of its calls between two products (working sets, float64 re-measures)
         its idle threads spin for a while on the cores torch's threads need (SmolLM2's head, 2 cores: the same
-        bfloat16 product 216 us a point beside two BLAS threads, 161 beside one; issue 33). The float32 steps of
+        bfloat16 product 216 us a point beside two BLAS threads, 161 beside one). The float32 steps of
         the items that left bfloat16 (:attr:`_fine`) get the caller's threads back for their product alone
         (:meth:`_caller_blas_threads`): torch's float32 product there took 83 s of Gemma-3-270M's check (py-spy, 2
         cores) where numpy's had taken 54 s."""
@@ -308,7 +308,7 @@ class LayerProducts:
         beats it by more than their bound, or none comes near) or leave few rows within their bound (at most n /
         :data:`RECHECK_COST`), which are measured again in float64 as float32 steps measure theirs; from the first
         point that leaves more open it steps in float32, for good (:attr:`_fine`). Which it is varies point by
-        point, not head by head (issue 33): of the points bfloat16 steps leave open, half have 1-2 such rows on
+        point, not head by head: of the points bfloat16 steps leave open, half have 1-2 such rows on
         SmolLM2's and Qwen2.5-Coder-0.5B's heads (9 on the under-trained family's), and a tenth over 1300
         (under-trained, n = 32768) or 5600 (Qwen2.5-Coder, about 4 ms a point in float64 against 2 ms for its float32
         logits), near the edge of its item's region, where bfloat16's argmax often names a row other than the most
@@ -335,7 +335,7 @@ class LayerProducts:
         steps (:meth:`evaluate`), in place: the larger of the two certified lower bounds. Without it, SmolLM2-135M's
         head kept 1072 radius bounds at 1e-8 (1 after it), Qwen2.5-Coder-0.5B's 2509 (625 after it: float32's bound,
         as bfloat16's, divides a logit's gap by ||w_t|| + ||w_i||, so a row near w_t keeps the point at its floor),
-        and the token audit flags the smallest bounds (issue 33). Returns how many points were measured again."""
+        and the token audit flags the smallest bounds. Returns how many points were measured again."""
         if not self.bf16_steps:
             return 0
         low = np.flatnonzero(margin <= margin_floor(eps))
@@ -350,7 +350,7 @@ class LayerProducts:
     def _pass_rows(self) -> int:
         """Points whose logits one product computes at once on the torch paths: their (points x n) logits take at
         most an eighth of the layer's own size (or 8 MiB for a small layer), so that reflection's pool adds
-        little to the layer and its witnesses at the peak (issue 25: SmolLM2's batch of 1365 points held 128 MiB
+        little to the layer and its witnesses at the peak (SmolLM2's batch of 1365 points held 128 MiB
         of logits beside its 108 MiB layer). Each row of torch's bfloat16 product on the CPU comes out the same
         whatever the number of rows (measured, bitwise), so cutting a pool's step changes none of those logits there
         (the few rows they leave open for a point are measured again by a float64 product of its group). numpy's

@@ -1,4 +1,4 @@
-"""Floating-point helpers every stage uses to stay rigorous at any magnitude (issue 12).
+"""Floating-point helpers every stage uses to stay rigorous at any magnitude.
 
 - :func:`range_scale`: one power of two that brings a layer's largest entry into [2^-500, 2^500]. Scaling every
   row and offset of a halfspace system by the same positive number changes no region, no witness, no radius and

@@ -182,8 +182,8 @@ def _write_witnesses(system: GramStart, X: np.ndarray, start: np.ndarray, moved:
                      todo: np.ndarray, pool: _Pool) -> None:
     """The witnesses and iterates of a whole vocabulary, written into ``X`` once reflection's products are over
     (:func:`_products`). The points the pool proved are replayed from its path (:class:`Path`), bit for bit:
-    holding them in ``X`` while the products ran put the witnesses and the bfloat16 copy in memory at once (issue 25:
-    SmolLM2's peak, 3x its layer)."""
+    holding them in ``X`` while the products ran put the witnesses and the bfloat16 copy in memory at once
+    (SmolLM2's peak, 3x its layer)."""
     X[:] = start
     X[moved] = shrunk
     X[todo[pool.kept]] = pool.points
@@ -207,8 +207,8 @@ class Path:
         """Writes the items' witnesses, computed in the system's dtype as the pool computed them, into ``out[at]``,
         :data:`REPLAY_BYTES` of float64 points at a time: each step is elementwise on its item's own point and rows,
         so a chunk of items replays as the whole would, its steps in their order. Replayed whole, the first step's
-        rows, their differences and their products held three copies of the points beside the witnesses (issue 33:
-        SmolLM2's peak, 4.3x its float32 layer). Each step's entries are sorted into chunks once, so that no step is
+        rows, their differences and their products held three copies of the points beside the witnesses
+        (SmolLM2's peak, 4.3x its float32 layer). Each step's entries are sorted into chunks once, so that no step is
         read again for every chunk."""
         chunk = max(1, REPLAY_BYTES // (8 * system.d))
         steps = [[] for _ in range(0, len(self.items), chunk)]  # per chunk: (step, its entries there)
@@ -394,7 +394,7 @@ def _reflect_pool(system: System, items: np.ndarray, plan: _Plan, progress) -> _
     """Braid reflection for ``items``, ``plan.capacity`` of them in flight: each step evaluates every item in flight
     at once (one product with the layer), an item leaves when proven, stalled, out of patience or at a duplicate
     row, and the next item takes its place. A step costs a pass over the layer however few items it carries, so
-    a pool kept full spends no steps on a few slow items while the rest wait (issue 33: Qwen2.5-Coder-0.5B's fixed
+    a pool kept full spends no steps on a few slow items while the rest wait (Qwen2.5-Coder-0.5B's fixed
     batches spent 88 of a batch's 121 steps on 1-8 items, at 84 ms each against 2.3 ms per item in a full step).
 
     Points that leave are kept as rows of ``plan.dtype``; with ``plan.record``, those of proven items that did not

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 # HiGHS's default feasibility tolerance (1e-7) is looser than the eps = 1e-8 the papers use; 1e-10 keeps the
-# solver's own error far below eps (GUIDE §1). Witnesses are re-checked in float64 anyway.
+# solver's own error far below eps. Witnesses are re-checked in float64 anyway.
 FEASIBILITY_TOLERANCE = 1e-10
 
 SOLVERS = ("highs", "gurobi")

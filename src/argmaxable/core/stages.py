@@ -112,7 +112,7 @@ class Reflect:
         steps, into ``approx``. bfloat16's argmax (8-bit significands) often reflects across a row other than the
         most violated one, and the small region of an under-trained row is then not reached before the stall
         window ends: on a CPU with native bfloat16, 149 Thai and Arabic tokens of Qwen2.5-Coder-0.5B's head (norms
-        in its lowest 2%) went to the LP, each minutes at d = 896, where float32 steps prove them (issue 33)."""
+        in its lowest 2%) went to the LP, each minutes at d = 896, where float32 steps prove them."""
         tied = system.tied(items) if isinstance(system, Ties) else np.zeros(len(items), dtype=bool)
         left = np.flatnonzero(~approx.proven & ~tied)
         if not left.size:

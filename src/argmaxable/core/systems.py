@@ -1,4 +1,4 @@
-"""Adapters from the papers' questions to halfspace systems ``A x + c < 0`` (GUIDE §1 table).
+"""Adapters from the papers' questions to halfspace systems ``A x + c < 0`` (docs/method.md).
 
 A :class:`System` describes many items at once (one per category or label assignment). It gives the
 approximate stage batched residuals and reflection rows, and the exact stage one dense system per item.
@@ -123,7 +123,7 @@ class Whitening(Protocol):
 class Ties(Protocol):
     """Items that no point makes win strictly, known from the rows alone (categories: a duplicate row whose offset
     is at least as high). Reflection leaves them to the LP stage, which stops at that one row: reflecting them
-    finds no witness, only spends the stall window and a restart (issue 33: Qwen2.5-Coder-0.5B's 2054 tied tokens
+    finds no witness, only spends the stall window and a restart (Qwen2.5-Coder-0.5B's 2054 tied tokens
     took 70% of a sample's reflections, about 90 steps each)."""
 
     def tied(self, items: np.ndarray) -> np.ndarray:

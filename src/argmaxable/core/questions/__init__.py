@@ -1,4 +1,4 @@
-"""The questions the core answers, one module each, all of one shape (GUIDE §1: each is a halfspace system per item,
+"""The questions the core answers, one module each, all of one shape (each is a halfspace system per item,
 answered by the one engine):
 
 - its public check, ``check_<question>(W, items, b=None, **settings) -> CheckResult``, which validates the items,

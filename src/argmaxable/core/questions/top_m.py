@@ -20,7 +20,7 @@ def check_top_m(W, items, b=None, *, bound: float = BOUND, lower=None, upper=Non
     """Can the tokens of each set be exactly the top-m of softmax(W x + b) for some x in the box?
 
     A set S is the top-|S| iff some threshold tau separates it: w_i.x + b_i > tau exactly for i in S. That is
-    the label assignment S of the sigmoid layer [W, -1] over (x, tau) (GUIDE §1; thesis Prop. 5.3; 004 §5-6),
+    the label assignment S of the sigmoid layer [W, -1] over (x, tau) (thesis Prop. 5.3; Basri & Jacobs §5-6),
     so this is :func:`check_assignments` on the augmented layer; tau ranges over [-bound, bound] (for a layer
     outside the safe range, rescaled by a power of two first: tau's coefficient is then -1/s). ``items`` are
     token sets in either form of :func:`check_assignments`; the other parameters are as there.
