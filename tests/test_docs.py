@@ -4,7 +4,6 @@ and no number in prose that a test does not read back from a file."""
 
 from __future__ import annotations
 
-import fnmatch
 import inspect
 import json
 import math
@@ -25,12 +24,6 @@ README_MAX_LINES = 150
 # a guide the repository does not hold) are refused: every text file git tracks under these roots.
 PROSE_ROOTS = ("README.md", "docs", "src", "tests", "benchmarks", "scripts", "workflow", "config", "Makefile", ".ci",
                "notebooks")
-# Files whose references are rewritten on branches of their own, to be merged first; each is dropped from this
-# list when its rewrite lands, and the list with it once it is empty.
-REWRITE_PENDING = (
-    "src/argmaxable/core/*", "src/argmaxable/verify.py", "src/argmaxable/verify_exact.py", "tests/test_core*.py",
-    "tests/test_verify.py", "tests/test_exact.py", "tests/test_questions.py",
-)
 # "G[U]IDE": the class keeps this line from matching itself; the guide is named in capitals, "guide" is a word.
 UNFOLLOWABLE = re.compile(r"\b(?:(?i:issues?|findings?|rounds?|stops?) #?\d+|G[U]IDE\b)")
 GENERATED = re.compile(r"<!-- generated:([\w-]+) -->.*?<!-- /generated:\1 -->", re.S)
@@ -52,11 +45,11 @@ def _is_text(path: Path) -> bool:
 
 
 def prose_files() -> list[Path]:
-    """Every text file git tracks under :data:`PROSE_ROOTS` (a root may be one file), outside
-    :data:`REWRITE_PENDING`; binary files (no UTF-8, or a NUL byte) are data, not prose."""
+    """Every text file git tracks under :data:`PROSE_ROOTS` (a root may be one file); binary files (no UTF-8, or a
+    NUL byte) are data, not prose."""
     listed = subprocess.run(["git", "ls-files", "-z", "--", *PROSE_ROOTS], cwd=REPO, capture_output=True,
                             check=True).stdout.decode().split("\0")
-    paths = [REPO / name for name in listed if name and not any(fnmatch.fnmatch(name, g) for g in REWRITE_PENDING)]
+    paths = [REPO / name for name in listed if name]
     return [p for p in paths if p.is_file() and _is_text(p)]
 
 
