@@ -4,7 +4,6 @@ and no number in prose that a test does not read back from a file."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import os
@@ -148,8 +147,7 @@ def _facts() -> dict[str, str]:
     named.update({"argmaxable.audit.prompting." + k: getattr(prompting, k) for k in ("STEPS", "UNDER_TRAINED")})
     named.update({"argmaxable.audit.card." + k: getattr(card, k) for k in ("LISTED", "PAGE")})
     named["argmaxable.audit.export.VLLM_BIAS"] = VLLM_BIAS
-    named["select_candidates' controls (the audit's --controls default)"] = \
-        inspect.signature(prompting.select_candidates).parameters["controls"].default
+    named["argmaxable.audit.prompting.CONTROLS"] = prompting.CONTROLS
     facts = {project["requires-python"].removeprefix(">="): "pyproject.toml requires-python"}
     for where, value in named.items():
         facts.update(dict.fromkeys(_spellings(value), where))

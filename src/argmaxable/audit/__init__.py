@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from argmaxable.audit.prompting import CONTROLS
 from argmaxable.audit.reach import hardest as hardest_tokens
 from argmaxable.audit.signals import FLAG_SHARE, flagged, near_ties, reference_tokens, unembedding_indicator
 from argmaxable.core import CheckResult, check_categories
@@ -84,7 +85,7 @@ def audit_layer(layer, *, name: str | None = None, bound: float = BOUND, lower=N
                 patience: int = PATIENCE, solver: str = SOLVER, workers: int = WORKERS, hardest: int = HARDEST,
                 refine: int = REFINE, lp_rounds: int | None = LP_ROUNDS, unused: str | None = None,
                 share: float = FLAG_SHARE, progress: bool = False, result: CheckResult | None = None,
-                tokenizer=None, model=None, controls: int = 200, steps: int | None = None,
+                tokenizer=None, model=None, controls: int = CONTROLS, steps: int | None = None,
                 batch: int | None = None, state=None, seed: int = 0, prompts=None) -> Audit:
     """Audit the head ``layer`` (:class:`argmaxable.detect.loaders.Layer`): see the module docstring.
 

@@ -45,6 +45,7 @@ DEFAULT_PROMPTS = ("copy",)
 UNDER_TRAINED = 0.01  # Land & Bartolo's threshold on the largest probability
 STEPS = 3  # greedy steps per prompt
 BATCH = 32  # candidates per forward pass, at most
+CONTROLS = 200  # ordinary tokens drawn as the control sample
 LOGITS_BYTES = 512 * 2**20  # float32 logits of one forward pass, at most (the batch shrinks for wide vocabularies)
 MARK = "\u2063TOKEN\u2063"  # where the candidate's id goes in a rendered template (invisible separators around it)
 
@@ -314,7 +315,7 @@ def prompt_test(model, prompts: Mapping[str, Sequence[Sequence[int]]], candidate
                      len(candidates) - len(ids), steps, token_seconds=float(costs["seconds"]))
 
 
-def select_candidates(tokens: pd.DataFrame, *, controls: int = 200, seed: int = 0,
+def select_candidates(tokens: pd.DataFrame, *, controls: int = CONTROLS, seed: int = 0,
                       trip: pd.DataFrame | None = None) -> pd.DataFrame:
     """The tokens the prompting test runs: the ``share`` each signal flags (``flag_indicator``, ``flag_norm``,
     ``flag_radius``: the signals' columns of :func:`argmaxable.audit.signals`), every unargmaxable token outside a
