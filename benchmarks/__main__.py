@@ -482,6 +482,13 @@ def _check_verify_floor(W):
     return t_check, t_verify, t_floor, res, int(valid.sum()), mem
 
 
+def _against_gram(benchmark: str, t_check: float, t_floor: float, notes: str) -> dict:
+    """A row timed against its bfloat16 Gram pass (the floor every category's check pays), with the machine's load."""
+    return {"benchmark": benchmark, "ours_s": round(t_check, 1),
+            "baseline": f"its bfloat16 Gram pass alone: {t_floor:.1f} s", "ratio": round(t_floor / t_check, 2),
+            "notes": f"{notes}; load {os.getloadavg()[0]:.1f}", "peak_mib": round(_peak_mib())}
+
+
 def _verified(res, verified: int, t_verify: float, t_check: float) -> str:
     """A whole-vocabulary row's verdict counts, LP items and re-verification, as its notes state them."""
     return (f"{res.counts()}; LP items {(res.lp_rounds > 0).sum()}; {verified}/{len(res.status)} verdicts "
@@ -496,17 +503,10 @@ def bench_llm(quick: bool, name: str, label: str) -> dict:
         W = np.ascontiguousarray(W[:: 16])
     t_check, t_verify, t_floor, res, verified, mem = _check_verify_floor(W)
     layer = W.nbytes / 2**20
-    return {
-        "benchmark": f"{label} head {W.shape[0]}x{W.shape[1]} float32, no bias",
-        "ours_s": round(t_check, 1),
-        "baseline": f"its bfloat16 Gram pass alone: {t_floor:.1f} s",
-        "ratio": round(t_floor / t_check, 2),
-        "notes": (f"{_verified(res, verified, t_verify, t_check)}; peak with the layer "
-                  f"{(mem.peak + layer) / layer:.2f}x the float32 layer ({layer:.0f} MiB) in anonymous memory, "
-                  f"{(mem.peak_total + layer) / layer:.2f}x in resident memory with library code paged in; "
-                  f"load {os.getloadavg()[0]:.1f}"),
-        "peak_mib": round(_peak_mib()),
-    }
+    return _against_gram(f"{label} head {W.shape[0]}x{W.shape[1]} float32, no bias", t_check, t_floor,
+                         f"{_verified(res, verified, t_verify, t_check)}; peak with the layer "
+                         f"{(mem.peak + layer) / layer:.2f}x the float32 layer ({layer:.0f} MiB) in anonymous memory, "
+                         f"{(mem.peak_total + layer) / layer:.2f}x in resident memory with library code paged in")
 
 
 def bench_audit(quick: bool, name: str, label: str) -> dict:
@@ -739,18 +739,11 @@ def bench_paper_shape(quick: bool, key: str) -> dict:
     CategorySystem(W, b).start_margins(1e-8)
     t_floor = time.perf_counter() - t0
     found = np.flatnonzero(res.status == "unargmaxable")
-    return {
-        "benchmark": f"{key} replica {W.shape[0]}x{W.shape[1]} float32, {'bias' if b is not None else 'no bias'}, "
-                     "box 100",
-        "ours_s": round(t_check, 1),
-        "baseline": f"its bfloat16 Gram pass alone: {t_floor:.1f} s",
-        "ratio": round(t_floor / t_check, 2),
-        "notes": (f"before the first stage {clock.first or 0:.1f} s; {clock.parts()}; {res.counts()}; "
-                  f"unargmaxable the planted {len(planted)}: {np.array_equal(found, planted)}; "
-                  f"{int(valid.sum())}/{len(valid)} verdicts re-verified in {t_verify:.1f} s; "
-                  f"load {os.getloadavg()[0]:.1f}"),
-        "peak_mib": round(_peak_mib()),
-    }
+    return _against_gram(f"{key} replica {W.shape[0]}x{W.shape[1]} float32, "
+                         f"{'bias' if b is not None else 'no bias'}, box 100", t_check, t_floor,
+                         f"before the first stage {clock.first or 0:.1f} s; {clock.parts()}; {res.counts()}; "
+                         f"unargmaxable the planted {len(planted)}: {np.array_equal(found, planted)}; "
+                         f"{int(valid.sum())}/{len(valid)} verdicts re-verified in {t_verify:.1f} s")
 
 
 BENCHMARKS = {
