@@ -676,6 +676,23 @@ def test_working_sets_spare_thin_regions_their_evaluations(monkeypatch):
     assert am.verify_certificate(res, W).all()
 
 
+@pytest.mark.parametrize("power", [100, -100])
+def test_restarts_of_a_float32_layer_far_from_1_keep_its_verdicts(power):
+    """The whitened restarts' metric comes from the rows' second moments: a float32 layer at 2^100 (squares
+    beyond float32) or 2^-100 (squares below its normal range) gets them from the rows scaled by a power of two, so
+    that its items take about as many reflections as the same layer's in range and no more of them reach the LP,
+    every verdict verified."""
+    W = _pulled_layer(2000, 32, 1).astype(np.float32)
+    plain = am.check_categories(W, workers=1)
+    assert plain.steps.max() > 20  # restarted items (whitened after RESTART_AFTER steps)
+    far = (W.astype(np.float64) * 2.0**power).astype(np.float32)
+    res = am.check_categories(far, workers=1)
+    np.testing.assert_array_equal(res.status, plain.status)
+    assert (res.lp_rounds > 0).sum() == (plain.lp_rounds > 0).sum()  # an overflowed metric left 1608 to the LP
+    assert res.steps.sum() <= 1.1 * plain.steps.sum()
+    assert am.verify_certificate(res, far).all()
+
+
 def test_a_working_set_settles_a_point_inside_its_rows():
     """:class:`_WorkingSets` on rows of a sphere (every category argmaxable, so any set of its rows holds a point):
     settling reflects a point that violates many of them into the region they bound, as measured on the rows

@@ -92,16 +92,27 @@ def row_squares(X: np.ndarray, block: int = 1024) -> np.ndarray:
     return out
 
 
-def row_moments(W: np.ndarray, block: int = 8192) -> tuple[np.ndarray, np.ndarray]:
-    """The mean row and the mean of w wᵀ over the rows of W, float64, a block of rows at a time (products in W's
-    own dtype, summed in float64: a float32 layer needs no float64 copy)."""
+# The largest |entry| whose products and their sums over a block stay well inside float32's normal range (2^-126
+# .. 2^128) and float64's: inside, row_moments multiplies the layer as it is; outside, scaled by a power of two.
+MOMENTS_RANGE = {np.dtype(np.float32): 2.0**30, np.dtype(np.float64): 2.0**200}
+
+
+def row_moments(W: np.ndarray, block: int = 8192) -> tuple[np.ndarray, np.ndarray, float]:
+    """The mean row and the mean of w wᵀ over the rows of ``W * s``, float64, and the power of two s: 1 when W's
+    largest |entry| lies within :data:`MOMENTS_RANGE` of 1 (products in W's own dtype, summed in float64: a float32
+    layer needs no float64 copy), else the power that brings it into [0.5, 1) (products in float64), so that no
+    square overflows or underflows. A block of rows at a time."""
     n, d = W.shape
+    top = float(np.abs(W).max()) if W.size else 0.0
+    reach = MOMENTS_RANGE.get(W.dtype, 0.0)
+    inside = top == 0.0 or 1 / reach <= top <= reach
+    scale = 1.0 if inside else float(np.ldexp(1.0, -int(np.frexp(top)[1])))
     total, second = np.zeros(d), np.zeros((d, d))
     for lo in range(0, n, block):
-        Wb = W[lo : lo + block]
+        Wb = W[lo : lo + block] if inside else W[lo : lo + block].astype(np.float64) * scale
         total += Wb.sum(axis=0, dtype=np.float64)
         second += Wb.T @ Wb
-    return total / n, second / n
+    return total / n, second / n, scale
 
 
 def bf16_augmented(W: np.ndarray, b: np.ndarray | None, order: np.ndarray, block_bytes: int = 4 << 20):

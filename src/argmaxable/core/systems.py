@@ -226,12 +226,14 @@ class CategorySystem(LayerProducts):
     def _whitening(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The rows' mean mu, the inverse P of their covariance and a factor L of it with its inverse, P = L Lᵀ
         (float64; eigenvalues floored at :data:`WHITENING_FLOOR` of the largest, so that P is positive definite for
-        any layer)."""
-        mean, second = row_moments(self.Win)
+        any layer). P is that of the rows scaled by :func:`row_moments`' power of two, a positive multiple of the
+        layer's own, which changes neither :meth:`restart`'s directions nor a reflection in its metric (both are
+        invariant to P's scale), and keeps a layer far from 1 in range."""
+        mean, second, scale = row_moments(self.Win)
         cov = second - np.outer(mean, mean)
         values, vectors = np.linalg.eigh((cov + cov.T) / 2)
         values = np.maximum(values, WHITENING_FLOOR * max(float(values[-1]), np.finfo(np.float64).tiny))
-        return mean, (vectors / values) @ vectors.T, vectors / np.sqrt(values), (vectors * np.sqrt(values)).T
+        return mean / scale, (vectors / values) @ vectors.T, vectors / np.sqrt(values), (vectors * np.sqrt(values)).T
 
     def restart(self, items, box):
         """Points to restart reflection from: x = P (w_t - mu), the first Newton step, from uniform weights, of the
