@@ -1,10 +1,12 @@
 """Top-m sets, prescribed probabilities and top-k rankings (Basri & Jacobs §4.2, §6; thesis Prop. 5.3), against oracles
-that are not the LP: angle sweeps in the plane, softmax evaluated at the witness, the DFT theorem."""
+that are not the LP: angle sweeps in the plane, softmax evaluated at the witness, the DFT theorem, a ranking's
+logits at its witness in exact rationals."""
 
 from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -115,6 +117,11 @@ def test_dft_layer_makes_every_top_k_ranking_argmaxable(n, k):
     res = check_rankings(W, rankings, workers=1)
     assert res.counts()["argmaxable"] == len(rankings)
     assert verify_rankings(res, W, rankings).all()
+    for ranking, x in zip(rankings, res.witness, strict=True):  # in exact rationals, on the layer's own logits
+        z = [sum(Fraction(float(w)) * Fraction(float(v)) for w, v in zip(row, x, strict=True)) for row in W]
+        ranked = [z[t] for t in ranking]
+        assert all(a > c for a, c in itertools.pairwise(ranked))
+        assert ranked[-1] > max(z[j] for j in range(n) if j not in ranking)
 
 
 def test_gaussian_layer_of_the_dft_shape_lacks_some_top_k_ranking():

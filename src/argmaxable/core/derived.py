@@ -11,6 +11,11 @@ A derived layer is computed in float64 (differences ``w_i - w_j``, logarithms of
 on its rounding (:class:`Derived`): where it rounds, an item is "argmaxable" only on the layer moved against it by
 those bounds and "unargmaxable" only on the layer moved with it, and the verifier checks each claim on the same
 moved layer, so that a verdict of the rounded rows never stands for the exact ones.
+
+The check and its verifier build the same derived layer, from the caller's W, b and items alone (never from a
+value the result carries): the layer is the question's definition, as W is a category's. That definition is held
+to oracles outside this code (tests/test_topm.py: angle sweeps of every ranking and set in the plane, softmax at a
+prescribed witness, a ranking's logits at its witness in exact rationals).
 """
 
 from __future__ import annotations
