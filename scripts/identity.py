@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 
 import numpy as np
@@ -201,12 +201,15 @@ INPUTS: dict[str, tuple[Callable[[], dict[str, Call]], bool]] = {
 
 
 def flatten(name: str, value, out: dict[str, np.ndarray]) -> None:
-    """Every array in ``value`` into ``out`` under ``name``: dicts by key, a list of per-item tuples (certificates)
-    as one concatenated array per position with ``offsets``, anything else as an array (JSON text if it is not
-    numbers or strings)."""
+    """Every array in ``value`` into ``out`` under ``name``: dicts by key, dataclasses (witness paths) by field, a
+    list of per-item tuples (certificates) as one concatenated array per position with ``offsets``, anything else
+    as an array (JSON text if it is not numbers or strings)."""
     if isinstance(value, dict):
         for k, v in value.items():
             flatten(f"{name}.{k}", v, out)
+    elif is_dataclass(value):
+        for f in fields(value):
+            flatten(f"{name}.{f.name}", getattr(value, f.name), out)
     elif isinstance(value, list) and value and all(isinstance(v, tuple) for v in value):
         out[f"{name}.offsets"] = np.cumsum([0] + [len(v[0]) for v in value])
         for p, parts in enumerate(zip(*value, strict=True)):

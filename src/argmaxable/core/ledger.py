@@ -55,6 +55,7 @@ class Ledger:
         self.witness: np.ndarray | None = None
         self.starts: dict = {}
         self.exact: dict = {}
+        self.paths = None  # reflection's steps to its witnesses (WitnessPaths), for compact evidence files
 
     @property
     def thresholds(self) -> list[float]:
@@ -214,7 +215,7 @@ class Ledger:
         return CheckResult(self.kind, np.asarray(self.items), self.status.astype(str), self.radius,
                            self.radius_exact, self.steps, self.lp_rounds, self.witness, self.message.astype(str),
                            self.certificates, self.settings, radius_upper=upper_shown, answers=answers,
-                           exact=dict(self.exact))
+                           exact=dict(self.exact), paths=self.paths)
 
 
 def answers_from_bounds(status, lower, upper, threshold, eps) -> np.ndarray:

@@ -21,6 +21,7 @@ from argmaxable.core.backend import release_free_heap
 from argmaxable.core.box import inside, shrink_factors
 from argmaxable.core.fastpath import GramPass
 from argmaxable.core.systems import GramStart, System, Ties, Whitening
+from argmaxable.witness_paths import WitnessPaths
 
 
 @dataclass
@@ -32,6 +33,7 @@ class ReflectOutcome:
     x: np.ndarray  # (T, d) float64: the witness if proven, else the iterate of best margin (seeds the exact LP)
     rows: dict = field(default_factory=dict)  # position -> rows that beat an unproven item in its last steps
     margin: np.ndarray | None = None  # (T,) the certified margin of each witness (> eps), NaN where not proven
+    paths: WitnessPaths | None = None  # the steps that made witnesses bit for bit, positions over the T items
 
 
 # The rows an item reflected across in its last SEED_STEPS steps seed its LP's first working set. Measured on
@@ -153,12 +155,15 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
         pool = _reflect_pool(system, items[todo], plan, progress)
     proven[todo], steps[todo], margin[todo] = pool.proven, pool.steps, pool.margin
     rows = {int(todo[k]): r for k, r in pool.seen.items()}
+    paths = None
     if whole:
         _write_witnesses(system, X, start, moved, shrunk, todo, pool)
+        if pool.path is not None:
+            paths = pool.path.witness_paths(todo[pool.path.where], system.dtype)
     else:
         X[todo[pool.kept]] = pool.points
         X[tied] = system.start(items[tied])
-    return ReflectOutcome(proven, steps, X, rows, margin)
+    return ReflectOutcome(proven, steps, X, rows, margin, paths)
 
 
 @contextmanager
@@ -228,6 +233,29 @@ class Path:
                     a, _ = system.rows(self.items[moved[m]], rows[m])
                     X[moved[m] - lo] -= coef[m, None] * a
             out[at[lo:hi]] = X
+
+
+    def witness_paths(self, positions: np.ndarray, dtype) -> WitnessPaths | None:
+        """These steps as :class:`~argmaxable.witness_paths.WitnessPaths` for the witnesses at ``positions`` (one per
+        item, in :attr:`items`' order), their points in ``dtype`` as :meth:`replay` makes them; None where the steps'
+        coefficients or divisors do not share one dtype each."""
+        parts, coefs, scales = [], set(), set()
+        for r, (scaled, scale, moved, rows, coef) in enumerate(self.records):
+            if scale is not None and len(scaled):
+                parts.append((scaled, np.full(len(scaled), r), np.full(len(scaled), -1), scale))
+                scales.add(scale.dtype)
+            if coef is not None and len(moved):
+                parts.append((moved, np.full(len(moved), r), rows, coef))
+                coefs.add(coef.dtype)
+        if len(coefs) > 1 or len(scales) > 1:
+            return None
+        item, step, rows, values = (np.concatenate([p[j] for p in parts]) if parts else EMPTY for j in range(4))
+        order = np.lexsort((step, item))  # each item's steps in the order they ran (a record is one kind)
+        counts = np.bincount(item, minlength=len(self.items))
+        return WitnessPaths(np.asarray(positions, dtype=np.int64), np.concatenate([[0], np.cumsum(counts)]),
+                            rows[order].astype(np.int64), values[order].astype(np.float64), np.dtype(dtype).name,
+                            (coefs.pop() if coefs else np.dtype(dtype)).name,
+                            (scales.pop() if scales else np.dtype(np.float64)).name)
 
 
 def _by_chunk(positions: np.ndarray, chunk: int) -> dict[int, np.ndarray]:

@@ -7,6 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from argmaxable.witness_paths import WitnessPaths, from_members, matching, replay
+
 ARGMAXABLE, UNARGMAXABLE, UNDECIDED = "argmaxable", "unargmaxable", "undecided"
 STATUSES = (ARGMAXABLE, UNARGMAXABLE, UNDECIDED)
 
@@ -96,6 +98,9 @@ class CheckResult:
         re-checked in rational arithmetic (:mod:`argmaxable.verify_exact`): the region of each, and the status and
         answers of those it decided (``decided == "radius"``), whose float ``witness`` and ``certificates`` are
         then the rationals rounded, for display.
+    paths : WitnessPaths, optional
+        The steps by which reflection reached some witnesses (:mod:`argmaxable.witness_paths`): what
+        :meth:`write_npz` stores in their place where they make the same points again. Not evidence by itself.
     """
 
     kind: str
@@ -112,6 +117,7 @@ class CheckResult:
     radius_upper: np.ndarray | None = None
     answers: dict = field(default_factory=dict)
     exact: dict = field(default_factory=dict, repr=False)
+    paths: WitnessPaths | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         if self.kind not in _kinds():
@@ -188,9 +194,11 @@ class CheckResult:
 
     def write_npz(self, path, W=None) -> None:
         """Write the ``.npz`` of :meth:`save` to ``path`` as it is (no temporary name of its own). With the layer
-        ``W`` (categories), the compact form: a witness that is its category's own row times a power of two (a start
-        point) is stored as that power alone (:meth:`load` makes it again from the layer), the other witnesses as
-        they are, and only the messages that say something."""
+        ``W`` (categories), the compact form, which :meth:`load` makes whole again from the layer: a witness that
+        is its category's own row times a power of two (a start point) is stored as that power alone; one that
+        reflection's steps (:attr:`paths`) make again from ``W`` bit for bit, as those steps (``path_*``: a row id
+        and a number each); the other witnesses as they are; and only the messages that say
+        something."""
         import json
 
         sizes = [len(r) for r, _ in self.certificates]
@@ -200,8 +208,14 @@ class CheckResult:
         witness = {"witness": self.witness, "message": self.message.astype(str)}
         if W is not None:  # and the messages as {position: text} where there is one (most are empty)
             own = own_row_exponents(self.witness, W, self.items)
+            stored = own == NOT_OWN
+            paths = matching(W, np.asarray(self.items), self.witness, self.paths)
+            if paths is not None:  # (an own row is cheaper still)
+                paths = paths.subset(stored[paths.positions])
+                stored[paths.positions] = False
             said = np.flatnonzero(self.message.astype(str) != "")
-            witness = {"witness": self.witness[own == NOT_OWN], "witness_own": own,
+            witness = {"witness": self.witness[stored], "witness_own": own,
+                       **({} if paths is None else paths.members()),
                        "messages": json.dumps({int(p): str(self.message[p]) for p in said})}
         with open(path, "wb") as fh:
             np.savez(fh, kind=self.kind, items=self.items, status=self.status.astype(str), radius=self.radius,
@@ -239,7 +253,8 @@ class CheckResult:
             o, rows, weights = f["cert_offsets"], f["cert_rows"], f["cert_weights"]
             settings = json.loads(str(f["settings"]))
             if "witness_own" in f:
-                f["witness"] = _own_rows(f["witness"], f["witness_own"], W, f["items"])
+                paths = from_members(f, len(f["items"]), len(W)) if "path_positions" in f and W is not None else None
+                f["witness"] = _own_rows(f["witness"], f["witness_own"], W, f["items"], paths)
                 f["message"] = np.full(len(f["items"]), "", dtype=object)
                 for p, text in json.loads(str(f["messages"])).items():
                     f["message"][int(p)] = text
@@ -290,17 +305,23 @@ def own_row_exponents(X: np.ndarray, W, items: np.ndarray, block: int = 8192) ->
     return out
 
 
-def _own_rows(kept: np.ndarray, own: np.ndarray, W, items: np.ndarray) -> np.ndarray:
-    """The witnesses of a compact file: its stored rows where ``own`` is :data:`NOT_OWN`, else the item's own row of
-    ``W`` times 2**own."""
+def _own_rows(kept: np.ndarray, own: np.ndarray, W, items: np.ndarray, paths: WitnessPaths | None) -> np.ndarray:
+    """The witnesses of a compact file: the points its ``paths`` make from ``W`` at their positions, the item's own
+    row of ``W`` times 2**own where ``own`` is not :data:`NOT_OWN`, else its stored rows in order."""
     if W is None:
         raise ValueError("compact evidence: its start-point witnesses are made again from the layer (give W)")
     mine = own != NOT_OWN
-    if len(own) != len(items) or len(kept) != (~mine).sum() or W.shape[1] != kept.shape[1] or (
-            items[mine] >= len(W)).any():
+    walked = np.zeros(len(own), dtype=bool)
+    if paths is not None and len(paths.positions) and paths.positions.max() < len(own):
+        walked[paths.positions] = True
+    stored = ~mine & ~walked
+    if len(own) != len(items) or len(kept) != stored.sum() or W.shape[1] != kept.shape[1] or (
+            items[mine | walked] >= len(W)).any() or (mine & walked).any():
         raise ValueError("compact evidence does not match the layer or its own items")
-    X = np.empty((len(own), kept.shape[1]), dtype=kept.dtype)
-    X[~mine] = kept
+    X = np.empty((len(own), kept.shape[1]), dtype=kept.dtype if paths is None else np.result_type(kept, paths.dtype))
+    X[stored] = kept
+    if paths is not None:
+        X[paths.positions] = replay(W, items[paths.positions], paths)
     at = np.flatnonzero(mine)
     for s in range(0, len(at), 8192):
         p = at[s : s + 8192]
@@ -313,7 +334,7 @@ def _own_rows(kept: np.ndarray, own: np.ndarray, W, items: np.ndarray) -> np.nda
 MEMBERS = ("kind", "items", "status", "radius", "radius_exact", "steps", "lp_rounds", "settings", "cert_rows",
            "cert_weights", "cert_offsets", "radius_upper", "witness", "message", "witness_own", "messages",
            "exact_items", "exact_decided", "exact_region", "exact_witness", "exact_rows", "exact_weights",
-           "exact_offsets")
+           "exact_offsets", "path_positions", "path_offsets", "path_rows", "path_values", "path_dtypes")
 # The most characters of one string member's entry (a message, a rational of the exact stage, the settings' JSON).
 MEMBER_CHARS = 1 << 20
 
@@ -344,8 +365,12 @@ def _read_members(path, W=None) -> dict:
                 ok = len(shape) == 2 and shape[0] <= k and (width is None or shape[1] <= width)
             elif name in ("cert_rows", "cert_weights", "exact_rows", "exact_weights"):
                 ok = len(shape) == 1 and (n_rows is None or size <= k * n_rows + 1)
-            elif name in ("cert_offsets", "exact_offsets"):
+            elif name in ("cert_offsets", "exact_offsets", "path_offsets"):
                 ok = len(shape) == 1 and size <= k + 1
+            elif name in ("path_rows", "path_values"):  # the compact form never outgrows the points
+                ok = len(shape) == 1 and (width is None or size <= k * width)
+            elif name == "path_dtypes":
+                ok = shape == (3,)
             elif name in ("kind", "settings", "messages"):
                 ok = size == 1
             else:
