@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -152,6 +153,15 @@ class Prompting:
                 "seconds_per_token": round(self.token_seconds / tested, 4) if tested else None}
 
 
+def _cached(model, input_ids, cache=None):
+    """One forward pass that returns and extends the key-value cache, under the name the installed transformers
+    takes it by (``cache`` in its 5.x releases, which warn on the older ``past_key_values``): (output, cache)."""
+    new = "cache" in inspect.signature(model.forward).parameters
+    given = {} if cache is None else {"cache" if new else "past_key_values": cache}
+    out = model(input_ids=input_ids, use_cache=True, **given)
+    return out, out.cache if new else out.past_key_values
+
+
 def _head(model):
     """The model's output layer's weight (n, d) and bias (or None), as torch tensors."""
     head = model.get_output_embeddings()
@@ -254,11 +264,11 @@ def prompt_test(model, prompts: Mapping[str, Sequence[Sequence[int]]], candidate
             shared = {}
             for name, parts in prompts.items():  # the ids before the candidate: run once, their cache shared
                 seq = torch.tensor([parts[0]], dtype=torch.long)
-                out = model(input_ids=seq, use_cache=True)
+                out, cache = _cached(model, seq)
                 rounding += _check_positions(out.logits, captured["h"], forbidden, model, f"the {name!r} prompt",
                                              names, seq, np.array([-1])).sum()
                 positions += seq.shape[1]
-                shared[name] = (out.past_key_values, seq)
+                shared[name] = (cache, seq)
             for s in range(0, len(ids), batch):
                 chunk = ids[s : s + batch]
                 probs, emitted = np.zeros((len(chunk), len(prompts))), np.zeros(len(chunk), dtype=bool)
@@ -270,7 +280,7 @@ def prompt_test(model, prompts: Mapping[str, Sequence[Sequence[int]]], candidate
                     seq = torch.tensor([_with(parts, int(t)) for t in chunk], dtype=torch.long)
                     tail = torch.cat([prefix.expand(len(chunk), -1), seq], dim=1)
                     where = f"the {name!r} prompt"
-                    out = model(input_ids=seq, past_key_values=cache, use_cache=True)
+                    out, cache = _cached(model, seq, cache)
                     ties += _check_positions(out.logits, captured["h"], forbidden, model, where, names, tail, chunk,
                                              offset=len(parts[0]))
                     counted += out.logits.shape[1]
@@ -284,7 +294,7 @@ def prompt_test(model, prompts: Mapping[str, Sequence[Sequence[int]]], candidate
                         if step == steps - 1:
                             break
                         tail = torch.cat([tail, nxt[:, None]], dim=1)
-                        out = model(input_ids=nxt[:, None], past_key_values=cache, use_cache=True)
+                        out, cache = _cached(model, nxt[:, None], cache)
                         ties += _check_positions(out.logits, captured["h"], forbidden, model, where, names, tail,
                                                  chunk, offset=tail.shape[1] - 1)
                         counted += 1
