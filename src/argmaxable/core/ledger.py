@@ -10,6 +10,8 @@ kept where it is the best. The :class:`~argmaxable.core.result.CheckResult` is b
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from argmaxable.core.result import ARGMAXABLE, UNARGMAXABLE, UNDECIDED, CheckResult
@@ -69,11 +71,15 @@ class Ledger:
         self.witness = np.empty((k, d), dtype) if filled else np.full((k, d), np.nan, dtype)
         return self.witness
 
-    def reflected(self, pos: np.ndarray, steps: np.ndarray, x: np.ndarray | None = None) -> None:
-        """Reflection's steps for items ``pos`` (-1: not reflected) and, unless written in place, its iterates."""
+    def reflected(self, pos: np.ndarray, steps: np.ndarray, x: np.ndarray | None = None, paths=None) -> None:
+        """Reflection's steps for items ``pos`` (-1: not reflected), unless written in place its iterates, and the
+        steps that made its witnesses (:class:`~argmaxable.witness_paths.WitnessPaths` over ``pos``), kept for the
+        evidence file (a later stage's point for one of them: the writer finds it changed)."""
         self.steps[pos] = steps
         if x is not None:
             self.witness[pos] = x
+        if paths is not None:
+            self.paths = replace(paths, positions=np.asarray(pos)[paths.positions])
 
     def _put_witness(self, pos: int, x) -> None:
         """A float64 point for item ``pos`` (an LP's or the exact stage's): the witnesses turn float64 when the

@@ -19,7 +19,6 @@ Results do not depend on the number of workers: each item is solved on its own, 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -105,9 +104,7 @@ class Reflect:
                 self._again_in_float32(system, ledger.items[open_], approx, bar)
                 sharpened = system.sharpen(ledger.items[open_], approx.x, approx.margin, self.settings.eps)
                 bar.set_postfix_str(f"{sharpened} radius bounds measured again in float32")
-        ledger.reflected(open_, approx.steps, None if whole else approx.x)
-        if approx.paths is not None:  # (a later stage's point for one of them: the writer finds it changed)
-            ledger.paths = replace(approx.paths, positions=open_[approx.paths.positions])
+        ledger.reflected(open_, approx.steps, None if whole else approx.x, approx.paths)
         return approx, whole
 
     def _again_in_float32(self, system: GramStart, items: np.ndarray, approx, bar) -> None:
