@@ -153,13 +153,18 @@ class Prompting:
                 "seconds_per_token": round(self.token_seconds / tested, 4) if tested else None}
 
 
-def _cached(model, input_ids, cache=None):
-    """One forward pass that returns and extends the key-value cache, under the name the installed transformers
-    takes it by (``cache`` in its 5.x releases, which warn on the older ``past_key_values``): (output, cache)."""
+def _cached_forward(model):
+    """``forward(input_ids, cache=None) -> (output, cache)``: one pass of ``model`` that returns and extends the
+    key-value cache, under the name the installed transformers takes it by (``cache`` in its 5.x releases, which warn
+    on the older ``past_key_values``), looked up once."""
     new = "cache" in inspect.signature(model.forward).parameters
-    given = {} if cache is None else {"cache" if new else "past_key_values": cache}
-    out = model(input_ids=input_ids, use_cache=True, **given)
-    return out, out.cache if new else out.past_key_values
+
+    def forward(input_ids, cache=None):
+        given = {} if cache is None else {"cache" if new else "past_key_values": cache}
+        out = model(input_ids=input_ids, use_cache=True, **given)
+        return out, out.cache if new else out.past_key_values
+
+    return forward
 
 
 def _head(model):
@@ -261,10 +266,10 @@ def prompt_test(model, prompts: Mapping[str, Sequence[Sequence[int]]], candidate
     bar = tqdm(total=len(ids) * len(prompts), desc="prompting test", unit="run", disable=not progress)
     try:
         with torch.inference_mode():
-            shared = {}
+            shared, forward = {}, _cached_forward(model)
             for name, parts in prompts.items():  # the ids before the candidate: run once, their cache shared
                 seq = torch.tensor([parts[0]], dtype=torch.long)
-                out, cache = _cached(model, seq)
+                out, cache = forward(seq)
                 rounding += _check_positions(out.logits, captured["h"], forbidden, model, f"the {name!r} prompt",
                                              names, seq, np.array([-1])).sum()
                 positions += seq.shape[1]
@@ -280,7 +285,7 @@ def prompt_test(model, prompts: Mapping[str, Sequence[Sequence[int]]], candidate
                     seq = torch.tensor([_with(parts, int(t)) for t in chunk], dtype=torch.long)
                     tail = torch.cat([prefix.expand(len(chunk), -1), seq], dim=1)
                     where = f"the {name!r} prompt"
-                    out, cache = _cached(model, seq, cache)
+                    out, cache = forward(seq, cache)
                     ties += _check_positions(out.logits, captured["h"], forbidden, model, where, names, tail, chunk,
                                              offset=len(parts[0]))
                     counted += out.logits.shape[1]
@@ -294,7 +299,7 @@ def prompt_test(model, prompts: Mapping[str, Sequence[Sequence[int]]], candidate
                         if step == steps - 1:
                             break
                         tail = torch.cat([tail, nxt[:, None]], dim=1)
-                        out, cache = _cached(model, nxt[:, None], cache)
+                        out, cache = forward(nxt[:, None], cache)
                         ties += _check_positions(out.logits, captured["h"], forbidden, model, where, names, tail,
                                                  chunk, offset=tail.shape[1] - 1)
                         counted += 1

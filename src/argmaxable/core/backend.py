@@ -104,8 +104,8 @@ def row_moments(W: np.ndarray, block: int = 8192) -> tuple[np.ndarray, np.ndarra
     square overflows or underflows. A block of rows at a time."""
     n, d = W.shape
     top = float(np.abs(W).max()) if W.size else 0.0
-    reach = MOMENTS_RANGE.get(W.dtype, 0.0)
-    inside = top == 0.0 or 1 / reach <= top <= reach
+    reach = MOMENTS_RANGE.get(W.dtype)  # another dtype: scaled, in float64
+    inside = top == 0.0 or (reach is not None and 1 / reach <= top <= reach)
     scale = 1.0 if inside else float(np.ldexp(1.0, -int(np.frexp(top)[1])))
     total, second = np.zeros(d), np.zeros((d, d))
     for lo in range(0, n, block):

@@ -234,7 +234,6 @@ class Path:
                     X[moved[m] - lo] -= coef[m, None] * a
             out[at[lo:hi]] = X
 
-
     def witness_paths(self, positions: np.ndarray, dtype) -> WitnessPaths | None:
         """These steps as :class:`~argmaxable.witness_paths.WitnessPaths` for the witnesses at ``positions`` (one per
         item, in :attr:`items`' order), their points in ``dtype`` as :meth:`replay` makes them; None where the steps'
