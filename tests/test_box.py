@@ -199,3 +199,22 @@ def test_tanh_gelu_reaches_below_the_erf_box():
         assert res.status[1] == status and am.verify_certificate(res, W, b, lower=lower, upper=upper).all()
     with pytest.raises(ValueError, match="'dtype' parameter of activation_bounds must be one of"):
         am.activation_bounds("silu", 100.0, "int8")
+
+
+def test_start_lift_is_the_largest_power_of_two_keeping_every_row_in_the_box():
+    """The lift of a layer whose largest entry is 0.3 in the box of 100 is 256 (256 x 0.3 = 76.8; 512 x 0.3 leaves
+    it), set by the tighter end of an asymmetric box, 1 where no lift of at least 2 fits or the box does not hold
+    the origin, and never past the cap for a zero layer."""
+    from argmaxable.core.box import MAX_LIFT, start_lift
+
+    W = np.array([[0.3, -0.1], [0.2, -0.25]], dtype=np.float32)
+    lo, hi = np.full(2, -100.0), np.full(2, 100.0)
+    assert start_lift(W, lo, hi) == 256
+    assert start_lift(W, np.array([-100.0, -20.0]), hi) == 64  # 64 x 0.25 = 16 <= 20 < 128 x 0.25
+    assert start_lift(W, np.full(2, -0.5), np.full(2, 0.5)) == 1  # 2 x 0.3 leaves |x| <= 0.5
+    assert start_lift(W, np.zeros(2), hi) == 1  # the origin on the box's edge
+    assert start_lift(np.zeros((3, 2)), lo, hi) == MAX_LIFT
+    # at the edge: 0.390625 x 256 = 100 exactly stays in
+    assert start_lift(np.array([[0.390625, 0.0]]), lo, hi) == 256
+    lift = start_lift(W, lo, hi)
+    assert math.log2(lift).is_integer() and ((lift * W >= lo) & (lift * W <= hi)).all()

@@ -1213,7 +1213,8 @@ def test_a_whole_vocabulary_with_ties_takes_the_gram_pass_and_names_first_rows_f
     W[1:5] = W[0]
     passes = []
     start_margins = CategorySystem.start_margins
-    monkeypatch.setattr(CategorySystem, "start_margins", lambda self, eps: passes.append(1) or start_margins(self, eps))
+    monkeypatch.setattr(CategorySystem, "start_margins",
+                        lambda self, eps, **kw: passes.append(1) or start_margins(self, eps, **kw))
     res = am.check_categories(W)
     assert passes == [1] and (res.status[:5] == "unargmaxable").all() and (res.steps == 1).sum() > n // 2
 
@@ -1309,3 +1310,28 @@ def test_tiers_2_and_3_on_bf16_logits_run_torch_on_one_thread_and_give_the_threa
         torch.set_num_threads(before)
     monkeypatch.setattr(fastpath, "BF16_STEPS_D", 10**6)  # the same layer in float32 steps
     assert (am.check_categories(W, b=b).status == res.status).all()
+
+
+def test_a_biased_layer_starts_at_its_rows_lifted_into_the_box():
+    """Rows of spread 0.05 beside biases of spread 0.5 (a Gaussian replica of a translation model's head): at w_t
+    the biases decide and one category wins at its start point; lifted by 256 (the largest power of two keeping
+    every row in the box of 100) the own products decide, 2852 of 3000 win there with the Gram pass's margins, each
+    witness exactly 256 w_t, and the verdicts are those the unlifted start reached (2899 argmaxable, 101 not, the
+    rows shrunk near the origin: the statuses pinned from that run), every one verified."""
+    from argmaxable.core.box import start_lift
+
+    rng = np.random.default_rng(5)
+    n, d = 3000, 96
+    W = (rng.standard_normal((n, d)) * 0.05).astype(np.float32)
+    b = (rng.standard_normal(n) * 0.5).astype(np.float32)
+    few = rng.choice(n, 150, replace=False)
+    W[few] *= np.float32(0.05)
+    b[few] += np.float32(3.0)
+    assert start_lift(W, np.full(d, -100.0), np.full(d, 100.0)) == 256
+    res = am.check_categories(W, b=b, bound=100.0, workers=1)
+    assert res.counts() == {"argmaxable": 2899, "unargmaxable": 101, "undecided": 0}
+    assert set(res.unargmaxable) <= set(few.tolist())
+    start = res.steps == 1
+    assert start.sum() == 2852
+    np.testing.assert_array_equal(res.witness[start], W[start].astype(np.float64) * 256)
+    assert am.verify_certificate(res, W, b).all()

@@ -84,3 +84,22 @@ def test_inconsistent_paths_are_one_line(checked, tmp_path, member, value, why):
     np.savez(tmp_path / "bad.npz", **z)
     with pytest.raises(ValueError, match=f"bad.npz: not a readable evidence file .*{why}"):
         CheckResult.load(tmp_path / "bad.npz", W=W)
+
+
+def test_witnesses_from_lifted_start_points_are_stored_as_their_steps_and_own_rows(tmp_path):
+    """A biased layer's start points are its rows times 8 (the box of 100 over entries up to 7.6): a witness proven
+    there is stored as its exponent, one reflected from there as its steps (the lift a division by 1/8 first), and
+    both are made again from the layer bit for bit."""
+    rng = np.random.default_rng(11)
+    W = (rng.standard_normal((3000, 64)) * rng.lognormal(0, 0.3, (3000, 1))).astype(np.float32)
+    b = rng.standard_normal(3000).astype(np.float32)
+    res = am.check_categories(W, b=b, bound=100.0, workers=1)
+    walked = res.paths.positions
+    assert len(walked) > 300 and (res.steps[walked] >= 2).all()
+    np.testing.assert_array_equal(replay(W, res.items[walked], res.paths), res.witness[walked])
+    res.write_npz(tmp_path / "r.npz", W=W)
+    z = _members(tmp_path / "r.npz")
+    assert ((z["witness_own"] == 3) == (res.steps == 1)).all() and len(z["witness"]) < 10
+    back = CheckResult.load(tmp_path / "r.npz", W=W)
+    np.testing.assert_array_equal(back.witness, res.witness)
+    assert am.verify_certificate(back, W, b).all()

@@ -149,6 +149,37 @@ def inside(X: np.ndarray, lo: np.ndarray, hi: np.ndarray, block: int = 4096) -> 
     return out
 
 
+# The largest start lift (:func:`start_lift`): beyond 2^24 a bias lies below float32's rounding of the lifted
+# products, and the start is the cone's.
+MAX_LIFT = 2.0**24
+
+
+def start_lift(W: np.ndarray, lo: np.ndarray, hi: np.ndarray, block: int = 8192) -> float:
+    """The largest power of two s in [1, :data:`MAX_LIFT`] with ``s * W[t]`` in the box for every row t (1 where
+    the box does not hold the origin strictly inside).
+
+    A biased layer's start points w_t lifted to s w_t keep their items' own products s ||w_t||^2 ahead of the
+    other rows' s w_t.w_i, which grow alike, while the biases stay: the larger s, the less a row with a large bias
+    beats the start point. Measured on 3000-item samples in the box of 100 (benchmarks/RESULTS.md), the start
+    points that win went from 10% to 97% of ddddocr's and cn2en's heads, 11% to 48% of PP-OCRv6 small's and from
+    4% to 100% of a Gaussian replica of a WMT'17 Nematus head. A power of two scales every product and every
+    stored point exactly."""
+    if not (np.all(lo < 0) and np.all(hi > 0)) or not len(W):
+        return 1.0
+    top, bottom = np.full(W.shape[1], -np.inf), np.full(W.shape[1], np.inf)
+    for s in range(0, len(W), block):
+        top = np.maximum(top, W[s : s + block].max(axis=0))
+        bottom = np.minimum(bottom, W[s : s + block].min(axis=0))
+    top, bottom = top.astype(np.float64), bottom.astype(np.float64)
+    with np.errstate(divide="ignore"):
+        room = min(np.min(np.where(top > 0, hi / np.where(top > 0, top, 1.0), np.inf)),
+                   np.min(np.where(bottom < 0, lo / np.where(bottom < 0, bottom, -1.0), np.inf)))
+    lift = float(np.exp2(np.floor(np.log2(min(room, MAX_LIFT))))) if room >= 1 else 1.0
+    while lift > 1 and not (np.all(lift * top <= hi) and np.all(lift * bottom >= lo)):  # the division's rounding
+        lift /= 2
+    return lift
+
+
 def shrink_factors(X: np.ndarray, lo: np.ndarray, hi: np.ndarray, block: int = 4096) -> np.ndarray:
     """Smallest s >= 1 per row with ``X[k] / s`` in the box (inf where no such s: a coordinate of the wrong sign
     for a box end at 0, or a box that does not hold the origin). For cones, dividing by s keeps the region."""

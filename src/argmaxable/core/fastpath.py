@@ -88,13 +88,14 @@ def margin_floor(eps: float) -> float:
 @dataclass(frozen=True)
 class GramPass:
     """What one Gram pass (:meth:`GramStart.start_margins`) found, handed on to reflection's first step: every
-    item's certified margin at its start point, and for the start points some row certainly beats, the first row
-    of the Gram block that beats each (``beaten``, -1: none; None where the pass keeps no blocks) in blocks of
-    ``block`` rows, so that the first step measures them against that block alone."""
+    item's certified margin at its start point ``lift`` w_t, and for the start points some row certainly beats, the
+    first row of the Gram block that beats each (``beaten``, -1: none; None where the pass keeps no blocks) in
+    blocks of ``block`` rows, so that the first step measures them against that block alone."""
 
     margin: np.ndarray
     beaten: np.ndarray | None = None
     block: int = 0
+    lift: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -372,7 +373,7 @@ class LayerProducts:
             return np.arange(len(items))
         where, gram_margin, block = gram.beaten, gram.margin, gram.block
         k = np.flatnonzero(where[items] >= 0)
-        k = k[(X[k] == self.Win[items[k]]).all(axis=1)]
+        k = k[(X[k] == self.Win[items[k]] * gram.lift).all(axis=1)]
         margin[k], at = gram_margin[items[k]], where[items[k]]
         if self.bf16_start:
             worst[k] = self._first_rows(gram)[items[k]]
@@ -394,7 +395,7 @@ class LayerProducts:
             beaten = np.flatnonzero(gram.beaten >= 0)
             for lo in np.unique(gram.beaten[beaten]):
                 k = beaten[gram.beaten[beaten] == lo]
-                rows[k] = self._block_argmax(k, self.Win[k], lo, gram.block)
+                rows[k] = self._block_argmax(k, self.Win[k] * gram.lift, lo, gram.block)
             self._first = (gram, rows)
         return self._first[1]
 
@@ -586,14 +587,16 @@ class LayerProducts:
             dist = (-(np.einsum("pd,pd->p", A, X) + c) - err) / (row_norms(A) * (1 + gamma(self.d + 4)))
         return np.where(np.isnan(dist), -np.inf, dist)
 
-    def start_margins(self, eps: float, block: int = 2048) -> GramPass:
-        """Certified margin of every category at its own start point x = w_t, for all n categories at once.
+    def start_margins(self, eps: float, block: int = 2048, lift: float = 1.0) -> GramPass:
+        """Certified margin of every category at its own start point x = lift w_t, for all n categories at once
+        (``lift`` a power of two: :func:`~argmaxable.core.box.start_lift`).
 
         The logits of all start points form the Gram matrix W Wᵀ (+ b), which is symmetric: it is computed block
         by block over its upper triangle only, each block serving the targets of its rows and of its columns,
         which halves the dominant cost of checking a whole vocabulary. With a bias, each block is one product
-        of ``[w_i, b_i, 1]`` with ``[w_j, 1, b_j]``, i.e. ``w_i.w_j + b_i + b_j``: the row and column targets'
-        logits are its row and column maxima less one bias, with no extra pass over the block. Only running
+        of ``[w_i, b_i, 1]`` with ``[lift w_j, 1, b_j]``, i.e. ``lift w_i.w_j + b_i + b_j``: the row and column
+        targets' logits are its row and column maxima less one bias, with no extra pass over the block (the lift
+        multiplies both targets' products alike). Only running
         maxima are kept (never an n×n matrix); items that do not win here go through :meth:`evaluate`. The start
         points some row certainly beats are returned with the Gram block that beats them, so that :meth:`evaluate`
         given the pass does not measure them against the whole layer again (:meth:`_first_steps`): layers over
@@ -602,35 +605,41 @@ class LayerProducts:
         step's product is short (PP-OCRv4, 6625 x 120: no faster).
         """
         n = self.n_rows
-        own = self.sq + self.b64
-        top, where, kappa = self._gram_top(block)
+        own = lift * self.sq + self.b64
+        top, where, kappa = self._gram_top(block, lift)
         top -= self.b64  # each maximum holds the target's own bias once
         # What the bound cannot certify is not measured again here: those items go to reflection's pool, whose
         # first step evaluates the same start points row by row (:meth:`evaluate`).
-        margin = self._certified_margin(np.arange(n), self.Win, own, top, eps, kappa)
+        margin = self._certified_margin(np.arange(n), self.Win, own, top, eps, kappa, lift)
         if where is None or self.Win.size <= BF16_ABOVE or (self.bf16_start and not self.bf16_steps):
-            return GramPass(margin)
+            return GramPass(margin, lift=lift)
         kappa = self.kappa if kappa is None else kappa
-        err = kappa * (np.sqrt(self.sq) * self.max_norm + 2 * self.max_bias)  # as in _certified_margin
-        return GramPass(margin, np.where(top - err > own + err, where, -1), block)
+        err = kappa * (lift * np.sqrt(self.sq) * self.max_norm + 2 * self.max_bias)  # as in _certified_margin
+        return GramPass(margin, np.where(top - err > own + err, where, -1), block, lift)
 
-    def _gram_top(self, block: int):
+    def _gram_top(self, block: int, lift: float = 1.0):
         """The Gram pass of :meth:`start_margins`: each target's largest computed logit (plus its own bias) over the
-        other rows; the first row of the block of ``block`` rows that holds it (of :attr:`_bf16_layer` in bfloat16,
-        of the layer on the numpy path, None on the torch path); and the logits' relative error factor (None: this
-        system's float rounding)."""
+        other rows at its start point ``lift`` w_t; the first row of the block of ``block`` rows that holds it (of
+        :attr:`_bf16_layer` in bfloat16, of the layer on the numpy path, None on the torch path); and the logits'
+        relative error factor (None: this system's float rounding). A biased layer's lift multiplies the weights of
+        the right factor (a copy already: its bias and ones columns swapped), exactly."""
         n = self.n_rows
         if self.device is not None:  # the torch path: products in this system's dtype on the device
             left, right, _ = self._torch_layer
+            if lift != 1:
+                right = right.clone()
+                right[:, : self.d] *= lift
             with exact_float32():
                 top, _ = gram_maxima(n, block, left, right)
             return top, None, None
         if self.bf16_start:
             # bfloat16 products on a CPU that has them: twice the float32 rate, with a bound 2^16 times looser.
             L = R = self._bf16_layer
-            if not self.homogeneous:  # [W, 1, b], for this pass only
+            if not self.homogeneous:  # [lift W, 1, b], for this pass only
                 R = L.clone()
                 R[:, self.d], R[:, self.d + 1] = L[:, self.d + 1], L[:, self.d]
+                if lift != 1:
+                    R[:, : self.d] *= lift
             top, where = np.empty(n), np.empty(n, dtype=np.int64)
             top[self._order], where[self._order] = gram_maxima(n, block, L, R)
             return top, where, bf16_rounding_bound(self.d + 2)
@@ -638,16 +647,16 @@ class LayerProducts:
             left = right = self.W
         else:
             ones, b = np.ones((n, 1), dtype=self.dtype), self.b[:, None]
-            left, right = np.hstack([self.W, b, ones]), np.hstack([self.W, ones, b])
+            left, right = np.hstack([self.W, b, ones]), np.hstack([self.W * self.dtype(lift), ones, b])
         return (*gram_maxima(n, block, left, right), None)
 
-    def _certified_margin(self, items, X, own, top, eps, kappa=None):
-        """Lower bound on each point's distance to its item's nearest hyperplane, from computed logits whose
-        relative error is at most ``kappa`` (default: this system's float rounding)."""
+    def _certified_margin(self, items, X, own, top, eps, kappa=None, lift: float = 1.0):
+        """Lower bound on each point's distance to its item's nearest hyperplane, the points ``lift`` X, from
+        computed logits whose relative error is at most ``kappa`` (default: this system's float rounding)."""
         kappa = self.kappa if kappa is None else kappa
         # Each computed logit is within kappa (||w_i|| ||x|| + 2 max|b|) of the exact one (twice the bias: the
         # Gram blocks of start_margins add two), and ||w_i - w_t|| <= ||w_t|| + max_i ||w_i||: a certified
         # distance bound from two numbers per point.
-        xn = np.sqrt(row_squares(X))
+        xn = lift * np.sqrt(row_squares(X))
         err = kappa * (xn * self.max_norm + 2 * self.max_bias)
         return (own - top - 2 * err) / (self.norms[items] + self.max_norm)

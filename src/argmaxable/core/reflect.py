@@ -18,7 +18,7 @@ from functools import partial
 import numpy as np
 
 from argmaxable.core.backend import release_free_heap
-from argmaxable.core.box import inside, shrink_factors
+from argmaxable.core.box import inside, shrink_factors, start_lift
 from argmaxable.core.fastpath import GramPass
 from argmaxable.core.systems import GramStart, System, Ties, Whitening
 from argmaxable.witness_paths import WitnessPaths
@@ -130,12 +130,15 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
     todo = np.flatnonzero(~tied)
     progress(int(tied.sum()))
     whole = system.n_rows == T and np.array_equal(items, np.arange(T)) and isinstance(system, GramStart)
-    gram = None
+    gram, lift = None, 1.0
     with _products(system, whole):
         if whole:
             # Every category at once: the first step from the Gram matrix's upper triangle (half the work).
             start = system.start(slice(None))  # all start points: the layer itself, a view
-            scale, rounding, fits = np.ones(T), np.zeros(T), inside(start, *box)
+            # A biased layer's start points lifted into the box (:func:`start_lift`); lift w_t is in it exactly
+            # when w_t is in the box divided by the power of two.
+            lift = 1.0 if system.homogeneous else start_lift(start, *box)
+            scale, rounding, fits = np.ones(T), np.zeros(T), inside(start, box[0] / lift, box[1] / lift)
             moved, shrunk = np.zeros(0, dtype=np.int64), start[:0].astype(X.dtype)
             if system.homogeneous:  # a cone: scaling into the box divides every distance by the same factor
                 scale = shrink_factors(start, *box)
@@ -145,19 +148,19 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
                 rounding[moved] = np.sqrt(system.d) * np.finfo(X.dtype).eps * np.abs(shrunk).max(axis=1)
                 fits[moved] = inside(shrunk, *box)
             with np.errstate(invalid="ignore"):  # an all-zero layer: 0 / 0 margins, which prove nothing
-                gram = system.start_margins(eps)
+                gram = system.start_margins(eps, lift=lift)
                 first = gram.margin / scale - rounding
                 won = (first > eps) & fits
             proven[won], steps[won], margin[won] = True, 1, first[won]
             progress(int(won.sum()))
             todo = np.flatnonzero(~won & ~tied)
-        plan = _Plan(patience, box, eps, stall, batch_size(system.n_rows), whole, X.dtype, gram)
+        plan = _Plan(patience, box, eps, stall, batch_size(system.n_rows), whole, X.dtype, gram, lift)
         pool = _reflect_pool(system, items[todo], plan, progress)
     proven[todo], steps[todo], margin[todo] = pool.proven, pool.steps, pool.margin
     rows = {int(todo[k]): r for k, r in pool.seen.items()}
     paths = None
     if whole:
-        _write_witnesses(system, X, start, moved, shrunk, todo, pool)
+        _write_witnesses(system, X, start, moved, shrunk, todo, pool, won, lift)
         if pool.path is not None:
             paths = pool.path.witness_paths(todo[pool.path.where], system.dtype)
     else:
@@ -184,12 +187,14 @@ def _products(system: System, whole: bool) -> Iterator[None]:
 
 
 def _write_witnesses(system: GramStart, X: np.ndarray, start: np.ndarray, moved: np.ndarray, shrunk: np.ndarray,
-                     todo: np.ndarray, pool: _Pool) -> None:
+                     todo: np.ndarray, pool: _Pool, won: np.ndarray, lift: float) -> None:
     """The witnesses and iterates of a whole vocabulary, written into ``X`` once reflection's products are over
-    (:func:`_products`). The points the pool proved are replayed from its path (:class:`Path`), bit for bit:
-    holding them in ``X`` while the products ran put the witnesses and the bfloat16 copy in memory at once
-    (SmolLM2's peak, 3x its layer)."""
+    (:func:`_products`): the start points lift w_t the Gram pass proved (``won``), the others' w_t. The points the
+    pool proved are replayed from its path (:class:`Path`), bit for bit: holding them in ``X`` while the products ran
+    put the witnesses and the bfloat16 copy in memory at once (SmolLM2's peak, 3x its layer)."""
     X[:] = start
+    if lift != 1:  # in place: no copy of the layer
+        np.multiply(X, lift, out=X, where=won[:, None])
     X[moved] = shrunk
     X[todo[pool.kept]] = pool.points
     if pool.path is not None:
@@ -404,8 +409,8 @@ class _Pool:
 @dataclass(frozen=True)
 class _Plan:
     """How :func:`_reflect_pool` runs: the patience and stall window per item, the box and eps, the slots
-    (``capacity``), whether to record proven items' paths, the dtype its kept points take, and the Gram pass whose
-    blocks spare the first step its product (None: none ran)."""
+    (``capacity``), whether to record proven items' paths, the dtype its kept points take, the Gram pass whose
+    blocks spare the first step its product (None: none ran) and the power of two its start points are lifted by."""
 
     patience: int
     box: tuple[np.ndarray, np.ndarray]
@@ -415,6 +420,7 @@ class _Plan:
     record: bool
     dtype: type
     gram: GramPass | None = None
+    lift: float = 1.0  # the start points' power of two (:func:`~argmaxable.core.box.start_lift`)
 
 
 def _reflect_pool(system: System, items: np.ndarray, plan: _Plan, progress) -> _Pool:
@@ -475,6 +481,10 @@ def _reflect_pool(system: System, items: np.ndarray, plan: _Plan, progress) -> _
             at[free] = np.arange(queued, queued + len(free))
             queued += len(free)
             X[free] = system.start(items[at[free]])
+            if plan.lift != 1:  # (exact: a power of two; replayed as a division by its inverse)
+                X[free] *= plan.lift
+                if recorder is not None:
+                    recorder.step(scaled=at[free], scale=np.full(len(free), 1 / plan.lift, dtype=X.dtype))
             best[free], best_x[free], since[free], age[free], recent[free] = -np.inf, np.nan, 0, 0, -1
             if sets is not None:
                 sets.clear(free)
