@@ -165,3 +165,43 @@ def test_a_broken_model_costs_that_model_and_a_rerun_finishes_it(tmp_path):
     assert record["totals"]["failed"] == [] and record["totals"]["planted_found"] == 4
     assert checked.stat().st_mtime_ns == stamp
     assert (tmp_path / "results" / "detect" / broken / "categories.parquet").is_file()
+
+
+def test_thin_rows_and_clusters_are_where_the_manifest_says():
+    """Every biased translation replica has as many thin rows as the ACL tables print potentially unargmaxable
+    tokens for its model (366 for the WMT'17 zh-en l2r ensemble's third member, "≤ 2" as 2), every replica
+    near-duplicate clusters, all on distinct rows clear of the planted ones."""
+    entries = {e.key: e for e in manifest(load_config(["experiment=paper"]).model)}
+    models = load_config(["experiment=paper"]).model
+    assert len(entries["wmt17_zh_en_l2r_3"].thin) == 366 and len(entries["wmt17_cs_en_l2r_1"].thin) == 2
+    assert sum(len(e.thin) for e in entries.values()) > 1000
+    for key, e in entries.items():
+        printed = str((models[key].get("paper") or {}).get("potentially_unargmaxable") or "0")
+        count = int("".join(c for c in printed if c.isdigit()) or 0)
+        assert len(e.thin) == (min(count, e.n // 20) if e.bias else 0), key
+        assert len(e.clusters) == max(1, e.n // 1600) and all(len(g) == 4 for g in e.clusters)
+        rows = [i for pair in e.thin for i in pair] + [i for g in e.clusters for i in g] + e.planted
+        assert len(set(rows)) == len(rows) and all(5 <= i < e.n - 7 for i in rows)
+
+
+def test_a_thin_row_wins_in_its_corner_and_loses_at_its_lifted_start():
+    """A Bergamot teacher's two thin rows (32000 x 1024): each is the largest logit at the corner 100 sign(w) of its
+    base row w (float64 products over every row), and loses to its base at its row lifted into the box, where the
+    check starts: argmaxable, left by reflection to the exact stage, which proves it."""
+    import argmaxable as am
+
+    [e] = [e for e in manifest(load_config(["experiment=paper"]).model) if e.key == "bergamot_et_en_teacher_bigx2_1"]
+    assert len(e.thin) == 2
+    W_blob, b_blob = head_arrays(e, (e.n, e.d), (1, e.n))
+    W = W_blob.values(0, W_blob.numel).reshape(e.n, e.d)
+    b = b_blob.values(0, e.n)
+    W64, b64 = W.astype(np.float64), b.astype(np.float64)
+    for row, base in e.thin:
+        corner = 100 * np.sign(W64[base])
+        assert np.argmax(W64 @ corner + b64) == row
+        start = W64[row] * 2.0 ** np.floor(np.log2(100 / np.abs(W).max()))
+        assert W64[base] @ start + b64[base] > W64[row] @ start + b64[row]
+    res = am.check_categories(W, b=b, bound=100.0)
+    thin = [row for row, _ in e.thin]
+    assert (res.status[thin] == "argmaxable").all() and (res.steps[thin] == -1).all()
+    assert am.verify_certificate(res, W, b)[thin].all()

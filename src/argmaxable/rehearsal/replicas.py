@@ -25,6 +25,14 @@ What is true and what is assumed (the hubs cannot be asked from here):
   inside the hull of the other rows (n >> d Gaussian rows), with a bias below every other (no strict win
   anywhere in the box, certified); "ties" copy a row (weights and bias) to the rows after it (none wins
   strictly). Nothing else of a Gaussian replica is unargmaxable.
+- Structure a trained head has and a Gaussian one lacks, so that a replica costs what its model would: each
+  biased translation model has as many *thin* rows as the ACL 2022 tables print potentially unargmaxable tokens
+  for it (Tables 5-8: the tokens its approximate stage could not prove, 366 for the WMT'17 zh-en l2r ensemble's
+  third member), each a copy of another row lengthened by a thousandth, its bias lowered so that it wins only in a
+  slab at the box's corner (:func:`head_arrays`): argmaxable, past reflection, proved by an exact LP; and every
+  replica has near-duplicate clusters (:data:`CLUSTER_ROWS`: a row and three copies moved by 2^-7 of its norm,
+  its bias kept, as case and spacing variants of one word are), which the bfloat16 products cannot tell apart.
+  Both are argmaxable by construction; their rows are in the manifest.
 """
 
 from __future__ import annotations
@@ -53,6 +61,13 @@ TOKEN = "hf_rehearsal"  # what the gated replica (Llama-2-7b) asks for, as HF_TO
 STATMT = "https://data.statmt.org/"  # the URL prefix of the Bergamot and WMT'17 downloads, served as /statmt/
 SHARD_BYTES = 10_000_000_000  # Llama-2-7b's safetensors shards: the first holds 9.98 GB, the second the rest
 TINY = {"n": 300, "d": 32}  # --scale tiny (the CI slice): every family at this size, one layer deep
+BOX = 100.0  # the box the paper's check uses (ACL 2022 §4, config/detect's bound): thin rows win in its corner
+# A thin row: its base row lengthened by THIN_STEP of its norm, its bias lowered so that it beats the base only
+# where u.x exceeds THIN_DEPTH of its largest value in the box (u: the base's direction), a slab at the corner.
+# The base wins at its corner B sign(w) by about 0.8 B sigma d against the others' 4.5 B sigma sqrt(d) (the
+# largest of n Gaussians): from THIN_D columns on (every biased translation head) by far, at the CI slice's 32 not.
+THIN_STEP, THIN_DEPTH, THIN_D = 1e-3, 0.98, 256
+CLUSTER_ROWS, CLUSTER_EVERY, CLUSTER_MOVE = 4, 1600, 2.0**-7  # rows per cluster, rows per cluster, the copies' move
 
 # family -> transformers class, config.json settings (true hyperparameters), stored dtype, tokenizer style
 FAMILIES: dict[str, dict] = {
@@ -145,6 +160,8 @@ class Entry:
     counted: int = 0  # tokens the check counts: the target script's and the specials (all, without a script)
     inside: list[int] = field(default_factory=list)  # planted rows strictly inside the hull
     ties: list[list[int]] = field(default_factory=list)  # planted groups of equal rows
+    thin: list[list[int]] = field(default_factory=list)  # [row, base]: argmaxable in a slab at the box's corner
+    clusters: list[list[int]] = field(default_factory=list)  # near-duplicates: a base row, then its copies
     seed: int = 0
     config: dict = field(default_factory=dict)  # transformers settings besides the family's
     tokens_named: bool = True  # whether the pipeline reads the vocabulary (npz downloads fetch only the npz)
@@ -214,9 +231,30 @@ def manifest(models: Mapping, scale: str = "true") -> list[Entry]:
         spot = [5 + int(f * (entry.n - 12)) for f, _ in plant.get("ties", [])]  # clear of the specials at each end
         entry.inside = [5 + int(f * (entry.n - 12)) for f in plant.get("inside", [])]
         entry.ties = [list(range(at, at + size)) for at, (_, size) in zip(spot, plant.get("ties", []), strict=True)]
+        entry.thin, entry.clusters = _structure(entry, _paper_count(model) if entry.bias and entry.d >= THIN_D else 0)
         entry.counted = len(vocabulary(entry)[1]) if entry.script else entry.n
         entries.append(entry)
     return entries
+
+
+def _paper_count(model) -> int:
+    """The potentially unargmaxable tokens the ACL 2022 tables print for a model ("366", "≤ 2": 2; none: 0)."""
+    text = str((model.get("paper") or {}).get("potentially_unargmaxable") or "0")
+    digits = "".join(c for c in text if c.isdigit())
+    return int(digits) if digits else 0
+
+
+def _structure(entry: Entry, thin: int) -> tuple[list[list[int]], list[list[int]]]:
+    """The thin rows (``thin`` of them, at most a twentieth of the rows) with their bases, and the clusters, on
+    seeded rows clear of the planted ones and of the specials at each end."""
+    rng = np.random.default_rng(entry.seed + 3)
+    free = np.setdiff1d(np.arange(5, entry.n - 7), entry.planted)
+    thin = min(thin, entry.n // 20)
+    groups = max(1, entry.n // CLUSTER_EVERY)
+    rows = rng.choice(free, 2 * thin + CLUSTER_ROWS * groups, replace=False).tolist()
+    pairs = [[rows[2 * k], rows[2 * k + 1]] for k in range(thin)]
+    rest = rows[2 * thin :]
+    return pairs, [rest[k : k + CLUSTER_ROWS] for k in range(0, len(rest), CLUSTER_ROWS)]
 
 
 def to_json(entries: Sequence[Entry]) -> str:
@@ -339,7 +377,8 @@ def _tokenizer_files(entry: Entry, tokens: list[str]) -> dict[str, Blob]:
 
 def head_arrays(entry: Entry, weight_shape: tuple[int, ...], bias_shape: tuple[int, ...] | None
                 ) -> tuple[Array, Array | None]:
-    """The head's weight (Gaussian, sigma 0.05) and bias (sigma 0.5), with the planted rows written over them."""
+    """The head's weight (Gaussian, sigma 0.05) and bias (sigma 0.5), with the planted rows, the thin rows and the
+    clusters written over them (module doc)."""
     n, d = entry.n, weight_shape[-1]
     W = Array(weight_shape, entry.dtype, seed=entry.seed, scale=0.05)
     b = Array(bias_shape, entry.dtype, seed=entry.seed + 1, scale=0.5) if bias_shape is not None else None
@@ -354,6 +393,18 @@ def head_arrays(entry: Entry, weight_shape: tuple[int, ...], bias_shape: tuple[i
     for group in entry.ties:  # copies of the group's first row, weights and bias
         for row in group[1:]:
             w_patch[row * d] = W.row(group[0])
+            if b_values is not None:
+                b_patch[row] = b_values[group[0]]
+    for row, base in entry.thin:  # v = w + step u beats w only where u.x > depth max_box u.x
+        w = W.row(base).astype(np.float64)
+        u, step = w / np.linalg.norm(w), THIN_STEP * np.linalg.norm(w)
+        w_patch[row * d] = w + step * u
+        b_patch[row] = np.float32(b_values[base] - step * THIN_DEPTH * BOX * np.abs(u).sum())
+    for group in entry.clusters:
+        w = W.row(group[0]).astype(np.float64)
+        for row in group[1:]:
+            u = rng.standard_normal(d)
+            w_patch[row * d] = w + CLUSTER_MOVE * np.linalg.norm(w) * u / np.linalg.norm(u)
             if b_values is not None:
                 b_patch[row] = b_values[group[0]]
     W = Array(weight_shape, entry.dtype, seed=entry.seed, scale=0.05, patches=w_patch)
