@@ -25,7 +25,7 @@ from test_detect_loaders import output_layer, saved
 from argmaxable import fetch
 from argmaxable.cli import main
 from argmaxable.config import load_config
-from argmaxable.detect import remote
+from argmaxable.detect import loaders, remote
 from argmaxable.detect.download import download_model
 from argmaxable.detect.loaders import load_huggingface, load_model
 from argmaxable.detect.weights import WeightsError
@@ -174,9 +174,10 @@ def test_a_server_error_is_not_a_missing_file(env, gpt2):
 
 
 @pytest.mark.parametrize("layout", ["safetensors", "zip", "legacy"])
-def test_download_reads_each_checkpoint_format_head_only(env, tmp_path, layout):
+def test_download_reads_each_checkpoint_format_head_only(env, tmp_path, layout, monkeypatch):
     """A Marian model as model.safetensors, a zip pytorch_model.bin or a legacy (torch < 1.6) one: the download
-    keeps only the head's tensors, in the checkpoint's own format, and the check reads the model's own layer."""
+    keeps only the head's tensors, in the checkpoint's own format, and records their names, which the check reads
+    the model's own layer by without building its model class again."""
     from safetensors.torch import load_file
 
     model = saved("marian", tmp_path / "m")
@@ -196,6 +197,12 @@ def test_download_reads_each_checkpoint_format_head_only(env, tmp_path, layout):
     assert set(head["tensors"]) == {"model.shared.weight", "final_logits_bias"}
     assert head["fetched"] <= head["size"]
     assert manifest["bytes_fetched"] == hub.bytes_sent("/resolve/") + hub.bytes_sent("/lfs/")  # files, not API JSON
+    assert manifest["head_keys"] == ["model.shared.weight", "final_logits_bias"]
+
+    def built(config):
+        raise AssertionError("the head's model class was built again")
+
+    monkeypatch.setattr(loaders, "logits_names", built)
     layer = load_model(cfg, root=tmp_path / "data")
     W, b = output_layer(model)
     np.testing.assert_allclose(layer.W, W, atol=1e-6)

@@ -235,7 +235,8 @@ def fetch_model(repo: str, revision: str | None, into: Path, patterns: Sequence[
 
     ``parts``: where ranges wait between runs (a later run resumes them; removed once done or on a failure),
     default beside ``into``. Returns the manifest's record: source, revision (the commit), requested (the revision
-    asked for), bytes_fetched, and per checkpoint file what was read (``head``).
+    asked for), bytes_fetched, per checkpoint file what was read (``head``), and the head's tensor names, weight
+    first (``head_keys``: found here from the config's model class, read by the loader without building it again).
     """
     into = Path(into)
     parts = Path(parts) if parts is not None else part_dir(into)
@@ -295,7 +296,7 @@ def _fetch_model(repo: str, revision: str | None, into: Path, patterns: Sequence
     fetched += sum(h["fetched"] for h in heads.values()) if local is None else 0
     return {"source": f"huggingface:{repo}", "revision": commit, "requested": revision or "main",
             "endpoint": endpoint() if local is None else "hub cache (offline)", "bytes_fetched": fetched,
-            "head": heads}
+            "head": heads, "head_keys": keys}
 
 
 def _source(repo: str, commit: str, name: str, local: Path | None):

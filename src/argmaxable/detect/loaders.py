@@ -42,7 +42,7 @@ from argmaxable.detect.onnx import metadata_tokens, read_onnx_head, read_tokens
 from argmaxable.detect.source import first_line
 from argmaxable.detect.vocab import read_vocab, readable_tokens
 from argmaxable.detect.weights import FORMATS, WeightsError, open_tensors, read_layer, read_member
-from argmaxable.fetch import DownloadError
+from argmaxable.fetch import MANIFEST, DownloadError
 
 
 @dataclass
@@ -141,6 +141,20 @@ def _read_head(fetch, candidates: list[list[str]], repo: str) -> tuple[list[np.n
     raise WeightsError(f"{repo!r}: no checkpoint found (looked for {', '.join(_CHECKPOINTS)})")
 
 
+def _head_candidates(directory: Path) -> list[list[str]]:
+    """The names the head's weight and bias terms may be stored under: those the download found and recorded in
+    the directory's manifest (``head_keys``), else from the config's model class built on the meta device (about
+    4 CPU-seconds of transformers' import and construction, which a pipeline would pay again in every job)."""
+    try:
+        recorded = json.loads((directory / MANIFEST).read_text()).get("head_keys")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        recorded = None
+    if isinstance(recorded, list) and recorded and all(isinstance(k, str) for k in recorded):
+        return [[k] for k in recorded]
+    weight_names, bias_names = logits_names(read_config(directory))
+    return [weight_names, *bias_names]
+
+
 def load_huggingface(repo: str, revision: str | None = None) -> Layer:
     """The logits layer of a Hugging Face model (local directory, or hub id: only its head is fetched, through
     :func:`argmaxable.detect.hub.hub_dir`), reading only its tensors.
@@ -166,8 +180,7 @@ def load_huggingface(repo: str, revision: str | None = None) -> Layer:
     fetch = _local_fetcher(str(directory))
     if fetch("config.json") is None:
         raise WeightsError(f"{repo!r} has no config.json: not a Hugging Face model (directory or hub id)")
-    weight_names, bias_names = logits_names(read_config(directory))
-    (W, *terms), files = _read_head(fetch, [weight_names, *bias_names], repo)
+    (W, *terms), files = _read_head(fetch, _head_candidates(directory), repo)
     b = sum(t.reshape(-1).astype(np.float32) for t in terms) if terms else None  # e.g. decoder bias + extra
     if W.ndim != 2 or (b is not None and b.shape != (W.shape[0],)):
         raise WeightsError(f"{repo!r}: output weights {W.shape} and bias {None if b is None else b.shape} "
