@@ -130,11 +130,6 @@ def make_box(d: int, bound: float, lower=None, upper=None) -> tuple[np.ndarray, 
     return lo, hi
 
 
-def is_symmetric(lo: np.ndarray, hi: np.ndarray) -> bool:
-    """Whether the box is ``|x_j| <= B`` for one B."""
-    return bool(np.all(lo == -hi[0]) and np.all(hi == hi[0]))
-
-
 def support(V: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """``sup_{x in box} v.x`` for each row v of V (last axis: coordinates)."""
     return np.maximum(V * lo, V * hi).sum(axis=-1)

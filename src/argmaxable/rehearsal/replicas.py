@@ -261,10 +261,6 @@ def to_json(entries: Sequence[Entry]) -> str:
     return json.dumps([asdict(e) for e in entries], indent=1)
 
 
-def from_json(text: str) -> list[Entry]:
-    return [Entry(**e) for e in json.loads(text)]
-
-
 # ------------------------------------------------------------------------------------------- vocabularies
 
 
