@@ -27,7 +27,8 @@ class CNNEncoder(nn.Module):
     """CAML encoder: Embedding -> Dropout -> Conv1d(width, filters) -> tanh -> max-pool over time.
 
     A text's token ids are made once and kept (up to :data:`CACHED_TEXTS` texts): every epoch collates the same
-    training texts, and tokenizing them again was about a fifth of a training step of the offline default."""
+    training texts, and collating them from their text was about a sixth of the offline default's training time
+    (benchmarks/RESULTS.md)."""
 
     PAD, UNK = 0, 1
     CACHED_TEXTS = 1 << 17  # texts whose ids are kept (at most max_tokens ids each): 10k-100k-text splits whole
