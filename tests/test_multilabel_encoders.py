@@ -35,6 +35,24 @@ def test_cnn_features_are_max_pooled_tanh_in_the_unit_box():
         np.testing.assert_allclose(got[row], expected, rtol=1e-5, atol=1e-6)
 
 
+
+def test_cnn_tokenizes_each_text_once_and_collates_the_same_ids(monkeypatch):
+    """Epochs collate the same texts: each is tokenized once, and a batch collated again (ids kept) equals the
+    first one, which is the tokenizer's ids, truncated to max_tokens."""
+    import argmaxable.multilabel.encoders as encoders
+
+    enc = build_encoder(EncoderConfig(kind="cnn", embed_dim=8, filters=12, width=4, vocab_min_count=1,
+                                      max_tokens=3), TEXTS)
+    calls = []
+    monkeypatch.setattr(encoders, "tokenize", lambda text: calls.append(text) or tokenize(text))
+    rows = [{"text": t} for t in [*TEXTS, TEXTS[0]]]
+    first = enc.collate(rows)
+    again = enc.collate(rows[::-1])
+    assert sorted(calls) == sorted(TEXTS)
+    assert torch.equal(again, first.flip(0))
+    expected = [[enc.vocab.get(w, enc.UNK) for w in tokenize(t)][:3] for t in TEXTS]
+    assert first[:3, :3].tolist() == expected
+
 def test_hf_encoder_uses_the_cls_state_of_a_local_model(tmp_path):
     from transformers import BertConfig, BertModel, BertTokenizerFast
 

@@ -145,6 +145,38 @@ def test_notebook_shows_the_tables_and_figures(runs, run_notebook):
     assert "multilabel/tables/table_5_2.csv" in text and "No multilabel results" not in text
 
 
+
+@pytest.mark.parametrize("change", ["settings", "data"])
+def test_a_checkpoint_of_other_settings_or_data_is_not_resumed(tmp_path, monkeypatch, change):
+    """A run interrupted under one learning rate (or on one dataset) and started again under another (or on a
+    dataset rebuilt to the same shape) starts over: its head is the fresh run's of the new settings, and the
+    stale checkpoint is gone."""
+    dsd, run = tiny_dataset(1), dict(RUN)
+    real = train_mod._evaluate
+
+    def crash_on_second(*args, calls=[0], **kwargs):  # noqa: B006  (a counter shared by the calls)
+        calls[0] += 1
+        if calls[0] == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(train_mod, "_evaluate", crash_on_second)
+    with pytest.raises(KeyboardInterrupt):
+        fit(dsd, N_LABELS, tmp_path / "stale", head="dft", d=2, seed=3, run=run)
+    assert (tmp_path / "stale" / "checkpoint.pt").exists()
+    monkeypatch.setattr(train_mod, "_evaluate", real)
+    if change == "settings":
+        run = {**run, "lr_classifier": 0.05}
+    else:
+        dsd = tiny_dataset(2)
+    fit(dsd, N_LABELS, tmp_path / "stale", head="dft", d=2, seed=3, run=run)
+    fit(dsd, N_LABELS, tmp_path / "fresh", head="dft", d=2, seed=3, run=run)
+    assert not (tmp_path / "stale" / "checkpoint.pt").exists()
+    with np.load(tmp_path / "fresh" / "head.npz") as a, np.load(tmp_path / "stale" / "head.npz") as b:
+        np.testing.assert_array_equal(a["W"], b["W"])
+        np.testing.assert_array_equal(a["WP"], b["WP"])
+    assert pd.read_csv(tmp_path / "stale" / "curve.csv")["step"].tolist() == [0, 6, 12, 18]
+
 class _RunsCode:
     """A pickle payload: unpickling it calls os.system (what a crafted checkpoint would do)."""
 

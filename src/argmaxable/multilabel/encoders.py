@@ -24,9 +24,14 @@ from argmaxable.text import tokenize
 
 
 class CNNEncoder(nn.Module):
-    """CAML encoder: Embedding -> Dropout -> Conv1d(width, filters) -> tanh -> max-pool over time."""
+    """CAML encoder: Embedding -> Dropout -> Conv1d(width, filters) -> tanh -> max-pool over time.
+
+    A text's token ids are made once and kept (up to :data:`CACHED_TEXTS` texts): every epoch collates the same
+    training texts, and collating them from their text was about a sixth of the offline default's training time
+    (benchmarks/RESULTS.md)."""
 
     PAD, UNK = 0, 1
+    CACHED_TEXTS = 1 << 17  # texts whose ids are kept (at most max_tokens ids each): 10k-100k-text splits whole
 
     def __init__(self, cfg: EncoderConfig, train_texts: Sequence[str]):
         super().__init__()
@@ -39,13 +44,24 @@ class CNNEncoder(nn.Module):
         self.dropout = nn.Dropout(cfg.dropout)
         self.conv = nn.Conv1d(cfg.embed_dim, cfg.filters, cfg.width, padding=cfg.width // 2)
         nn.init.xavier_uniform_(self.conv.weight)  # CAML's initialisation of the convolution
+        self._ids: dict[str, torch.Tensor] = {}
+
+    def token_ids(self, text: str) -> torch.Tensor:
+        """The first ``max_tokens`` token ids of ``text`` (unknown words: UNK), int64."""
+        ids = self._ids.get(text)
+        if ids is None:
+            ids = torch.tensor([self.vocab.get(t, self.UNK) for t in tokenize(text)][: self.max_tokens],
+                               dtype=torch.long)
+            if len(self._ids) < self.CACHED_TEXTS:
+                self._ids[text] = ids
+        return ids
 
     def collate(self, rows: Sequence[dict[str, Any]]) -> torch.Tensor:
-        ids = [[self.vocab.get(t, self.UNK) for t in tokenize(r["text"])][: self.max_tokens] for r in rows]
+        ids = [self.token_ids(r["text"]) for r in rows]
         length = max(self.width, *(len(x) for x in ids))
         batch = torch.full((len(ids), length), self.PAD, dtype=torch.long)
         for i, x in enumerate(ids):
-            batch[i, : len(x)] = torch.tensor(x, dtype=torch.long)
+            batch[i, : len(x)] = x
         return batch  # (B, L)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:

@@ -3,9 +3,11 @@
 Binary cross-entropy, Adam with separate encoder and classifier learning rates (Table A.4), evaluation every
 ``eval_every`` steps (or epoch), early stopping with patience on the paper's criterion (P@k or dev loss), or
 after ``max_steps`` optimiser steps (the rehearsal's cap). After every evaluation the whole state goes to
-``checkpoint.pt``; a run that finds one resumes from it. Writes ``train.json`` (metrics, wall time split into
-training steps and scoring, sizes), ``curve.csv`` (loss curve) and ``head.npz`` (the classifier W, the
-composite encoder-space map and the predicted assignments) for verification.
+``checkpoint.pt``; a run that finds one made for its own settings and data resumes from it (one made for others
+is removed and the run starts over: Snakemake reruns a job whose settings or inputs changed, and the checkpoint is
+no output of it). Writes ``train.json`` (metrics, wall time split into training steps and scoring, sizes),
+``curve.csv`` (loss curve) and ``head.npz`` (the classifier W, the composite encoder-space map and the predicted
+assignments) for verification.
 
 Labels stay index lists: a batch's are made dense for its loss, and dev/test are scored a block of
 ``_EVAL_BATCH`` examples at a time (:class:`~argmaxable.multilabel.metrics.MetricTotals`), so no (m, n) matrix
@@ -14,6 +16,8 @@ of a whole split is ever built (BioASQ's test split would take 800 MB of logits 
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
 import math
 import random
@@ -157,7 +161,9 @@ def fit(dsd, n: int, out_dir: str | Path, *, head: str, d: int, seed: int, run: 
             {"params": model.head.parameters(), "lr": cfg.lr_classifier},
         ])
         ckpt_path, best_path = out_dir / "checkpoint.pt", out_dir / "best.pt"
-        state = _start_state(ckpt_path, model, optim, device, higher_better=cfg.criterion == "p@k")
+        made_for = run_fingerprint(cfg, head=head, d=d, seed=seed, n=n, rows=(*train_rows, *stop_rows))
+        state = _start_state(ckpt_path, model, optim, device, higher_better=cfg.criterion == "p@k",
+                             made_for=made_for)
 
         # 3. Train with early stopping; checkpoint after every evaluation.
         _train(model, optim, train_rows, stop_rows, n, cfg, state, seed=seed, ckpt_path=ckpt_path,
@@ -183,13 +189,31 @@ def _training_rows(dsd, cfg: RunConfig) -> tuple[list[dict], list[dict]]:
     return list(train), list(dev.select(range(min(len(dev), cfg.max_eval or len(dev)))))
 
 
-def _start_state(ckpt_path: Path, model: Model, optim, device, *, higher_better: bool) -> dict[str, Any]:
-    """A fresh run's state, or the state of ``ckpt_path`` with the model, optimiser and torch RNG restored."""
+def run_fingerprint(cfg: RunConfig, *, head: str, d: int, seed: int, n: int, rows) -> str:
+    """What a checkpoint is made for: the run's settings, head, width, seed and label count, and a digest of the
+    rows it trains and stops on (texts or image paths, and labels), so that a dataset rebuilt to the same shape is
+    another run."""
+    digest = hashlib.sha256(repr((dataclasses.asdict(cfg), head, d, seed, n)).encode())
+    for row in rows:
+        digest.update(repr((row.get("text", row.get("image_path")), list(row["labels"]))).encode())
+    return digest.hexdigest()
+
+
+def _start_state(ckpt_path: Path, model: Model, optim, device, *, higher_better: bool,
+                 made_for: str) -> dict[str, Any]:
+    """A fresh run's state, or the state of ``ckpt_path`` with the model, optimiser and torch RNG restored where
+    the checkpoint was made for this run (``made_for``: :func:`run_fingerprint`); one of other settings or data is
+    removed and the run starts over (never resumed: a stale checkpoint would pass for this run's training)."""
+    fresh = {"epoch": 0, "step": 0, "elapsed": 0.0, "best": -math.inf if higher_better else math.inf,
+             "best_step": 0, "best_elapsed": 0.0, "bad_evals": 0, "curve": [], "done": False,
+             "train_s": 0.0, "eval_s": 0.0, "eval_examples": 0, "stopped_by": "max_epochs", "made_for": made_for}
     if not ckpt_path.exists():
-        return {"epoch": 0, "step": 0, "elapsed": 0.0, "best": -math.inf if higher_better else math.inf,
-                "best_step": 0, "best_elapsed": 0.0, "bad_evals": 0, "curve": [], "done": False,
-                "train_s": 0.0, "eval_s": 0.0, "eval_examples": 0, "stopped_by": "max_epochs"}
+        return fresh
     ckpt = _read_checkpoint(ckpt_path, device)
+    if ckpt["state"].get("made_for") != made_for:
+        log.info("%s was made for other settings or data: starting over", ckpt_path)
+        ckpt_path.unlink()
+        return fresh
     model.load_state_dict(ckpt["model"])
     optim.load_state_dict(ckpt["optim"])
     torch.set_rng_state(ckpt["rng"].cpu())
@@ -271,10 +295,15 @@ def _read_checkpoint(path: Path, device):
     """A checkpoint written by :func:`_checkpoint`: tensors and plain Python values only, read with
     ``weights_only=True`` (a file placed in the run directory cannot run code); anything else is one ValueError."""
     try:
-        return torch.load(path, weights_only=True, map_location=device)
+        ckpt = torch.load(path, weights_only=True, map_location=device)
     except Exception as err:  # torch raises UnpicklingError, RuntimeError, EOFError... for a foreign file
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ValueError(f"{path}: not a checkpoint of this training loop (delete it to start over): {first}") from None
+    if not (isinstance(ckpt, dict) and {"model", "optim", "rng", "state"} <= ckpt.keys()
+            and isinstance(ckpt["state"], dict)):
+        raise ValueError(f"{path}: not a checkpoint of this training loop (delete it to start over): it lacks "
+                         "the model, optimiser, RNG or state")
+    return ckpt
 
 
 def _checkpoint(path: Path, model, optim, state) -> None:
