@@ -12,6 +12,7 @@ from argmaxable.theory.illustrations import (
     B3,
     BOX,
     REFLECT_B,
+    REFLECT_BOX,
     REFLECT_W,
     W3,
     arrangement_table,
@@ -40,7 +41,7 @@ def test_chebyshev_balls_lie_inside_their_regions_and_the_box():
 
 
 def test_braid_reflect_toy_shows_all_three_outcomes_and_its_trace_ends_with_the_target_winning():
-    verdicts = braid_reflect_table(bound=100.0, eps=1e-8, patience=50)
+    verdicts = braid_reflect_table(bound=REFLECT_BOX, eps=1e-8, patience=50)
     assert verdicts["outcome"].tolist() == verdicts["expected"].tolist()
     t = int(verdicts["steps"].idxmax())
     xs, winners = reflect_trace(REFLECT_W, REFLECT_B, t, steps=int(verdicts["steps"].max()), eps=1e-8)

@@ -52,6 +52,10 @@ RANKINGS_PAPER = {("Fig. 3", 3, False): 6, ("Fig. 3", 4, False): 12, ("Fig. 7", 
 REFLECT_W = np.array([[2.0, 0.0], [0.0, 2.0], [-2.0, 0.0], [0.0, -2.0], [1.3, 1.3], [-1.5, -1.5], [0.1, 0.1]])
 REFLECT_B = np.array([0.0, 0.0, 0.0, 0.0, -1.0, -1.5, 0.0])
 REFLECT_EXPECTED = ["approximate"] * 5 + ["exact LP", "unargmaxable"]
+# The toy's box, |x_j| <= 3: it holds c6's region, and no power of two above 1 keeps the rows (|w_ij| <= 2) inside
+# it, so the core starts every class at x0 = w_t as the paper's algorithm does (a larger box lifts a biased layer's
+# start points, :func:`argmaxable.core.box.start_lift`, and in the box of 100 every class but c7 wins at its start).
+REFLECT_BOX = 3.0
 CLASS_COLOURS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink"]
 BOX = 1.0  # |x_j| <= 1 for the drawings of thesis Figs 4.1 and 4.2: balls of a size one can see
 
@@ -387,7 +391,7 @@ def run_illustrations(settings: IllustrationsConfig | Mapping, out: dict, *, see
     arr = arrangement_table(bound=bound, eps=eps)
     keys = arr["figure"] + " |C|=" + arr["classes"].astype(str) + " bias=" + arr["bias"].astype(str)
     compare_cells(arr["feasible"].set_axis(keys), arr["paper"].set_axis(keys), "002 Figs 3, 7, 8 ranking counts")
-    verdicts = braid_reflect_table(bound=bound, eps=eps, patience=settings.patience)
+    verdicts = braid_reflect_table(bound=REFLECT_BOX, eps=eps, patience=settings.patience)
     if (verdicts["outcome"] != verdicts["expected"]).any():
         raise ReproductionError(f"the braid-reflect toy layer's outcomes differ from the design:\n{verdicts}")
     balls = chebyshev_balls(W3, B3, eps=eps)
@@ -397,6 +401,6 @@ def run_illustrations(settings: IllustrationsConfig | Mapping, out: dict, *, see
     write_figure(plot_fig3(arr), out["fig3"], config)
     write_figure(plot_fig7(arr), out["fig7"], config)
     write_figure(plot_fig8(), out["fig8"], config)
-    write_figure(plot_braid_reflect(verdicts, bound=bound, eps=eps), out["reflect_figure"], config)
+    write_figure(plot_braid_reflect(verdicts, bound=REFLECT_BOX, eps=eps), out["reflect_figure"], config)
     write_figure(plot_chebyshev_balls(W3, B3, balls), out["balls_figure"], config)
     write_figure(plot_overcrowding(crowd, codes), out["overcrowding_figure"], config)
