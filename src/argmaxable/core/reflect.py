@@ -130,14 +130,16 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
     todo = np.flatnonzero(~tied)
     progress(int(tied.sum()))
     whole = system.n_rows == T and np.array_equal(items, np.arange(T)) and isinstance(system, GramStart)
-    gram, lift = None, 1.0
+    gram = None
+    # A biased layer's start points lifted into the box (:func:`start_lift`), by one power of two from all its rows,
+    # whichever items are asked: a class range (a shard) starts where the whole vocabulary does.
+    lifts = isinstance(system, GramStart) and not system.homogeneous
+    lift = start_lift(system.start(slice(None)), *box) if lifts else 1.0
     with _products(system, whole):
         if whole:
             # Every category at once: the first step from the Gram matrix's upper triangle (half the work).
             start = system.start(slice(None))  # all start points: the layer itself, a view
-            # A biased layer's start points lifted into the box (:func:`start_lift`); lift w_t is in it exactly
-            # when w_t is in the box divided by the power of two.
-            lift = 1.0 if system.homogeneous else start_lift(start, *box)
+            # lift w_t is in the box exactly when w_t is in the box divided by the power of two
             scale, rounding, fits = np.ones(T), np.zeros(T), inside(start, box[0] / lift, box[1] / lift)
             moved, shrunk = np.zeros(0, dtype=np.int64), start[:0].astype(X.dtype)
             if system.homogeneous:  # a cone: scaling into the box divides every distance by the same factor
