@@ -95,11 +95,10 @@ def test_dft_run_makes_every_k_active_assignment_argmaxable(runs):
     assert (pred["status"] == "argmaxable").all()
 
 
-def test_interrupted_run_resumes_to_the_same_model(tmp_path, monkeypatch):
-    dsd = tiny_dataset(1)
-    fit(dsd, N_LABELS, tmp_path / "full", head="dft", d=2, seed=3, run=RUN)
-    calls = {"n": 0}
+def _interrupt_at_second_evaluation(monkeypatch):
+    """Make training's second evaluation raise KeyboardInterrupt (a run killed midway); returns the real one."""
     real = train_mod._evaluate
+    calls = {"n": 0}
 
     def crash_on_second(*args, **kwargs):
         calls["n"] += 1
@@ -108,6 +107,13 @@ def test_interrupted_run_resumes_to_the_same_model(tmp_path, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(train_mod, "_evaluate", crash_on_second)
+    return real
+
+
+def test_interrupted_run_resumes_to_the_same_model(tmp_path, monkeypatch):
+    dsd = tiny_dataset(1)
+    fit(dsd, N_LABELS, tmp_path / "full", head="dft", d=2, seed=3, run=RUN)
+    real = _interrupt_at_second_evaluation(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         fit(dsd, N_LABELS, tmp_path / "resumed", head="dft", d=2, seed=3, run=RUN)
     assert (tmp_path / "resumed" / "checkpoint.pt").exists()
@@ -152,15 +158,7 @@ def test_a_checkpoint_of_other_settings_or_data_is_not_resumed(tmp_path, monkeyp
     dataset rebuilt to the same shape) starts over: its head is the fresh run's of the new settings, and the
     stale checkpoint is gone."""
     dsd, run = tiny_dataset(1), dict(RUN)
-    real = train_mod._evaluate
-
-    def crash_on_second(*args, calls=[0], **kwargs):  # noqa: B006  (a counter shared by the calls)
-        calls[0] += 1
-        if calls[0] == 2:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(train_mod, "_evaluate", crash_on_second)
+    real = _interrupt_at_second_evaluation(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         fit(dsd, N_LABELS, tmp_path / "stale", head="dft", d=2, seed=3, run=run)
     assert (tmp_path / "stale" / "checkpoint.pt").exists()
