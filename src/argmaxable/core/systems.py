@@ -9,6 +9,7 @@ products run is :mod:`argmaxable.core.fastpath`'s (a category system's products 
 
 from __future__ import annotations
 
+import threading
 from contextlib import AbstractContextManager
 from functools import cached_property
 from typing import Protocol, runtime_checkable
@@ -25,6 +26,22 @@ from argmaxable.core.supports import SupportPool
 # (:meth:`CategorySystem.restart`): any positive definite metric is valid, and this one stays finite for rows that
 # span fewer than d dimensions.
 WHITENING_FLOOR = 1e-9
+
+
+class RowsBuffer:
+    """One float64 array per thread for the exact stage's dense systems, written over by each item the thread
+    solves. A fresh (n - 1) x d array costs its pages on first touch: at 62000 x 512 (254 MB) writing the
+    differences took 0.80 s into a new array and 0.05 s into a reused one. Safe because an LP reads its rows only
+    while it runs (its outcome keeps indices, weights and points of its own); a thread's array goes with it."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def get(self, shape: tuple[int, int]) -> np.ndarray:
+        buf = getattr(self._local, "array", None)
+        if buf is None or buf.shape != shape:
+            buf = self._local.array = np.empty(shape)
+        return buf
 
 
 class System(Protocol):
@@ -160,11 +177,15 @@ class CategorySystem(LayerProducts):
         if dup is not None:  # its one row 0.x + (b_dup - b_item) < 0 holds no point: the LP stops at it anyway
             return np.zeros((1, self.d)), np.array([self.b64[dup] - self.b64[item]])
         # Differences written straight into one float64 array (no copy of the layer without its row first).
-        w, A = self.Win[item].astype(np.float64), np.empty((self.n_rows - 1, self.d))
+        w, A = self.Win[item].astype(np.float64), self._rows_buffer.get((self.n_rows - 1, self.d))
         np.subtract(self.Win[:item], w, out=A[:item])
         np.subtract(self.Win[item + 1 :], w, out=A[item:])
         c = np.delete(self.b64, item) - self.b64[item]
         return A, c
+
+    @cached_property
+    def _rows_buffer(self) -> RowsBuffer:
+        return RowsBuffer()
 
     def dense_terms(self, item):
         dup = self._blocking_duplicate(item)
