@@ -297,6 +297,33 @@ def test_jobs_record_the_config_of_the_run_they_belong_to():
     assert recorded["experiment"] == "offline"
 
 
+def test_jobs_read_the_tree_their_run_composed_and_compose_where_it_is_another_runs(tmp_path, monkeypatch):
+    """A run writes its composed tree once (share_composed); a job of that run reads it instead of composing the
+    tree again, and a job of another run (other overrides) composes its own."""
+    from types import SimpleNamespace
+
+    import argmaxable.config as config_module
+    from argmaxable.config import COMPOSED_ENV, from_snakemake, share_composed, to_plain
+
+    overrides = ["seed=7", "model=[random_gaussian]", *ALONE]
+    scriptdir = str(REPO / "workflow" / "rules" / ".." / "scripts")
+    monkeypatch.setenv(COMPOSED_ENV, "")  # restored after the test: share_composed names its file here
+    composed = to_plain(load_config(overrides))
+    path = share_composed(load_config(overrides), overrides, REPO / "config", tmp_path)
+    assert os.environ[COMPOSED_ENV] == str(path.resolve())
+
+    def composing(*args, **kwargs):
+        raise AssertionError("composed again")
+
+    with monkeypatch.context() as m:
+        m.setattr(config_module, "load_config", composing)
+        assert from_snakemake(SimpleNamespace(config={"overrides": overrides}, scriptdir=scriptdir)) == composed
+        with pytest.raises(AssertionError, match="composed again"):
+            from_snakemake(SimpleNamespace(config={"overrides": ["seed=8", *overrides[1:]]}, scriptdir=scriptdir))
+    other = from_snakemake(SimpleNamespace(config={"overrides": ["seed=8", *overrides[1:]]}, scriptdir=scriptdir))
+    assert other["seed"] == 8 and composed["seed"] == 7
+
+
 def snakemake(*args: str) -> subprocess.CompletedProcess:
     exe = Path(sys.executable).with_name("snakemake")
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}

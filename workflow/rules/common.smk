@@ -5,9 +5,12 @@ from functools import partial
 from pathlib import Path
 
 from argmaxable import pipeline
+from argmaxable.config import share_composed
 from argmaxable.pipeline import compose, family_outputs, settings
 
 CFG = compose(config.get("overrides", []), Path(workflow.basedir) / "config")
+# The composed tree for the jobs' provenance records, written once (argmaxable.config.from_snakemake reads it).
+share_composed(CFG, config.get("overrides", []), Path(workflow.basedir) / "config", Path(".snakemake") / "argmaxable")
 RESULTS = CFG.results_dir
 DATA = CFG.data_dir
 # Every rule runs in the project's environment when Snakemake deploys software (--sdm conda; see docs/development.md).
