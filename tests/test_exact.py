@@ -290,7 +290,7 @@ def _radius_bounds_in_fractions(A: np.ndarray, out, bound: float) -> tuple[bool,
                                                      for row in ([Fraction(float(a)) for a in r] for r in A))
     v = [sum((w * row[j] for w, row in zip(out.weights, rows, strict=True)), Fraction(0)) for j in range(A.shape[1])]
     lows = [Fraction(isqrt(int(sum(a * a for a in row) * 4**100)), 2**100) for row in rows]
-    return inside, bound * sum(abs(c) for c in v) / sum(w * l for w, l in zip(out.weights, lows, strict=True))
+    return inside, bound * sum(abs(c) for c in v) / sum(w * low for w, low in zip(out.weights, lows, strict=True))
 
 
 def test_a_thin_dft_label_set_is_settled_by_the_ball_simplexs_optimum():

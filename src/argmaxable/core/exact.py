@@ -376,7 +376,8 @@ class _LP:
         return [r] + [2 * j + (1 if g[j] > 0 else 0) for j in range(self.d)]
 
 
-def _next_basis(lp: _LP, K: list[int], lam, M, slack: list, seen: set, simplex: _BallSimplex | None = None) -> list[int]:
+def _next_basis(lp: _LP, K: list[int], lam, M, slack: list, seen: set,
+                simplex: _BallSimplex | None = None) -> list[int]:
     """The basis to evaluate after K, the first time K is met: the ball-arithmetic simplex's optimum (where
     ``simplex`` is given and still on), else HiGHS's optimum on K's tableau, whichever is new first; otherwise (K met
     before, or neither new) one rational simplex pivot."""
