@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 from fractions import Fraction
+from math import isqrt
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ import pytest
 
 import argmaxable as am
 from argmaxable.core import CheckResult, chebyshev, exact
-from argmaxable.core.exact import _LP, MAX_COLUMNS, _next_basis, _pivot, settle
+from argmaxable.core.exact import _LP, MAX_COLUMNS, _BallSimplex, _next_basis, _pivot, settle
 
 EPS = 1e-8
 
@@ -133,11 +134,11 @@ def _scipy_radius(A, c, lo, hi) -> float:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("start", ["dual", "primal"])
-@pytest.mark.parametrize("via", ["pivots", "highs"])
+@pytest.mark.parametrize("via", ["pivots", "highs", "ball"])
 def test_rational_simplex_reaches_scipys_optimum(seed, start, via):
     """From a dual-feasible basis (one row and the bounds minimising it) and from a feasible corner (the box's
-    upper corner and the row tightest there), rational pivots alone, and HiGHS on the basis' tableau, reach the
-    optimum scipy's LP finds."""
+    upper corner and the row tightest there), rational pivots alone, HiGHS on the basis' tableau, and the
+    ball-arithmetic simplex first, reach the optimum scipy's LP finds."""
     rng = np.random.default_rng(seed)
     d, m = 3, 12
     A, c = rng.standard_normal((m, d)), rng.standard_normal(m)
@@ -155,7 +156,10 @@ def test_rational_simplex_reaches_scipys_optimum(seed, start, via):
         slack = lp.slack(z)
         if all(v >= 0 for v in slack) and all(lam[i, 0] >= 0 for i in range(d + 1)):
             break
-        K = _next_basis(lp, K, lam, M, slack, seen) if via == "highs" else _pivot(lp, K, lam, M, slack)
+        if via == "pivots":
+            K = _pivot(lp, K, lam, M, slack)
+        else:
+            K = _next_basis(lp, K, lam, M, slack, seen, _BallSimplex(None) if via == "ball" else None)
     assert float(z[d, 0]) == pytest.approx(_scipy_radius(A, c, lo, hi), abs=1e-9)
 
 
@@ -273,6 +277,44 @@ def test_a_trained_dft_heads_thin_label_set_is_decided():
     assert res.status.tolist() == ["unargmaxable"] and res.exact[0].decided == "radius"
     assert 0 < res.radius[0] <= res.radius_upper[0] <= EPS  # a rational point inside: thin, not empty
     assert am.verify_certificate(res, W, items=labels, bound=1e4, eps=EPS).all()
+
+
+def _radius_bounds_in_fractions(A: np.ndarray, out, bound: float) -> tuple[bool, Fraction]:
+    """For the homogeneous system ``A x < 0`` in the box |x_j| <= bound, in Fractions alone: whether the rational
+    point ``out.x`` lies in the box with every ``a_i . x < 0``, and the radius bound of the weights ``out.weights``
+    over ``out.rows``: ``bound ||v||_1 / sum mu_i l_i`` with ``v = sum mu_i a_i`` and ``l_i <= ||a_i||`` (an
+    integer square root to 100 bits)."""
+    rows = [[Fraction(float(a)) for a in A[i]] for i in out.rows]
+    x = list(out.x)
+    inside = all(abs(v) <= bound for v in x) and all(sum(a * v for a, v in zip(row, x, strict=True)) < 0
+                                                     for row in ([Fraction(float(a)) for a in r] for r in A))
+    v = [sum((w * row[j] for w, row in zip(out.weights, rows, strict=True)), Fraction(0)) for j in range(A.shape[1])]
+    lows = [Fraction(isqrt(int(sum(a * a for a in row) * 4**100)), 2**100) for row in rows]
+    return inside, bound * sum(abs(c) for c in v) / sum(w * low for w, low in zip(out.weights, lows, strict=True))
+
+
+def test_a_thin_dft_label_set_is_settled_by_the_ball_simplexs_optimum():
+    """A label set of the trained DFT head (tests/data; 8 active labels, 8 runs, so its region is non-empty by
+    thesis Thm 5.3) whose region is thinner than eps in the box 1e4: HiGHS's float64 bases cannot tell its
+    vertices apart (its radius is about 1e-13 of the box), and from the origin the tableau's choices with rational
+    pivots leave it open after 20 bases (they need 76). The ball-arithmetic simplex's basis is the exact optimum
+    at the fourth: a rational point inside and weights bounding the radius by eps, both re-checked here in
+    Fractions and by the verifier."""
+    W = np.load(Path(__file__).parent / "data" / "debtags_dft_d2_head.npz")["W"]
+    labels = [2, 4, 7, 10, 20, 26, 267, 398]
+    signs = -np.ones(len(W))
+    signs[labels] = 1.0
+    terms = (-signs[:, None] * W, np.zeros(len(W)), np.zeros(W.shape[1]), 0.0)  # a_i = -s_i w_i, c_i = 0
+    box = (np.full(W.shape[1], -1e4), np.full(W.shape[1], 1e4))
+    assert settle(terms, box, EPS, steps=20).status == "undecided"
+    out = settle(terms, box, EPS, steps=20, ball=True)
+    assert out.status == "unargmaxable" and out.region == "yes" and out.optimal and out.bases <= 5
+    assert 0 < out.lower <= out.upper <= EPS
+    inside, upper = _radius_bounds_in_fractions(terms[0], out, 1e4)
+    assert inside and 0 < upper <= Fraction(EPS)
+    res = am.check_assignments(W, [labels], bound=1e4, eps=EPS, workers=1, regions=True)
+    assert res.status.tolist() == ["unargmaxable"] and (res.exact[0].decided, res.exact[0].region) == ("radius", "yes")
+    assert am.verify_certificate(res, W, items=[labels], bound=1e4, eps=EPS).all()
 
 
 def test_witness_string_with_a_huge_exponent_is_refused_at_once():
