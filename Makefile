@@ -63,6 +63,6 @@ catalogues: $(VENV)/.installed
 	$(BIN)/argmaxable config catalogues
 
 # The paper mode rehearsed (scripts/rehearse_paper.py): the 149 models' replicas at their true shapes, served by a
-# local hub, through the detection family to the report; about 95 minutes on 2 cores (benchmarks/RESULTS.md).
+# local hub, through the detection family to the report; about 40 minutes on 2 cores (benchmarks/RESULTS.md).
 rehearse-paper: $(VENV)/.installed
 	$(BIN)/python scripts/rehearse_paper.py --work rehearsal $(REHEARSE)

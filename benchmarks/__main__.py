@@ -777,7 +777,9 @@ BENCHMARKS = {
 
 def _run_child(name: str, quick: bool, src: Path | None = None) -> tuple[dict | None, str]:
     """One benchmark in a fresh process, with the library of this tree or, given ``src``, the one under it."""
-    env = dict(os.environ)
+    from argmaxable.pipeline import JOB_ENVIRONMENT
+
+    env = {**JOB_ENVIRONMENT, **os.environ}  # as a pipeline job starts
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
     cmd = [sys.executable, "-m", "benchmarks", "--child", name] + (["--quick"] if quick else [])

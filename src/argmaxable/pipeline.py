@@ -15,6 +15,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from argmaxable.config import ConfigError, load_config
 
+# What every job's process starts with: the Snakefile sets it before any job runs, and the benchmarks start their
+# children with it, so that they time what the pipeline runs. NumPy asks the kernel for huge pages for its large
+# arrays (madvise); where they are slow to back, as on this project's 2-core VMs, a fresh 62000 x 512 float64 array
+# took 0.1-10 s with them and 0.2-0.4 s without, and every job allocates arrays the size of its head.
+JOB_ENVIRONMENT = {"NUMPY_MADVISE_HUGEPAGE": "0"}
+
 
 def compose(overrides: str | list[str], config_dir: str | Path) -> DictConfig:
     """The run's composed config (``--config overrides=[...]``); a bad config stops Snakemake before any job is

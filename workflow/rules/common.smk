@@ -9,10 +9,8 @@ from argmaxable import pipeline
 from argmaxable.config import share_composed
 from argmaxable.pipeline import compose, family_outputs, settings
 
-# NumPy asks the kernel for huge pages for its large arrays (madvise); where they are slow to back, as on this
-# project's 2-core VMs, a fresh 62000 x 512 float64 array took 0.1-10 s with them and 0.2-0.4 s without, and every
-# job allocates arrays the size of its head. Jobs inherit this environment (set before any job starts).
-os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+for name, value in pipeline.JOB_ENVIRONMENT.items():  # jobs inherit it (argmaxable.pipeline says why)
+    os.environ.setdefault(name, value)
 CFG = compose(config.get("overrides", []), Path(workflow.basedir) / "config")
 # The composed tree for the jobs' provenance records, written once (argmaxable.config.from_snakemake reads it).
 share_composed(CFG, config.get("overrides", []), Path(workflow.basedir) / "config", Path(".snakemake") / "argmaxable")
