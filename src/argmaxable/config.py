@@ -162,13 +162,14 @@ def share_composed(cfg: DictConfig, overrides, config_dir: str | Path, folder: s
     import json
     import os
 
+    from argmaxable.provenance import atomic_path
+
     text = json.dumps({"key": _composed_key(overrides, config_dir), "config": to_plain(cfg)})
     path = Path(folder) / f"composed-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        with atomic_path(path) as tmp:
+            tmp.write_text(text)
     os.environ[COMPOSED_ENV] = str(path.resolve())
     return path
 
@@ -186,10 +187,10 @@ def from_snakemake(smk) -> dict[str, Any]:
     overrides = smk.config.get("overrides", [])
     config_dir = Path(smk.scriptdir).resolve().parents[1] / "config"  # the workflow's tree, whatever is installed
     key = _composed_key(overrides, config_dir)
-    shared = Path(os.environ.get(COMPOSED_ENV, "") or "/nonexistent")
-    if shared.is_file():
+    shared = os.environ.get(COMPOSED_ENV)
+    if shared and Path(shared).is_file():
         try:
-            record = json.loads(shared.read_text())
+            record = json.loads(Path(shared).read_text())
         except (OSError, ValueError):
             record = {}
         if record.get("key") == key:
