@@ -721,6 +721,10 @@ def bench_paper_shape(quick: bool, key: str) -> dict:
     """A paper model's replica head checked whole in the paper's box (100), as the pipeline checks it, every
     verdict re-verified; the baseline is its bfloat16 Gram pass alone in the same run (the floor of a whole
     vocabulary); the stages' times apart (:class:`_StageClock`)."""
+    t0 = time.perf_counter()
+    import torch  # noqa: F401  (once per process, as in every row: not the check's, and the floor's run after it)
+
+    t_torch = time.perf_counter() - t0
     import argmaxable as am
     from argmaxable.core.systems import CategorySystem
 
@@ -741,7 +745,8 @@ def bench_paper_shape(quick: bool, key: str) -> dict:
     found = np.flatnonzero(res.status == "unargmaxable")
     return _against_gram(f"{key} replica {W.shape[0]}x{W.shape[1]} float32, "
                          f"{'bias' if b is not None else 'no bias'}, box 100", t_check, t_floor,
-                         f"before the first stage {clock.first or 0:.1f} s; {clock.parts()}; {res.counts()}; "
+                         f"torch imported before the clock in {t_torch:.1f} s; before the first stage "
+                         f"{clock.first or 0:.1f} s; {clock.parts()}; {res.counts()}; "
                          f"unargmaxable the planted {len(planted)}: {np.array_equal(found, planted)}; "
                          f"{int(valid.sum())}/{len(valid)} verdicts re-verified in {t_verify:.1f} s")
 
