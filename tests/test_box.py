@@ -218,3 +218,18 @@ def test_start_lift_is_the_largest_power_of_two_keeping_every_row_in_the_box():
     assert start_lift(np.array([[0.390625, 0.0]]), lo, hi) == 256
     lift = start_lift(W, lo, hi)
     assert math.log2(lift).is_integer() and ((lift * W >= lo) & (lift * W <= hi)).all()
+
+
+def test_a_layer_finds_its_start_lift_once_per_box(monkeypatch):
+    """Reflection asks the layer for its lift again when it reruns items in float32: the layer scans its rows once
+    per box and answers the same lift (another box, its own)."""
+    from argmaxable.core import box, fastpath
+    from argmaxable.core.systems import CategorySystem
+
+    scans = []
+    monkeypatch.setattr(fastpath, "start_lift", lambda W, lo, hi: scans.append(len(W)) or box.start_lift(W, lo, hi))
+    W = np.array([[0.3, -0.1], [0.2, -0.25], [0.0, 0.1]], dtype=np.float32)
+    system = CategorySystem(W, np.array([0.0, 1.0, -1.0]))
+    lo, hi = np.full(2, -100.0), np.full(2, 100.0)
+    assert system.start_lift(lo, hi) == system.start_lift(lo.copy(), hi.copy()) == 256 and scans == [3]
+    assert system.start_lift(np.array([-100.0, -20.0]), hi) == 64 and scans == [3, 3]

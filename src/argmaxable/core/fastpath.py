@@ -35,6 +35,7 @@ from argmaxable.core.backend import (
     span_maxima_without,
     top_columns,
 )
+from argmaxable.core.box import start_lift
 from argmaxable.core.numerics import U64, gamma, row_norms
 
 # Above this many weights the approximate stage runs in float32 (2x the GEMM rate); acceptance stays rigorous
@@ -142,6 +143,18 @@ class LayerProducts:
         """The layer in the approximate stage's dtype (made on first use: a whole vocabulary proved by the
         bfloat16 first step never needs it)."""
         return self.Win if self.Win.dtype == self.dtype else self.Win.astype(self.dtype)
+
+    def start_lift(self, lo: np.ndarray, hi: np.ndarray) -> float:
+        """:func:`~argmaxable.core.box.start_lift` of the layer's rows in the box ``lo..hi``, found once per box
+        (reflection asks again when it reruns the items bfloat16 left in float32: a pass over the layer each)."""
+        key = (np.asarray(lo, dtype=np.float64).tobytes(), np.asarray(hi, dtype=np.float64).tobytes())
+        if key not in self._lifts:
+            self._lifts[key] = start_lift(self.Win, lo, hi)
+        return self._lifts[key]
+
+    @cached_property
+    def _lifts(self) -> dict[tuple[bytes, bytes], float]:
+        return {}
 
     @cached_property
     def bf16_start(self) -> bool:

@@ -18,7 +18,7 @@ from functools import partial
 import numpy as np
 
 from argmaxable.core.backend import release_free_heap
-from argmaxable.core.box import inside, shrink_factors, start_lift
+from argmaxable.core.box import inside, shrink_factors
 from argmaxable.core.fastpath import GramPass
 from argmaxable.core.systems import GramStart, System, Ties, Whitening
 from argmaxable.witness_paths import WitnessPaths
@@ -131,10 +131,11 @@ def reflect(system: System, items: np.ndarray, *, patience: int, box: tuple[np.n
     progress(int(tied.sum()))
     whole = system.n_rows == T and np.array_equal(items, np.arange(T)) and isinstance(system, GramStart)
     gram = None
-    # A biased layer's start points lifted into the box (:func:`start_lift`), by one power of two from all its rows,
-    # whichever items are asked: a class range (a shard) starts where the whole vocabulary does.
+    # A biased layer's start points lifted into the box (:func:`~argmaxable.core.box.start_lift`), by one power of
+    # two from all its rows, whichever items are asked: a class range (a shard) starts where the whole vocabulary
+    # does.
     lifts = isinstance(system, GramStart) and not system.homogeneous
-    lift = start_lift(system.start(slice(None)), *box) if lifts else 1.0
+    lift = system.start_lift(*box) if lifts else 1.0
     with _products(system, whole):
         if whole:
             # Every category at once: the first step from the Gram matrix's upper triangle (half the work).

@@ -81,6 +81,10 @@ class GramStart(Protocol):
 
     def start_margins(self, eps: float) -> GramPass: ...
 
+    def start_lift(self, lo: np.ndarray, hi: np.ndarray) -> float:
+        """The start points' lift into the box (:func:`~argmaxable.core.box.start_lift`)."""
+        ...
+
     def float32_steps(self) -> AbstractContextManager:
         """A scope whose reflection steps multiply in float32."""
         ...
