@@ -40,6 +40,11 @@ if [ ! -f "$IMAGES/.installed" ]; then
     python3 -m venv "$IMAGES"
     "$IMAGES/bin/pip" install -q --upgrade pip
     "$IMAGES/bin/pip" install -q -e '.[images]'
+    # and the pipeline extra but its torch pin (Snakemake runs OpenImages' jobs from this environment)
+    # shellcheck disable=SC2046
+    "$IMAGES/bin/pip" install -q $("$IMAGES/bin/python" -c "import tomllib
+print(' '.join(r for r in tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['pipeline']
+               if not r.startswith('torch')))")
     # With the project's torch==2.13.0 pin pip picks torchvision 0.28.0, whose compiled operators do not load with
     # the CPU torch ("operator torchvision::nms does not exist"); timm needs a matching pair (a CUDA build).
     "$IMAGES/bin/pip" install -q torch==2.14.1 torchvision==0.29.1
