@@ -60,6 +60,7 @@ def test_the_rehearsal_runs_the_paper_s_encoder_families_shrunk_from_replicas_un
     assert runs.bioasq.encoder.arch.hidden_size < standins.PUBMEDBERT["hidden_size"]
     assert runs.bioasq.encoder.max_tokens == paper.bioasq.encoder.max_tokens == 512
     assert list(runs.openimages.encoder.arch.layers) == [1, 1, 1, 1]
+    assert max(runs.mimic3.d) <= runs.mimic3.encoder.filters < paper.mimic3.encoder.filters  # e still above d
     assert runs.openimages.encoder.pretrained == paper.openimages.encoder.pretrained == "tresnet_l"
     assert is_under(Path(cfg.data_dir), runs.bioasq.encoder.pretrained)
     assert is_under(Path(cfg.data_dir), runs.openimages.encoder.checkpoint)
