@@ -4,7 +4,7 @@
 #
 #   scripts/rehearse_multilabel.sh
 #
-# 1. environments: .venv (make .venv/.installed) and, for OpenImages' TResNet-L, .venv-images with the `images`
+# 1. environments: .venv (make .venv/.installed) and, for OpenImages' TResNet, .venv-images with the `images`
 #    extra and the torch/torchvision pair timm needs (6.3 GB), so that neither the default install nor CI needs it;
 # 2. stand-ins at their true sizes into data/rehearsal (argmaxable.multilabel.standins: no real record);
 # 3. proves each line data/README.md promises: every input removed in turn, build_dataset must stop with one
@@ -16,7 +16,7 @@
 #    stand-ins' generation.
 #
 # A rerun does only what is missing. Disk: the stand-ins about 4.3 GB (20 x a 5 % run's, benchmarks/RESULTS.md;
-# the true-size total is not measured), plus the PubMedBERT replica (0.4 GB) and the built datasets.
+# the true-size total is not measured), plus the shrunk encoders' replicas and the built datasets.
 # EXTRA='key=value,...' adds Hydra overrides (plain values, no lists) to experiment=rehearsal, e.g.
 # EXTRA='multilabel.runs.mimic3.max_steps=300'.
 set -euo pipefail
@@ -40,6 +40,11 @@ if [ ! -f "$IMAGES/.installed" ]; then
     python3 -m venv "$IMAGES"
     "$IMAGES/bin/pip" install -q --upgrade pip
     "$IMAGES/bin/pip" install -q -e '.[images]'
+    # and the pipeline extra but its torch pin (Snakemake runs OpenImages' jobs from this environment)
+    # shellcheck disable=SC2046
+    "$IMAGES/bin/pip" install -q $("$IMAGES/bin/python" -c "import tomllib
+print(' '.join(r for r in tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['pipeline']
+               if not r.startswith('torch')))")
     # With the project's torch==2.13.0 pin pip picks torchvision 0.28.0, whose compiled operators do not load with
     # the CPU torch ("operator torchvision::nms does not exist"); timm needs a matching pair (a CUDA build).
     "$IMAGES/bin/pip" install -q torch==2.14.1 torchvision==0.29.1
@@ -47,7 +52,7 @@ if [ ! -f "$IMAGES/.installed" ]; then
 fi
 
 composed() {  # composed PYTHON-EXPRESSION: a value of the composed config (cfg), printed
-    "$VENV/bin/python" -c "from argmaxable.config import load_config; import sys
+    "$VENV/bin/python" -c "from argmaxable.config import load_config, to_plain; import sys
 cfg = load_config(['experiment=rehearsal', *[o for o in sys.argv[1].split(',') if o]]); print($1)" "$EXTRA"
 }
 DATA=$(composed cfg.data_dir)
@@ -55,8 +60,10 @@ RESULTS=$(composed cfg.results_dir)
 mkdir -p "$RESULTS"
 
 # 2. Stand-ins (each dataset is skipped once its manifest.json is there).
-timed standins "$VENV/bin/python" -m argmaxable.multilabel.standins "$DATA"
-timed tresnet_replica "$IMAGES/bin/python" -m argmaxable.multilabel.standins "$DATA" --tresnet
+ENCODERS=$(composed "__import__('json').dumps([r['encoder'] for r in to_plain(cfg.multilabel.runs).values()])")
+timed standins "$VENV/bin/python" -m argmaxable.multilabel.standins "$DATA" --encoders "$ENCODERS"
+timed tresnet_replica "$IMAGES/bin/python" -m argmaxable.multilabel.standins "$DATA" --tresnet --encoders "$ENCODERS"
+CHECKPOINT=$(composed cfg.multilabel.runs.openimages.encoder.checkpoint)
 
 # 3. Every input, removed in turn, stops build_dataset with one line naming it.
 prove() {  # prove DATASET FILE: build DATASET without FILE; the job must fail with one line naming FILE
@@ -82,9 +89,10 @@ if [ ! -f "$RESULTS/proofs.done" ]; then
     for f in train_full.csv dev_full.csv test_full.csv; do prove mimic3 "$DATA/mimic3/$f"; done
     prove bioasq "$DATA/bioasq/allMeSH_2021.json"
     for f in oidv6-train-annotations-human-imagelabels.csv validation-annotations-human-imagelabels.csv \
-        test-annotations-human-imagelabels.csv oidv6-classes-trainable.txt Open_ImagesV6_TRresNet_L_448.pth; do
+        test-annotations-human-imagelabels.csv oidv6-classes-trainable.txt; do
         prove openimages "$DATA/openimages/$f"
     done
+    prove openimages "$CHECKPOINT"
     prove openimages "$(find "$DATA/openimages/images" -name '1*.jpg' | sort | head -1)"
     rm -rf "$RESULTS/proofs"
     touch "$RESULTS/proofs.done"

@@ -47,6 +47,28 @@ def test_paper_runs_have_the_settings_of_thesis_table_a4():
             for name in expected} == {name: (1, 0) for name in expected}
 
 
+def test_the_rehearsal_runs_the_paper_s_encoder_families_shrunk_from_replicas_under_its_data():
+    # The rehearsal's pretrained encoders are smaller members of the paper's families, written by the stand-ins
+    # (under data_dir, where write_all writes them); the paper's heads, batches and d stay.
+    from argmaxable.multilabel import standins
+    from argmaxable.multilabel.standins import is_under
+
+    cfg = load_config(["experiment=rehearsal"])
+    paper = load_config(["experiment=paper"]).multilabel.runs
+    runs = cfg.multilabel.runs
+    assert runs.bioasq.encoder.arch.num_hidden_layers < standins.PUBMEDBERT["num_hidden_layers"]
+    assert runs.bioasq.encoder.arch.hidden_size < standins.PUBMEDBERT["hidden_size"]
+    assert runs.bioasq.encoder.max_tokens == paper.bioasq.encoder.max_tokens == 512
+    assert list(runs.openimages.encoder.arch.layers) == [1, 1, 1, 1]
+    assert max(runs.mimic3.d) <= runs.mimic3.encoder.filters < paper.mimic3.encoder.filters  # e still above d
+    assert runs.openimages.encoder.pretrained == paper.openimages.encoder.pretrained == "tresnet_l"
+    assert is_under(Path(cfg.data_dir), runs.bioasq.encoder.pretrained)
+    assert is_under(Path(cfg.data_dir), runs.openimages.encoder.checkpoint)
+    for name in ("mimic3", "bioasq", "openimages"):
+        assert (runs[name].batch_size, runs[name].k_active) == (paper[name].batch_size, paper[name].k_active)
+        assert not paper[name].encoder.arch  # the paper runs its encoders as published
+
+
 def test_unknown_multilabel_key_is_rejected():
     with pytest.raises(ConfigError, match="multilabel"):
         load_config(["+multilabel.runs.debtags.learning_rate=1"])

@@ -94,6 +94,28 @@ def test_timm_encoder_features(tmp_path):
     assert feats.shape == (1, enc.dim)
 
 
+@pytest.mark.skipif(importlib.util.find_spec("timm") is None, reason="timm is an optional extra (images)")
+def test_a_shrunk_tresnet_replica_runs_at_the_shape_its_arch_names(tmp_path):
+    # The rehearsal's OpenImages encoder: TResNet-L's family at one block a stage and a quarter width, written by
+    # the stand-ins and loaded through the encoder with the same arch; the weights that run are the file's.
+    from PIL import Image
+
+    from argmaxable.multilabel.standins import write_tresnet
+
+    arch = {"layers": [1, 1, 1, 1], "width_factor": 0.25}
+    write_tresnet(tmp_path / "shrunk.pth", classes=10, arch=arch)
+    saved = torch.load(tmp_path / "shrunk.pth", weights_only=True)["model"]
+    Image.new("RGB", (40, 30), (200, 10, 10)).save(tmp_path / "a.jpg")
+    enc = build_encoder(EncoderConfig(kind="timm", pretrained="tresnet_l", checkpoint=str(tmp_path / "shrunk.pth"),
+                                      arch=arch, image_size=32)).eval()
+    assert enc.dim == 512  # TResNet-L's own is 2432
+    state = enc.model.state_dict()
+    assert {k for k in saved if k in state} == set(state)  # every tensor that runs came from the file
+    assert all(torch.equal(state[k], saved[k]) for k in state)
+    with torch.no_grad():
+        assert enc(enc.collate([{"image_path": str(tmp_path / "a.jpg")}])).shape == (1, 512)
+
+
 def test_timm_encoder_refuses_a_named_checkpoint_that_is_missing(tmp_path):
     # Checked before timm is imported: a missing file never falls back to the hub's ImageNet weights.
     missing = tmp_path / "Open_ImagesV6_TRresNet_L_448.pth"

@@ -90,18 +90,49 @@ def test_pubmedbert_replica_loads_through_the_encoder_path(tmp_path):
     assert (hub["vocab_size"], hub["hidden_size"], hub["num_hidden_layers"], hub["max_position_embeddings"]) == (
         30522, 768, 12, 512)
     words = standins.bert_words(BIOASQ)
-    replica = tmp_path / "pubmedbert"  # the same layout at a small width, so the test stays fast
-    standins.write_pubmedbert(replica, words, shape={**hub, "hidden_size": 32, "num_hidden_layers": 1,
-                                                     "num_attention_heads": 2, "intermediate_size": 64})
+    # A shrunk member of the family, as the rehearsal's config names it: written where the config points (under the
+    # stand-ins' folder), at the shape its arch gives; an encoder named elsewhere (a hub name) is not written.
+    arch = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
+    replica = tmp_path / "models" / "pubmedbert"
+    encoders = [{"kind": "hf", "pretrained": str(replica), "arch": arch},
+                {"kind": "hf", "pretrained": "microsoft/BiomedNLP-BiomedBERT-base-uncased-abstract", "arch": {}}]
+    for name in ("mimic3", "bioasq", "openimages"):  # the datasets already written: only the encoders are left to write
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "manifest.json").write_text("{}")
+    assert standins.write_all(tmp_path, encoders, bio=BIOASQ) == {str(replica): "PubMedBERT replica"}
     assert sorted(p.name for p in replica.iterdir()) == ["config.json", "model.safetensors", "vocab.txt"]
-    assert json.loads((replica / "config.json").read_text())["architectures"] == ["BertForMaskedLM"]
-    assert len((replica / "vocab.txt").read_text().splitlines()) == hub["vocab_size"]
-    enc = build_encoder(EncoderConfig(kind="hf", pretrained=str(replica), max_tokens=16)).eval()
+    config = json.loads((replica / "config.json").read_text())
+    assert config["architectures"] == ["BertForMaskedLM"] and config["hidden_size"] == 32
+    assert config["vocab_size"] == hub["vocab_size"] == len((replica / "vocab.txt").read_text().splitlines())
+    enc = build_encoder(EncoderConfig(kind="hf", pretrained=str(replica), max_tokens=16, arch=arch)).eval()
     batch = enc.collate([{"text": " ".join(words[:5])}, {"text": "J Méd\nAbc."}])
     np.testing.assert_array_equal(batch["input_ids"][:, 0], [2, 2])  # [CLS]
     assert not (batch["input_ids"] == 1).any()  # no [UNK]: the stand-ins' words and characters are all known
     with torch.no_grad():
         assert enc(batch).shape == (2, 32)
+    # The shape the config names is the one that runs: a model of another shape is refused in one line.
+    with pytest.raises(ValueError, match=r"encoder\.arch\.hidden_size is 64 but the model in .* has 32") as err:
+        build_encoder(EncoderConfig(kind="hf", pretrained=str(replica), arch={**arch, "hidden_size": 64}))
+    assert "\n" not in str(err.value)
+
+
+def test_tables_name_a_shrunk_encoder_with_its_shape():
+    from argmaxable.multilabel.schema import encoder_label
+    from argmaxable.multilabel.setup_tables import table_a_4
+
+    bert = {"kind": "hf", "pretrained": "data/rehearsal/models/pubmedbert_replica",
+            "arch": {"num_hidden_layers": 2, "hidden_size": 128}}
+    assert encoder_label(bert) == "pubmedbert_replica, shrunk (num_hidden_layers 2, hidden_size 128)"
+    assert encoder_label({"kind": "hf", "pretrained": "microsoft/BiomedNLP-BiomedBERT-base-uncased-abstract",
+                          "arch": {}}) == "microsoft/BiomedNLP-BiomedBERT-base-uncased-abstract"
+    assert encoder_label({"kind": "timm", "pretrained": "tresnet_l", "arch": {"layers": [1, 1, 1, 1]}}) == (
+        "tresnet_l, shrunk (layers [1, 1, 1, 1])")
+    assert encoder_label({"kind": "cnn", "filters": 500}) == "CNN (CAML)"
+    stats = {"bioasq": {"n_labels": 20000, "split_sizes": {"train": 1, "dev": 1, "test": 1}}}
+    run = {"encoder": bert, "d": [50], "lr_encoder": 5e-5, "lr_classifier": 1e-3, "batch_size": 32, "patience": 10,
+           "eval_every": 500, "criterion": "loss", "metric_k": 10}
+    column = table_a_4(stats, {"bioasq": run}).set_index("attribute")["bioasq (ours)"]
+    assert (column["encoder"], column["encoder dim e"]) == (encoder_label(bert), "128")
 
 
 @pytest.mark.slow

@@ -80,6 +80,12 @@ class HFTextEncoder(nn.Module):
             raise ValueError("encoder kind 'hf' needs encoder.pretrained (a hub name or a local directory)")
         self.tokenizer = AutoTokenizer.from_pretrained(cfg.pretrained)
         self.model = AutoModel.from_pretrained(cfg.pretrained)
+        for key, value in cfg.arch.items():  # the shape the config names is the one that runs
+            if getattr(self.model.config, key, None) != value:
+                raise ValueError(f"encoder.arch.{key} is {value!r} but the model in {cfg.pretrained} has "
+                                 f"{getattr(self.model.config, key, None)!r}; point encoder.pretrained at a model of "
+                                 "that shape (the rehearsal's: python -m argmaxable.multilabel.standins) or fix "
+                                 "encoder.arch")
         self.max_tokens = min(cfg.max_tokens, 512)  # BERT's context: first 512 subwords (thesis A.6.1)
         self.dim, self.feature_bound = self.model.config.hidden_size, cfg.feature_bound
 
@@ -112,7 +118,7 @@ class TimmImageEncoder(nn.Module):
             raise ValueError("encoder kind 'timm' needs encoder.pretrained (a timm model name)")
         overlay = {"file": cfg.checkpoint} if cfg.checkpoint else None
         self.model = timm.create_model(cfg.pretrained, pretrained=True, num_classes=0,
-                                       pretrained_cfg_overlay=overlay)
+                                       pretrained_cfg_overlay=overlay, **cfg.arch)
         data = timm.data.resolve_data_config({}, model=self.model)
         self.mean = torch.tensor(data["mean"]).view(3, 1, 1)
         self.std = torch.tensor(data["std"]).view(3, 1, 1)

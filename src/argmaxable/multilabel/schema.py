@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from omegaconf import MISSING
 
@@ -37,9 +39,25 @@ class EncoderConfig:
     # weights, a deliberate choice; a named file that is missing stops the job.
     checkpoint: str = ""
     image_size: int = 448  # OpenImages images resized to 448x448 (thesis A.6.1, Baruch et al. 2020)
+    # A member of the pretrained model's family at another size, where it is not the named model's own: for timm,
+    # keyword arguments of the model's constructor (the rehearsal's shrunk TResNet); for hf, fields of the model's
+    # config.json, checked against the model loaded (the rehearsal's shrunk PubMedBERT replica). The tables name
+    # the encoder "shrunk" with these values. Empty: the named model as it is.
+    arch: dict[str, Any] = field(default_factory=dict)
     # Half-width of the box over encoder features used by the encoder-space verification. The CNN's features
     # are max-pooled tanh activations, so they lie in [-1, 1]; other encoders have no finite range (use 1e4).
     feature_bound: float = 1.0
+
+
+def encoder_label(encoder: dict[str, Any]) -> str:
+    """What tables call an encoder (its config as a dict): CAML's CNN, or the pretrained model's name (a hub name as
+    it is, a local directory by its last part), "shrunk" with its :attr:`EncoderConfig.arch` where that is set."""
+    if encoder["kind"] == "cnn":
+        return "CNN (CAML)"
+    name = encoder["pretrained"] or encoder["kind"]
+    name = Path(name).name if Path(name).is_absolute() or name.count("/") > 1 else name  # a path, not org/name
+    arch = encoder.get("arch") or {}
+    return f"{name}, shrunk ({', '.join(f'{k} {v}' for k, v in arch.items())})" if arch else name
 
 
 @dataclass

@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from argmaxable.multilabel.schema import encoder_label
 from argmaxable.provenance import write_table
 
 SETUP_TABLES = ("table_4_1", "table_A_4")  # file stems of thesis Tables 4.1 and A.4
@@ -45,8 +46,9 @@ def _encoder(run: dict) -> tuple[str, Any, str]:
     """(encoder name, its dimension e, modality) of one run's config."""
     enc = run["encoder"]
     if enc["kind"] == "cnn":
-        return "CNN (CAML)", enc["filters"], "text"
-    return enc["pretrained"] or enc["kind"], "from the encoder", "images" if enc["kind"] == "timm" else "text"
+        return encoder_label(enc), enc["filters"], "text"
+    e = (enc.get("arch") or {}).get("hidden_size", "from the encoder")  # a shrunk BERT's e is its width
+    return encoder_label(enc), e, "images" if enc["kind"] == "timm" else "text"
 
 
 def table_4_1(stats: dict[str, dict], runs: dict[str, dict]) -> pd.DataFrame:

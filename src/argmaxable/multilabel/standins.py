@@ -27,11 +27,13 @@ argmaxable.multilabel.standins DIR`` writes, under ``DIR`` (the rehearsal's ``da
   with IDs starting with "1" (thesis A.6.1), whose positive trainable labels span 8,933 classes (thesis
   Table 4.1) and at most 45 per image (thesis §4.1.2); ``images/<ImageID>.jpg`` for every image the build
   selects, each a hard link to one of :data:`DISTINCT_JPEGS` small synthetic JPEGs.
-- ``models/BiomedNLP-BiomedBERT-base-uncased-abstract/``: a PubMedBERT replica in the hub repository's layout
-  (config.json as the hub's: BERT base, vocabulary 30,522; vocab.txt; model.safetensors with BertForMaskedLM's
-  tensors), seeded random weights, vocabulary built from the stand-ins' words so that they tokenize.
-- ``openimages/Open_ImagesV6_TRresNet_L_448.pth`` (``--tresnet``, needs the ``images`` extra): timm's
-  ``tresnet_l`` with a 9,605-class head, seeded random weights, under the ``model`` key as ASL saves it.
+- the encoders ``--encoders`` names under ``DIR`` (the composed config's, as JSON):
+  for a Hugging Face encoder (``encoder.pretrained`` a directory there), a PubMedBERT replica in the hub
+  repository's layout (config.json as the hub's, BERT base with vocabulary 30,522, changed by ``encoder.arch``
+  where the config shrinks it; vocab.txt; model.safetensors with BertForMaskedLM's tensors), seeded random
+  weights, vocabulary built from the stand-ins' words so that they tokenize; for a timm encoder
+  (``encoder.checkpoint`` a file there; ``--tresnet``, needs the ``images`` extra), its model (``tresnet_l`` with
+  ``encoder.arch``) with a 9,605-class head, seeded random weights, under the ``model`` key as ASL saves it.
 
 Rates no source gives are stated where they are drawn (``ASSUMED``): word and heading frequencies are Zipf with
 exponent 1; note lengths, label counts and abstract lengths are log-normal.
@@ -401,14 +403,16 @@ def write_pubmedbert(directory: Path, words: list[str], seed: int = 0, shape: di
     BertForMaskedLM(config).save_pretrained(directory)
 
 
-def write_tresnet(path: Path, classes: int = 9_605, seed: int = 0) -> None:
-    """ASL's OpenImages TResNet-L replica: timm's ``tresnet_l`` with a ``classes``-way head, seeded random, saved
-    as ``{"model": state_dict}`` (needs the ``images`` extra)."""
+def write_tresnet(path: Path, classes: int = 9_605, seed: int = 0, name: str = "tresnet_l",
+                  arch: dict | None = None) -> None:
+    """ASL's OpenImages TResNet-L replica: timm's ``name`` (built with ``arch``, its constructor's keyword
+    arguments) with a ``classes``-way head, seeded random, saved as ``{"model": state_dict}`` (needs the
+    ``images`` extra)."""
     import timm
     import torch
 
     torch.manual_seed(seed)
-    model = timm.create_model("tresnet_l", pretrained=False, num_classes=classes)
+    model = timm.create_model(name, pretrained=False, num_classes=classes, **(arch or {}))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     torch.save({"model": model.state_dict()}, tmp)
@@ -423,10 +427,12 @@ def bert_words(bioasq: BioASQ = BioASQ()) -> list[str]:
     return _words(bioasq.types).tolist()
 
 
-def write_all(out: Path, *, seed: int = 0, tresnet: bool = False, mimic: Mimic3 = Mimic3(), bio: BioASQ = BioASQ(),
-              oi: OpenImages = OpenImages()) -> dict[str, object]:
+def write_all(out: Path, encoders: list[dict], *, seed: int = 0, tresnet: bool = False, mimic: Mimic3 = Mimic3(),
+              bio: BioASQ = BioASQ(), oi: OpenImages = OpenImages()) -> dict[str, object]:
     """Every stand-in under ``out`` (``data/rehearsal``) at the given sizes (default: true), each dataset written
-    once, with the ``manifest.json`` a download would leave written last (a rerun skips what is complete)."""
+    once, with the ``manifest.json`` a download would leave written last (a rerun skips what is complete); then
+    the replicas of ``encoders`` (configs as dicts) that live under ``out`` and are missing: Hugging Face ones as
+    PubMedBERT's shape with their ``arch``, timm ones (``tresnet``) as their model with their ``arch``."""
     from argmaxable.fetch import MANIFEST, write_manifest
 
     done: dict[str, object] = {}
@@ -437,15 +443,24 @@ def write_all(out: Path, *, seed: int = 0, tresnet: bool = False, mimic: Mimic3 
             print(f"writing the {name} stand-in into {root}", file=sys.stderr)
             done[name] = write(root, spec, seed)
             write_manifest(root, dataset=name, sources={"stand-in": "argmaxable.multilabel.standins"}, seed=seed)
-    bert = out / "models" / "BiomedNLP-BiomedBERT-base-uncased-abstract"
-    if not (bert / "model.safetensors").exists():
-        write_pubmedbert(bert, bert_words(bio), seed)
-        done["pubmedbert"] = str(bert)
-    ckpt = out / "openimages" / "Open_ImagesV6_TRresNet_L_448.pth"
-    if tresnet and not ckpt.exists():
-        write_tresnet(ckpt, oi.trainable, seed)
-        done["tresnet"] = str(ckpt)
+    for enc in encoders:
+        arch = dict(enc.get("arch") or {})
+        if enc["kind"] == "hf" and is_under(out, enc["pretrained"]):
+            bert = Path(enc["pretrained"])
+            if not (bert / "model.safetensors").exists():
+                write_pubmedbert(bert, bert_words(bio), seed, shape={**PUBMEDBERT, **arch})
+                done[str(bert)] = "PubMedBERT replica"
+        elif enc["kind"] == "timm" and tresnet and is_under(out, enc["checkpoint"]):
+            ckpt = Path(enc["checkpoint"])
+            if not ckpt.exists():
+                write_tresnet(ckpt, oi.trainable, seed, enc["pretrained"], arch)
+                done[str(ckpt)] = f"{enc['pretrained']} replica"
     return done
+
+
+def is_under(root: Path, path: str) -> bool:
+    """Whether ``path`` (a config value, maybe a hub name) lies under ``root``: only those are the stand-ins'."""
+    return bool(path) and Path(path).resolve().is_relative_to(root.resolve())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -453,12 +468,15 @@ def main(argv: list[str] | None = None) -> int:
         "\n\n")[0])
     parser.add_argument("out", type=Path, help="where to write (the rehearsal's data_dir: data/rehearsal)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--tresnet", action="store_true", help="also the TResNet-L replica (needs timm)")
+    parser.add_argument("--tresnet", action="store_true", help="also the TResNet replicas (needs timm)")
+    parser.add_argument("--encoders", type=json.loads, default=[],
+                        help="the composed config's encoders (multilabel.runs.*.encoder) as a JSON list; those "
+                             "under OUT are written (scripts/rehearse_multilabel.sh passes experiment=rehearsal's)")
     parser.add_argument("--clean", action="store_true", help="remove OUT first")
     args = parser.parse_args(argv)
     if args.clean and args.out.exists():
         shutil.rmtree(args.out)
-    print(json.dumps(write_all(args.out, seed=args.seed, tresnet=args.tresnet)))
+    print(json.dumps(write_all(args.out, args.encoders, seed=args.seed, tresnet=args.tresnet)))
     return 0
 
 
