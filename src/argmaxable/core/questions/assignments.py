@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from argmaxable.core.box import inside
+from argmaxable.core.box import inside, to_edge
 from argmaxable.core.chebyshev import chebyshev
 from argmaxable.core.check import Prepared, finished, prepare, run_stages
 from argmaxable.core.ledger import Ledger
@@ -196,7 +196,7 @@ class Proposed:
         given = np.flatnonzero(~np.isnan(P).any(axis=1))
         if not given.size:
             return out
-        X = _to_edge(P[given], box) if system.homogeneous else P[given]
+        X = to_edge(P[given], box) if system.homogeneous else P[given]
         out.starts[given] = X
         _, margin = system.evaluate(given, X, settings.eps)
         standing = (margin > settings.eps) & inside(X, *box)
@@ -258,20 +258,6 @@ class StartingAt(AssignmentSystem):
         given = ~np.isnan(S).any(axis=1)
         X[given] = S[given]
         return X
-
-
-def _to_edge(X: np.ndarray, box) -> np.ndarray:
-    """Points of a cone's system scaled to the box's edge (the largest multiple in the box; a point with no
-    nonzero entry, or outside a box that does not hold the origin's rays, is kept as given). The scale is rounded
-    down so that the product stays inside; ``inside`` checks it anyway."""
-    lo, hi = box
-    with np.errstate(divide="ignore", invalid="ignore"):
-        reach = np.where(X > 0, X / hi, np.where(X < 0, X / lo, 0.0))
-    reach = np.nan_to_num(reach, nan=np.inf, posinf=np.inf).max(axis=1)  # x_j / hi_j or x_j / lo_j: the binding end
-    ok = np.isfinite(reach) & (reach > 0)
-    out = X.copy()
-    out[ok] = X[ok] * ((1 - 2.0**-50) / reach[ok])[:, None]
-    return out
 
 
 QUESTION = Question(kind="assignments", check=check_assignments, bound=ASSIGNMENT_BOUND, evidence="assignments")
