@@ -3,7 +3,10 @@ system of assignment y: -y_i (w_i . x + b_i) < 0 for every label i."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from argmaxable.core.box import inside, to_edge
 from argmaxable.core.chebyshev import chebyshev
@@ -199,11 +202,14 @@ class Proposed:
         X = to_edge(P[given], box) if system.homogeneous else P[given]
         out.starts[given] = X
         _, margin = system.evaluate(given, X, settings.eps)
-        standing = (margin > settings.eps) & inside(X, *box)
-        for j in np.flatnonzero(standing):
-            pos = int(given[j])
-            out.witness[pos], out.margin[pos] = X[j], margin[j]
-            out.closed[pos] = margin[j] > 1.0 or out._local_upper(system, pos, X[j], box, settings)
+        standing = np.flatnonzero((margin > settings.eps) & inside(X, *box))
+        out.witness[given[standing]], out.margin[given[standing]] = X[standing], margin[standing]
+        local = standing[margin[standing] <= 1.0]  # the rest answer radius > 1 with "yes" by their witnesses
+        out.closed[given[standing]] = True
+        # one BLAS thread per local LP, ``workers`` at once (each item's LP is its own: the same for any number)
+        with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(settings.workers) as pool:
+            bounded = list(pool.map(lambda j: out._local_upper(system, int(given[j]), X[j], box, settings), local))
+        out.closed[given[local]] = bounded
         return out
 
     def _local_upper(self, system: AssignmentSystem, pos: int, x: np.ndarray, box, settings: Settings) -> bool:
