@@ -146,18 +146,18 @@ def _normalised_weights_hold(rows, layer: _Layer, names: np.ndarray, y: list, r:
     if not np.isin(names, allowed).all():
         return False
     A, C = block(names)
-    intervals = []
-    for w, row in zip(y, A, strict=True):
-        low, high = _norm_interval(row)
-        if low == 0:
-            return False
-        intervals.append((w / high, w / low))
+    norms = [_norm_interval(row) for row in A]
+    if any(low == 0 for low, _ in norms):
+        return False
     limit = Fraction(r) * sum(y, Fraction(0))
-    rounded = [(lo.numerator << Z_BITS) // lo.denominator for lo, _ in intervals], \
-        [-(-(hi.numerator << Z_BITS) // hi.denominator) for _, hi in intervals]
-    if _bound_over(*rounded, A, C, layer.box) <= limit * (1 << Z_BITS):
+    pairs = list(zip(y, norms, strict=True))
+    # w / high rounded down and w / low rounded up, times 2^Z_BITS (w > 0: floor and ceiling of integer quotients)
+    low = [(w.numerator * hi.denominator << Z_BITS) // (w.denominator * hi.numerator) for w, (_, hi) in pairs]
+    high = [-(-(w.numerator * lo.denominator << Z_BITS) // (w.denominator * lo.numerator)) for w, (lo, _) in pairs]
+    if _bound_over(low, high, A, C, layer.box) <= limit * (1 << Z_BITS):
         return True
-    return _bound_over([lo for lo, _ in intervals], [hi for _, hi in intervals], A, C, layer.box) <= limit
+    exact_low, exact_high = [w / hi for w, (_, hi) in pairs], [w / lo for w, (lo, _) in pairs]
+    return _bound_over(exact_low, exact_high, A, C, layer.box) <= limit
 
 
 def _bound_over(z_low: list, z_high: list, A: np.ndarray, C: np.ndarray, box: list) -> Fraction:
