@@ -250,34 +250,36 @@ def bench_multilabel_verify(quick: bool, heads: tuple[str, ...] = ("bsl", "dft")
         return solve(lp)
 
     solvers.HighsLP.solve = counted
-    parts, total, per_lp = [], 0.0, []
-    picks = np.random.default_rng(2).choice(m, sample, replace=False)
-    for name, (W, kk) in bioasq_heads(n, d, k, sets).items():
-        if name not in heads:
-            continue
-        rows_at_solve.clear()
-        t0 = time.perf_counter()
-        P = None if kk is None else dft_proposals(W, kk, sets, 1e4, workers=2)
-        res = am.check_assignments(W, sets, proposals=P, workers=2)
-        took = time.perf_counter() - t0
-        solves = np.array(rows_at_solve)
-        t0 = time.perf_counter()
-        valid = am.verify_certificate(res, W, items=sets)
-        t_verify = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        radii = [independent_radius(W, sets[j], 1e4) for j in picks]
-        per_lp.append((time.perf_counter() - t0) / sample)
-        same = sum((res.status[j] == "argmaxable") == (r > 1e-8) and (res.answers["1"][j] == "yes") == (r > 1)
-                   for j, r in zip(picks, radii, strict=True))
-        free = (res.status == "argmaxable") & (res.lp_rounds == 0)
-        total += took + t_verify
-        parts.append(f"{name}: {took:.0f} s ({took / m * 1e3:.0f} ms/set), {res.counts()}, 1-argmaxable "
-                     f"{int(res.one_argmaxable().sum())}; argmaxable by a witness without an LP over the rows "
-                     f"{free.mean():.0%}; HiGHS solves {len(solves)}, {solves.mean() if len(solves) else 0:.0f} "
-                     f"rows each (max {solves.max() if len(solves) else 0}); exact stage {len(res.exact) / m:.1%}; "
-                     f"verified {int(valid.sum())}/{m} in {t_verify:.0f} s; verdicts and radius > 1 as one LP over "
-                     f"all rows gives them {same}/{sample}")
-    solvers.HighsLP.solve = solve
+    try:
+        parts, total, per_lp = [], 0.0, []
+        picks = np.random.default_rng(2).choice(m, sample, replace=False)
+        for name, (W, kk) in bioasq_heads(n, d, k, sets).items():
+            if name not in heads:
+                continue
+            rows_at_solve.clear()
+            t0 = time.perf_counter()
+            P = None if kk is None else dft_proposals(W, kk, sets, 1e4, workers=2)
+            res = am.check_assignments(W, sets, proposals=P, workers=2)
+            took = time.perf_counter() - t0
+            solves = np.array(rows_at_solve)
+            t0 = time.perf_counter()
+            valid = am.verify_certificate(res, W, items=sets)
+            t_verify = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            radii = [independent_radius(W, sets[j], 1e4) for j in picks]
+            per_lp.append((time.perf_counter() - t0) / sample)
+            same = sum((res.status[j] == "argmaxable") == (r > 1e-8) and (res.answers["1"][j] == "yes") == (r > 1)
+                       for j, r in zip(picks, radii, strict=True))
+            free = (res.status == "argmaxable") & (res.lp_rounds == 0)
+            total += took + t_verify
+            parts.append(f"{name}: {took:.0f} s ({took / m * 1e3:.0f} ms/set), {res.counts()}, 1-argmaxable "
+                         f"{int(res.one_argmaxable().sum())}; argmaxable by a witness without an LP over the rows "
+                         f"{free.mean():.0%}; HiGHS solves {len(solves)}, {solves.mean() if len(solves) else 0:.0f} "
+                         f"rows each (max {solves.max() if len(solves) else 0}); exact stage {len(res.exact) / m:.1%}; "
+                         f"verified {int(valid.sum())}/{m} in {t_verify:.0f} s; verdicts and radius > 1 as one LP over "
+                         f"all rows gives them {same}/{sample}")
+    finally:
+        solvers.HighsLP.solve = solve
     per_set = float(np.mean(per_lp))
     return {
         "benchmark": f"{m} BioASQ-sized label sets n={n} d={d}, {' and '.join(heads)} heads",
