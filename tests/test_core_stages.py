@@ -39,3 +39,20 @@ def test_exact_radius_leaves_out_the_one_sided_dual_stages():
     signs = np.array([[1, -1, -1, 1]], dtype=np.int8)
     assert _kinds(stages_for(AssignmentSystem(W, None, signs), BOX, exact)) == [(Reflect, False), (ExactLP, False),
                                                                                  (Exact, False)]
+
+
+def test_a_cone_s_witness_at_most_1_is_measured_again_at_the_box_edge():
+    """Label set {0, 3} of the doctest's head is the cone x1 > -x2 > 0: reflection's witness lies near the rows'
+    scale (margin below 1), the same direction at the box's edge (|x_j| <= 1e4) has a margin above 1, so the set
+    answers radius > 1 with "yes" by that witness and no LP runs; the verifier re-checks it. Scaling a point of a
+    cone by s > 0 multiplies every distance by s, so the verdict is the LP's."""
+    import argmaxable as am
+
+    W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0], [0.1, 0.1]])
+    res = am.check_assignments(W, [[0, 3]], workers=1)
+    assert res.status.tolist() == ["argmaxable"] and res.answers["1"].tolist() == ["yes"]
+    assert res.lp_rounds[0] == 0 and np.abs(res.witness[0]).max() > 0.99e4
+    assert res.radius[0] > 1
+    assert am.verify_certificate(res, W, items=[[0, 3]]).all()
+    lp = am.check_assignments(W, [[0, 3]], workers=1, exact_radius=True)  # the LP's optimum: above 1 as well
+    assert lp.radius[0] >= res.radius[0] * (1 - 1e-9)

@@ -449,3 +449,57 @@ def test_evidence_file_members_are_read_only_when_known_and_bounded(tmp_path):
             fh.write(bytes(1 << 20))  # 96 GiB declared
     with pytest.raises(ValueError, match="member 'status' has shape"):
         CheckResult.load(bomb, W=W)
+
+
+def _exact_normalised_bound(W, signs, rows, weights, bound):
+    """The oracle: N(z) / sum y of float weights over normalised label-set rows a_i = -s_i w_i at the box |x_j| <=
+    bound, with z_i = y_i / ||a_i|| bracketed by exact fractions (||a_i||^2 is rational: its root is bracketed to
+    2^-200 relative by bisection on squares), the supremum over the box and the brackets taken exactly."""
+    from fractions import Fraction
+
+    total, num, v_lo, v_hi = Fraction(0), Fraction(0), [Fraction(0)] * W.shape[1], [Fraction(0)] * W.shape[1]
+    for i, y in zip(rows, weights, strict=True):
+        a = [-int(signs[i]) * Fraction(float(w)) for w in W[i]]
+        square = sum(v * v for v in a)
+        lo, hi = Fraction(0), max(square, Fraction(1))
+        while hi - lo > hi * Fraction(1, 2**200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if mid * mid <= square else (lo, mid)
+        y = Fraction(float(y))
+        total += y
+        for j, v in enumerate(a):
+            ends = (y / hi * v, y / lo * v)
+            v_lo[j] += min(ends)
+            v_hi[j] += max(ends)
+    B = Fraction(float(bound))
+    num = sum(max(-lo * B, lo * B, -hi * B, hi * B) for lo, hi in zip(v_lo, v_hi, strict=True))
+    return num / total
+
+
+def test_the_integer_recheck_of_float_certificates_agrees_with_exact_fractions():
+    """LP certificates of label sets of a 60 x 4 Gaussian head (box 1e4): the verifier's rational re-check (run
+    with the float check refusing everything) accepts each at 1.001 times the oracle's exact bound (fractions
+    throughout, an independent bracketing of the norms) and refuses it at 0.999 times, where that is above 0."""
+    from argmaxable.verify_exact import with_exact_certificates
+
+    rng = np.random.default_rng(5)
+    W = rng.standard_normal((60, 4))
+    Y = [np.sort(rng.choice(60, int(rng.integers(1, 6)), replace=False)).tolist() for _ in range(12)]
+    res = am.check_assignments(W, Y, workers=1)
+    S = np.zeros((len(Y), 60), dtype=bool)
+    for r, active in enumerate(Y):
+        S[r, active] = True
+    lo, hi = np.full(4, -1e4), np.full(4, 1e4)
+    check = with_exact_certificates(res, W, np.zeros(60), S, lo, hi, lambda pos, e: np.zeros(len(pos), bool))
+    tried = 0
+    for p, (rows, weights) in enumerate(res.certificates):
+        rows, weights = np.asarray(rows), np.asarray(weights)
+        if not rows.size:
+            continue
+        signs = np.where(S[p], 1, -1)
+        exact = float(_exact_normalised_bound(W, signs, rows[weights > 0], weights[weights > 0], 1e4))
+        assert check(np.array([p]), exact * 1.001 + 1e-300).all(), p
+        if exact > 0:
+            assert not check(np.array([p]), exact * 0.999).any(), p
+        tried += 1
+    assert tried >= 5

@@ -200,3 +200,17 @@ def shrink_factors(X: np.ndarray, lo: np.ndarray, hi: np.ndarray, block: int = 4
             r = np.maximum(np.where(Xb > 0, Xb * up, 0.0), np.where(Xb < 0, Xb * down, 0.0))
             out[s : s + block] = np.maximum(r.max(axis=1), 1.0)
     return out
+
+
+def to_edge(X: np.ndarray, box) -> np.ndarray:
+    """Points of a cone's system scaled to the box's edge (the largest multiple in the box; a point with no
+    nonzero entry, or outside a box that does not hold the origin's rays, is kept as given). The scale is rounded
+    down so that the product stays inside; ``inside`` checks it anyway."""
+    lo, hi = box
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reach = np.where(X > 0, X / hi, np.where(X < 0, X / lo, 0.0))
+    reach = np.nan_to_num(reach, nan=np.inf, posinf=np.inf).max(axis=1)  # x_j / hi_j or x_j / lo_j: the binding end
+    ok = np.isfinite(reach) & (reach > 0)
+    out = X.copy()
+    out[ok] = X[ok] * ((1 - 2.0**-50) / reach[ok])[:, None]
+    return out

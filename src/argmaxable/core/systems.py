@@ -303,6 +303,13 @@ class CategorySystem(LayerProducts):
         return categories - (categories > item)
 
 
+# Bytes of one (items, n) float64 temporary of :meth:`AssignmentSystem.evaluate`: larger blocks are mapped afresh by
+# the allocator at every call (above glibc's largest mmap threshold, 32 MiB) and each of their pages faults in.
+# Measured on 1000 label sets at n = 20,000 (one block of 160 MB a temporary): 28.8 s of system time beside 25.5 s
+# of user time.
+EVALUATE_BYTES = 16 << 20
+
+
 class AssignmentSystem:
     """Assignment y of sigmoid(Wx + b) holds iff y_i (w_i.x + b_i) > 0 for all i (thesis eq. 4.2):
     rows a_i = -y_i w_i, offsets c_i = -y_i b_i."""
@@ -329,12 +336,31 @@ class AssignmentSystem:
         return X
 
     def evaluate(self, items, X, eps):
-        R = -self.signs[items] * (X @ self.W.T + self.b)  # (b, n): a_i.x + c_i
-        R += self.kappa * (np.linalg.norm(X, axis=1)[:, None] * self.norms + np.abs(self.b64))  # rounding
-        with np.errstate(divide="ignore", invalid="ignore"):
-            dist = np.where(self.norms > 0, R / self.norms, np.where(R < 0, -np.inf, np.inf))  # (b, n)
-        worst = np.argmax(dist, axis=1)  # the most violated row, in distance
-        return worst, -dist[np.arange(len(items)), worst]
+        """The most violated row of each point and its certified margin, a block of items at a time: each
+        block's (b, n) temporaries stay below :data:`EVALUATE_BYTES`, which the allocator reuses."""
+        worst, margin = np.empty(len(items), dtype=np.int64), np.empty(len(items))
+        step = max(1, EVALUATE_BYTES // (8 * max(self.n_rows, 1)))
+        for s in range(0, len(items), step):
+            worst[s : s + step], margin[s : s + step] = self._evaluate(items[s : s + step], X[s : s + step])
+        return worst, margin
+
+    def _evaluate(self, items, X):
+        """:meth:`evaluate` of one block, its operations in place (the values of -s_i (w_i.x + b_i) + kappa
+        (||x|| ||w_i|| + |b_i|), divided by ||w_i||, as written out)."""
+        R = X @ self.W.T  # (b, n): a_i.x + c_i = -s_i (w_i.x + b_i), the negation exact
+        R += self.b
+        R *= -self.signs[items]
+        rounding = np.multiply.outer(np.linalg.norm(X, axis=1), self.norms)
+        rounding += np.abs(self.b64)
+        rounding *= self.kappa
+        R += rounding
+        if self.norms.all():
+            R /= self.norms
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                R = np.where(self.norms > 0, R / self.norms, np.where(R < 0, -np.inf, np.inf))
+        worst = np.argmax(R, axis=1)  # the most violated row, in distance
+        return worst, -R[np.arange(len(items)), worst]
 
     def gordan(self, items, *, box, eps, progress=None):
         """The dual stage (:mod:`gordan`): the rows are ``-y_i [w_i, b_i]``, one matrix with signs."""

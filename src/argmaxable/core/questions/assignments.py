@@ -3,9 +3,12 @@ system of assignment y: -y_i (w_i . x + b_i) < 0 for every label i."""
 
 from __future__ import annotations
 
-import numpy as np
+from concurrent.futures import ThreadPoolExecutor
 
-from argmaxable.core.box import inside
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from argmaxable.core.box import inside, to_edge
 from argmaxable.core.chebyshev import chebyshev
 from argmaxable.core.check import Prepared, finished, prepare, run_stages
 from argmaxable.core.ledger import Ledger
@@ -196,14 +199,17 @@ class Proposed:
         given = np.flatnonzero(~np.isnan(P).any(axis=1))
         if not given.size:
             return out
-        X = _to_edge(P[given], box) if system.homogeneous else P[given]
+        X = to_edge(P[given], box) if system.homogeneous else P[given]
         out.starts[given] = X
         _, margin = system.evaluate(given, X, settings.eps)
-        standing = (margin > settings.eps) & inside(X, *box)
-        for j in np.flatnonzero(standing):
-            pos = int(given[j])
-            out.witness[pos], out.margin[pos] = X[j], margin[j]
-            out.closed[pos] = margin[j] > 1.0 or out._local_upper(system, pos, X[j], box, settings)
+        standing = np.flatnonzero((margin > settings.eps) & inside(X, *box))
+        out.witness[given[standing]], out.margin[given[standing]] = X[standing], margin[standing]
+        local = standing[margin[standing] <= 1.0]  # the rest answer radius > 1 with "yes" by their witnesses
+        out.closed[given[standing]] = True
+        # one BLAS thread per local LP, ``workers`` at once (each item's LP is its own: the same for any number)
+        with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(settings.workers) as pool:
+            bounded = list(pool.map(lambda j: out._local_upper(system, int(given[j]), X[j], box, settings), local))
+        out.closed[given[local]] = bounded
         return out
 
     def _local_upper(self, system: AssignmentSystem, pos: int, x: np.ndarray, box, settings: Settings) -> bool:
@@ -258,20 +264,6 @@ class StartingAt(AssignmentSystem):
         given = ~np.isnan(S).any(axis=1)
         X[given] = S[given]
         return X
-
-
-def _to_edge(X: np.ndarray, box) -> np.ndarray:
-    """Points of a cone's system scaled to the box's edge (the largest multiple in the box; a point with no
-    nonzero entry, or outside a box that does not hold the origin's rays, is kept as given). The scale is rounded
-    down so that the product stays inside; ``inside`` checks it anyway."""
-    lo, hi = box
-    with np.errstate(divide="ignore", invalid="ignore"):
-        reach = np.where(X > 0, X / hi, np.where(X < 0, X / lo, 0.0))
-    reach = np.nan_to_num(reach, nan=np.inf, posinf=np.inf).max(axis=1)  # x_j / hi_j or x_j / lo_j: the binding end
-    ok = np.isfinite(reach) & (reach > 0)
-    out = X.copy()
-    out[ok] = X[ok] * ((1 - 2.0**-50) / reach[ok])[:, None]
-    return out
 
 
 QUESTION = Question(kind="assignments", check=check_assignments, bound=ASSIGNMENT_BOUND, evidence="assignments")
