@@ -74,7 +74,7 @@ class Reflect:
         approx, whole = self._reflect(system, ledger, open_)
         proven, todo = open_[approx.proven], open_[~approx.proven]
         m = approx.margin[approx.proven]  # each witness's certified margin (> eps): a lower bound on the radius
-        if ledger.threshold is not None and getattr(system, "homogeneous", False):
+        if ledger.threshold is not None and system.homogeneous:
             m = self._at_edge(system, ledger, proven, m, ledger.threshold)
         ledger.prove(proven, self.name, lower=m)
         ledger.measured(proven, m)
@@ -100,7 +100,8 @@ class Reflect:
         if not low.size:
             return m
         pos = proven[low]
-        X = to_edge(np.asarray(ledger.witness[pos], dtype=np.float64), self.box)
+        # measured as stored: in the witnesses' dtype (a float32 rounding could leave the box: inside says)
+        X = to_edge(np.asarray(ledger.witness[pos], dtype=np.float64), self.box).astype(ledger.witness.dtype)
         fits = inside(X, *self.box)
         _, at_edge = system.evaluate(ledger.items[pos[fits]], X[fits], self.settings.eps)
         better = at_edge > m[low[fits]]
