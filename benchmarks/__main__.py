@@ -820,15 +820,27 @@ BENCHMARKS = {
 }
 
 
-def _run_child(name: str, quick: bool, src: Path | None = None) -> tuple[dict | None, str]:
-    """One benchmark in a fresh process, with the library of this tree or, given ``src``, the one under it."""
+# The longest one row may run (seconds; --row-limit): past it the row is stopped and reported as such, so that a
+# row whose case is not solved yet (the DFT half of multilabel_verify_bioasq) does not hold up the others.
+ROW_LIMIT_S = 1800
+
+
+def _run_child(name: str, quick: bool, src: Path | None = None,
+               limit: float = ROW_LIMIT_S) -> tuple[dict | None, str]:
+    """One benchmark in a fresh process, with the library of this tree or, given ``src``, the one under it; a row
+    past ``limit`` seconds is stopped and comes back as a row that says so."""
     from argmaxable.pipeline import JOB_ENVIRONMENT
 
     env = {**JOB_ENVIRONMENT, **os.environ}  # as a pipeline job starts
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
     cmd = [sys.executable, "-m", "benchmarks", "--child", name] + (["--quick"] if quick else [])
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[1])
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[1],
+                             timeout=limit)
+    except subprocess.TimeoutExpired:
+        return {"benchmark": name, "ours_s": None, "baseline": None, "ratio": None,
+                "notes": f"stopped: not finished within {limit:g} s (--row-limit)", "peak_mib": None}, ""
     if out.returncode:
         return None, (out.stderr.strip().splitlines() or ["no output"])[-1]
     return json.loads(out.stdout.strip().splitlines()[-1]), ""
@@ -855,6 +867,8 @@ def main(argv=None) -> int:
     parser.add_argument("--against", metavar="REV",
                         help="also run each row with the library of git revision REV, right before or after "
                              "today's (alternating), and print today's time over that one")
+    parser.add_argument("--row-limit", type=float, default=ROW_LIMIT_S, metavar="S",
+                        help="stop a row after S seconds and report it so (default: %(default)g)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:  # run one benchmark in this process and print its row as JSON
@@ -864,14 +878,14 @@ def main(argv=None) -> int:
     rows = []
     for i, name in enumerate(args.only or BENCHMARKS):
         if old is not None and i % 2:  # the older library first on every other row: neither always runs warm
-            before, why_not = _run_child(name, args.quick, old)
-        row, error = _run_child(name, args.quick)
+            before, why_not = _run_child(name, args.quick, old, args.row_limit)
+        row, error = _run_child(name, args.quick, limit=args.row_limit)
         if row is None:
             print(error, file=sys.stderr)
             return 1
         if old is not None:
             if not i % 2:
-                before, why_not = _run_child(name, args.quick, old)
+                before, why_not = _run_child(name, args.quick, old, args.row_limit)
             row["old_s"] = before["ours_s"] if before else f"not runnable at {args.against}: {why_not[:120]}"
             row["new/old"] = (round(row["ours_s"] / before["ours_s"], 3)
                               if before and before["ours_s"] and row["ours_s"] else None)
