@@ -212,6 +212,7 @@ def test_a_cell_set_in_a_catalogue_rewrites_its_row_and_file_only(tmp_path):
         ("multilabel.runs.debtags.d=[-2]", "multilabel.runs.debtags.d.0=-2: must be an integer >= 1"),
         ("multilabel.runs.debtags.encoder.kind=nope", "encoder.kind='nope': must be one of cnn, hf, timm"),
         ("multilabel.runs.debtags.batch_size=0", "batch_size=0: must be an integer >= 1"),
+        ("multilabel.runs.debtags.encoder.dropout=1", "encoder.dropout=1.0: must be a probability in "),
         ("theory.cover.eps=-1e-9", "theory.cover.eps=-1e-09: must be a number >= 0"),
         ("multilabel.verify.solver=glpk", "multilabel.verify.solver='glpk'"),
         # values that enter paths, plans and loaders

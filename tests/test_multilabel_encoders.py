@@ -35,6 +35,29 @@ def test_cnn_features_are_max_pooled_tanh_in_the_unit_box():
         np.testing.assert_allclose(got[row], expected, rtol=1e-5, atol=1e-6)
 
 
+def test_cnn_dropout_zeroes_a_share_p_of_the_embeddings_and_rescales_the_rest():
+    """In training the convolution sees each embedding entry zeroed with probability p = 0.2 and the others divided
+    by 1 - p (inverted dropout, as torch's Dropout); in eval it sees the embeddings as they are."""
+    torch.manual_seed(0)
+    texts = [" ".join(f"w{i}" for i in range(j, j + 64)) for j in range(0, 640, 10)]  # 64 texts of 64 words
+    enc = build_encoder(EncoderConfig(kind="cnn", embed_dim=16, filters=4, width=4, dropout=0.2,
+                                      vocab_min_count=1, max_tokens=64), texts)
+    seen = []
+    enc.conv.register_forward_pre_hook(lambda module, args: seen.append(args[0].detach().transpose(1, 2)))
+    ids = enc.collate([{"text": t} for t in texts])
+    E = enc.embed.weight.detach()[ids]  # (B, L, embed): no entry is 0 (no padding in these texts)
+    assert E.ne(0).all()
+    enc.train()(ids)
+    enc.eval()(ids)
+    trained, evaluated = seen
+    assert torch.equal(evaluated, E)
+    zeroed = trained.eq(0)
+    share = zeroed.double().mean().item()
+    assert abs(share - 0.2) < 4 * (0.2 * 0.8 / E.numel()) ** 0.5  # 4 standard deviations of E.numel() draws
+    torch.testing.assert_close(trained[~zeroed], E[~zeroed] / 0.8)
+    enc.train()(ids)
+    assert not torch.equal(seen[2], trained)  # a new mask for every batch
+
 
 def test_cnn_tokenizes_each_text_once_and_collates_the_same_ids(monkeypatch):
     """Epochs collate the same texts: each is tokenized once, and a batch collated again (ids kept) equals the

@@ -1,4 +1,4 @@
-"""BSL and DFT heads: the DFT matrix of thesis eq. 5.10, its FFT form (A.10), Prop. 5.1, Thm 5.3/5.4."""
+"""BSL and DFT heads: the DFT matrix of thesis eq. 5.10, the head's product with it, Prop. 5.1, Thm 5.3/5.4."""
 
 import itertools
 
@@ -8,7 +8,7 @@ import torch
 
 import argmaxable as am
 from argmaxable.constructions import dft_matrix
-from argmaxable.layers import DFTSigmoidHead, dft_apply
+from argmaxable.layers import DFTSigmoidHead
 from argmaxable.multilabel.heads import BSLHead, composite, make_head, trainable_parameters
 
 
@@ -32,9 +32,24 @@ def test_dft_matrix_is_eq_5_10_with_orthonormal_columns(n, k):
 
 
 @pytest.mark.parametrize(("n", "k"), [(5, 2), (8, 3), (64, 5), (101, 20), (527, 20)])
-def test_fft_forward_equals_the_explicit_matrix(n, k):
+def test_dft_head_logits_are_the_explicit_matrix_times_its_features(n, k):
+    head = DFTSigmoidHead(3, n=n, k=k)
     x = torch.randn(6, 2 * k + 1, dtype=torch.float64, generator=torch.Generator().manual_seed(n))
-    np.testing.assert_allclose(dft_apply(x, n).numpy(), x.numpy() @ _explicit(n, k).T, atol=1e-10)
+    np.testing.assert_allclose(head.double().classify(x).detach().numpy(), x.numpy() @ _explicit(n, k).T,
+                               atol=1e-10)
+    # float32 features: the float32 product, to float32's rounding of the same logits
+    z32 = head.float().classify(x.float()).detach().double().numpy()
+    np.testing.assert_allclose(z32, x.numpy() @ _explicit(n, k).T, atol=1e-5)
+    # a bfloat16 module: the DFT matrix it holds, rounded to bfloat16, is the one weights() shows; its features
+    # are multiplied in float32 and the logits rounded once
+    head = head.bfloat16()
+    xb = x.bfloat16()
+    W = head.weights()[0]
+    assert np.abs(W - _explicit(n, k)).max() <= 2**-8 * np.abs(_explicit(n, k)).max()
+    zb = head.classify(xb)
+    assert zb.dtype == torch.bfloat16
+    expected = torch.from_numpy(xb.double().numpy() @ W.T).bfloat16().double().numpy()
+    np.testing.assert_allclose(zb.detach().double().numpy(), expected, rtol=2**-7, atol=1e-6)
 
 
 def test_dft_head_forward_equals_its_full_matrix_and_composite_map():

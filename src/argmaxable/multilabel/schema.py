@@ -14,7 +14,7 @@ from omegaconf import MISSING
 
 from argmaxable.core.settings import ASSIGNMENT_BOUND, EPS
 from argmaxable.core.solvers import SOLVERS
-from argmaxable.rules import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, one_of
+from argmaxable.rules import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, Rule, one_of
 
 ENCODERS = ("cnn", "hf", "timm")  # the feature encoders of argmaxable.multilabel.encoders
 HEADS = ("bsl", "dft")  # the output heads of argmaxable.multilabel.heads
@@ -121,6 +121,10 @@ class VerifyConfig:
 
 
 # Allowed values, checked before any job (argmaxable.rules).
+DROPOUT: Rule = ("a probability in [0, 1)", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                  and 0 <= v < 1)
+
+
 def _runs_have_datasets(tree: dict) -> str | None:
     if not tree["multilabel"]["enabled"]:
         return None
@@ -136,6 +140,7 @@ CHECKS = (_runs_have_datasets,)
 RULES = {
     "multilabel.runs.*.encoder.kind": one_of(ENCODERS),
     "multilabel.runs.*.encoder.feature_bound": POSITIVE,
+    "multilabel.runs.*.encoder.dropout": DROPOUT,
     "multilabel.runs.*.d.*": AT_LEAST_ONE,
     "multilabel.runs.*.seeds.*": NON_NEGATIVE,
     "multilabel.runs.*.batch_size": AT_LEAST_ONE,

@@ -156,10 +156,10 @@ def fit(dsd, n: int, out_dir: str | Path, *, head: str, d: int, seed: int, run: 
         encoder = build_encoder(cfg.encoder, [r.get("text", "") for r in train_rows])
         device = resolve_device(cfg.device)
         model = Model(encoder, make_head(head, encoder.dim, n, d, k)).to(device)
-        optim = torch.optim.Adam([
+        optim = torch.optim.Adam([  # fused: Adam's update in one pass (on CPU a third of the loop's time)
             {"params": model.encoder.parameters(), "lr": cfg.lr_encoder},
             {"params": model.head.parameters(), "lr": cfg.lr_classifier},
-        ])
+        ], fused=True)
         ckpt_path, best_path = out_dir / "checkpoint.pt", out_dir / "best.pt"
         made_for = run_fingerprint(cfg, head=head, d=d, seed=seed, n=n, rows=(*train_rows, *stop_rows))
         state = _start_state(ckpt_path, model, optim, device, higher_better=cfg.criterion == "p@k",
