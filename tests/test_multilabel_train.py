@@ -211,8 +211,9 @@ def wide_dataset(n: int, m: int, seed=0) -> DatasetDict:
 
 def test_no_dense_label_or_score_matrix_of_a_whole_split_is_built(tmp_path, monkeypatch):
     # Dev and test hold m = 2000 examples over n = 8000 labels: a dense bool label matrix of either split is 16 MB,
-    # its float32 logits 64 MB. Scored 16 examples at a time, the run's numpy allocations stay under half the first,
-    # and a version that builds either fails. (The DFT head starts every label at probability k/n, so its predicted
+    # its float32 logits 64 MB. Scored 16 examples at a time, the run's allocations stay under three quarters of the
+    # first (its Python rows and the datasets library's own objects peak at 8.2 MiB with datasets 5.2), and a version
+    # that builds either fails. (The DFT head starts every label at probability k/n, so its predicted
     # sets are small: an untrained BSL predicts about half the labels, and its predicted sets alone hold m n / 2
     # indices whatever the code does.)
     import tracemalloc
@@ -229,7 +230,7 @@ def test_no_dense_label_or_score_matrix_of_a_whole_split_is_built(tmp_path, monk
     finally:
         tracemalloc.stop()
     assert rec["steps"] == 1 and rec["stopped_by"] == "max_steps"
-    assert peak < m * n // 2, f"peak {peak / 2**20:.1f} MiB: a whole split was made dense"
+    assert peak < m * n * 3 // 4, f"peak {peak / 2**20:.1f} MiB: a whole split was made dense"
 
 
 def test_verification_streams_the_label_sets(monkeypatch):
