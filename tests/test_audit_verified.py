@@ -180,7 +180,9 @@ def test_the_prompting_test_resumes_from_its_state(tmp_path):
     assert first.resumed == 0 and again.resumed == 2 and again.runs == 2 * len(PROMPTS)
     fresh = prompt_test(model, PROMPTS, candidates, np.zeros(64, bool), steps=2)
     assert again.positions == fresh.positions and again.summary()["seconds_per_token"] > 0
-    np.testing.assert_array_equal(again.table["max_prob"], fresh.table["max_prob"])
+    # the resumed run scores its new prompts in batches of another size than the fresh one: torch's kernels may
+    # change the last bits; the rows read back from the state are the first run's exactly
+    np.testing.assert_allclose(again.table["max_prob"], fresh.table["max_prob"], rtol=1e-4)
     np.testing.assert_array_equal(again.table["max_prob"].to_numpy()[:2], first.table["max_prob"].to_numpy())
     other = prompt_test(model, PROMPTS, candidates, np.zeros(64, bool), state=state, steps=3)
     assert other.resumed == 0  # other steps: nothing read back

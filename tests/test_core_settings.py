@@ -62,7 +62,9 @@ def test_detection_config_shares_the_checks_defaults_and_rules():
     assert written["bound"] == "${box.categories}" and root["box"]["categories"] == code.bound  # the one box
     for name in ALLOWED:
         assert name == "bound" or written[name] == getattr(code, name), name
-        assert load_config().detect[name] == getattr(code, name), name
+        # the experiments give each model's job one core (docs/pipeline.md); every other setting is the core's
+        assert name == "workers" or load_config().detect[name] == getattr(code, name), name
+    assert load_config().detect.workers == load_config(["experiment=paper"]).detect.workers == 1
 
 
 @pytest.mark.parametrize(("override", "message"), [

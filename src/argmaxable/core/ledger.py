@@ -88,6 +88,10 @@ class Ledger:
             self.witness = self.witness.astype(np.float64)
         self.witness[pos] = x
 
+    def moved(self, pos, X) -> None:
+        """The witnesses of items ``pos`` replaced by the points ``X`` (better ones for the same verdicts)."""
+        self.witness[pos] = X
+
     def prove(self, pos, stage: str, lower=None, x=None) -> None:
         """Items ``pos`` are argmaxable by their witnesses (in :attr:`witness`, or the float64 point ``x`` of one
         item), whose certified margins are at least ``lower``; against a standing certificate, an item is

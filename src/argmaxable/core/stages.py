@@ -106,7 +106,7 @@ class Reflect:
         _, at_edge = system.evaluate(ledger.items[pos[fits]], X[fits], self.settings.eps)
         better = at_edge > m[low[fits]]
         take = low[fits][better]
-        ledger.witness[proven[take]] = X[fits][better]
+        ledger.moved(proven[take], X[fits][better])
         out = m.copy()
         out[take] = at_edge[better]
         return out
