@@ -258,8 +258,8 @@ def bench_multilabel_verify(quick: bool, heads: tuple[str, ...] = ("bsl", "dft")
                 continue
             rows_at_solve.clear()
             t0 = time.perf_counter()
-            P = None if kk is None else dft_proposals(W, kk, sets, 1e4, workers=2)
-            res = am.check_assignments(W, sets, proposals=P, workers=2)
+            P, R = (None, None) if kk is None else dft_proposals(W, kk, sets)
+            res = am.check_assignments(W, sets, proposals=P, proposal_rows=R, workers=2)
             took = time.perf_counter() - t0
             solves = np.array(rows_at_solve)
             t0 = time.perf_counter()

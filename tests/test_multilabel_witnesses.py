@@ -10,6 +10,7 @@ import pytest
 
 import argmaxable as am
 from argmaxable.constructions import dft_matrix
+from argmaxable.core import stages as stages_module
 from argmaxable.multilabel.witnesses import alternation_coefficients, cyclic_runs, dft_proposals, is_dft_head
 
 
@@ -64,10 +65,13 @@ def test_proposals_need_the_dft_columns():
     n, k = 12, 2
     W = np.hstack([dft_matrix(n, k), np.random.default_rng(0).standard_normal((n, 2))])
     assert is_dft_head(W, k) and not is_dft_head(W[::-1], k)
-    P = dft_proposals(W, k, [[0], [0, 2, 4, 6, 8]], 1e4)
+    P, R = dft_proposals(W, k, [[0], [0, 2, 4, 6, 8]])
     assert np.isfinite(P[0]).all() and (P[0, 2 * k + 1 :] == 0).all()
     assert np.isnan(P[1]).all()  # five runs > k
-    assert np.isnan(dft_proposals(W[::-1], k, [[0]], 1e4)).all()
+    # every GRID-th label (here only label 0) and the labels within NEAR of an active one, on the circle
+    assert R[0].tolist() == [0, 1, 2, 3, 9, 10, 11]
+    P, R = dft_proposals(W[::-1], k, [[0]])
+    assert np.isnan(P).all() and R[0].size == 0
 
 
 def test_proposals_give_the_verdicts_of_the_stages():
@@ -79,7 +83,8 @@ def test_proposals_give_the_verdicts_of_the_stages():
     W = np.hstack([dft_matrix(n, k), rng.standard_normal((n, 2)) / np.sqrt(n)])
     Y = [np.sort(rng.choice(n, rng.integers(1, 9), replace=False)).tolist() for _ in range(60)]
     old = am.check_assignments(W, Y, workers=1)
-    new = am.check_assignments(W, Y, workers=1, proposals=dft_proposals(W, k, Y, 1e4))
+    P, R = dft_proposals(W, k, Y)
+    new = am.check_assignments(W, Y, workers=1, proposals=P, proposal_rows=R)
     assert new.status.tolist() == old.status.tolist()
     assert new.answers["1"].tolist() == old.answers["1"].tolist()
     closed = np.array(["proposed witness" in m for m in new.message])
@@ -105,40 +110,44 @@ def test_proposals_of_the_wrong_shape_are_refused():
         am.check_assignments(dft_matrix(8, 1), [[0]], proposals=np.zeros((1, 2)))
 
 
-def _scipy_radius(W, active, bound):
-    """The oracle: the Chebyshev radius over every row at once, scipy's linprog (no working set, none of the
-    package's code)."""
-    from scipy.optimize import linprog
-
-    n, d = W.shape
-    s = -np.ones(n)
-    s[np.asarray(active, dtype=np.int64)] = 1.0
-    A = -s[:, None] * W / np.linalg.norm(W, axis=1)[:, None]
-    out = linprog(np.r_[np.zeros(d), -1.0], A_ub=np.hstack([A, np.ones((n, 1))]), b_ub=np.zeros(n),
-                  bounds=[(-bound, bound)] * d + [(None, None)], method="highs")
-    assert out.status == 0
-    return -out.fun
+@pytest.mark.parametrize("rows, match", [
+    ([[0], [1]], "must hold 1 arrays"),
+    ([[8]], r"label indices in \[0, 8\)"),
+    ([[0.5]], "label indices"),
+    ([[[0]]], "1-D arrays"),
+])
+def test_proposal_rows_that_name_no_label_are_refused(rows, match):
+    W = dft_matrix(8, 1)
+    with pytest.raises(ValueError, match=match):
+        am.check_assignments(W, [[0]], proposals=np.zeros((1, 3)), proposal_rows=rows)
 
 
-def test_verdicts_with_proposals_are_those_of_one_lp_over_every_row():
-    """DFT n = 200, k = 6 with one N(0, 1/n) slack column, 40 seeded label sets of 1-9 labels checked with the
-    construction's proposals: where scipy's LP over all 200 rows puts the radius clear of eps (a factor 2) and of 1,
-    the status says radius > eps and the "1" answer radius > 1 as it does; every verdict passes the verifier, and
-    the proposals alone prove some sets argmaxable with no LP over the rows."""
+def test_proposal_rows_need_proposals():
+    with pytest.raises(ValueError, match="'proposal_rows' parameter needs 'proposals'"):
+        am.check_assignments(dft_matrix(8, 1), [[0]], proposal_rows=[[0]])
+
+
+def test_the_lp_starts_from_the_proposal_and_its_rows(monkeypatch):
+    """A proposal that cannot stand (the antipode of a witness) with rows given: the set's LP starts at it scaled to
+    the box's edge, its first working set holds those rows, and the verdict is the one without them (proven,
+    verified)."""
     n, k = 200, 6
-    rng = np.random.default_rng(3)
-    W = np.hstack([dft_matrix(n, k), rng.standard_normal((n, 1)) / np.sqrt(n)])
-    Y = [np.sort(rng.choice(n, rng.integers(1, 10), replace=False)).tolist() for _ in range(40)]
-    res = am.check_assignments(W, Y, workers=1, proposals=dft_proposals(W, k, Y, 1e4))
+    W = np.hstack([dft_matrix(n, k), np.random.default_rng(5).standard_normal((n, 1)) / np.sqrt(n)])
+    Y = [[3, 4, 20, 41, 90]]
+    P = -np.r_[alternation_coefficients(Y[0], n, k), 0.0][None]
+    R = [np.arange(0, n, 7)]
+    seen = []
+    chebyshev = stages_module.chebyshev
+
+    def spy(A, c, box, lp=None, start=None):
+        seen.append(start)
+        return chebyshev(A, c, box, lp, start)
+
+    monkeypatch.setattr(stages_module, "chebyshev", spy)
+    res = am.check_assignments(W, Y, workers=1, proposals=P, proposal_rows=R)
+    assert len(seen) == 1 and np.array_equal(seen[0].rows, R[0])
+    assert np.allclose(seen[0].x, P[0] * (1e4 / np.abs(P[0]).max()))
+    monkeypatch.undo()
+    old = am.check_assignments(W, Y, workers=1)
+    assert res.status.tolist() == old.status.tolist() == ["argmaxable"]
     assert am.verify_certificate(res, W, items=Y).all()
-    compared = 0
-    for j, active in enumerate(Y):
-        r = _scipy_radius(W, active, 1e4)
-        if not (r > 2e-8 or r < 0.5e-8) or abs(r - 1) < 1e-6:
-            continue
-        assert (res.status[j] == "argmaxable") == (r > 1e-8), (j, r, res.status[j])
-        assert res.answers["1"][j] == ("yes" if r > 1 else "no"), (j, r, res.answers["1"][j])
-        compared += 1
-    assert compared >= 30
-    free = (res.status == "argmaxable") & (res.lp_rounds == 0)
-    assert free.sum() >= 5

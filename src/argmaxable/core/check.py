@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from argmaxable.core.box import make_box
-from argmaxable.core.chebyshev import WarmStart
 from argmaxable.core.fastpath import NARROW_RANGE
 from argmaxable.core.ledger import Ledger
 from argmaxable.core.numerics import gamma, range_scale
@@ -75,14 +74,15 @@ def _as_bias(b, n: int, masks: bool = False) -> np.ndarray | None:
 
 
 def run_stages(system, items: np.ndarray, settings: Settings, box, *, kind: str, threshold: float | None = None,
-         map_rows=None, shown_box=None, starts: np.ndarray | None = None) -> Ledger:
+         map_rows=None, shown_box=None, starts: dict | None = None) -> Ledger:
     """Check ``items`` of ``system``: each of its stages in turn, on the items the previous ones left open.
     ``threshold``: a second radius to answer about (label sets: 1); ``shown_box``: the box the result records
-    (default: ``box``); ``starts``: a point per item where its exact LP starts (default: reflection's iterate)."""
+    (default: ``box``); ``starts``: position -> :class:`WarmStart`, where the exact LP of those items starts
+    (default: reflection's iterate and the rows it saw beat it)."""
     record = settings.record(box if shown_box is None else shown_box)
     ledger = Ledger(np.asarray(items), kind=kind, eps=settings.eps, threshold=threshold, settings=record)
     if starts is not None:
-        ledger.start_from({k: WarmStart(x) for k, x in enumerate(starts)})
+        ledger.start_from(starts)
     open_ = np.arange(len(items))
     for stage in stages_for(system, box, settings, map_rows):
         open_ = stage.run(system, ledger, open_)

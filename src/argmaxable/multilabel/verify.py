@@ -43,8 +43,8 @@ def check_distinct(W: np.ndarray, b: np.ndarray | None, bound: float, assignment
     each assignment, solving each distinct assignment once; ``regions``: settle the region of every assignment
     not shown eps-argmaxable; ``k``: where W (without offsets) is a DFT head of k frequencies, each set gets a proposed
     witness from the alternation construction (:mod:`argmaxable.multilabel.witnesses`), which the core checks
-    against every row. The exact stage's evidence is re-checked by the independent verifier (a failure stops the
-    run).
+    against every row, and the rows its LP starts with where the witness does not close it. The exact stage's
+    evidence is re-checked by the independent verifier (a failure stops the run).
 
     Numerical trouble the exact stage cannot settle comes back as ``undecided`` from the core (never folded into
     either verdict); a :class:`SolverError` (e.g. Gurobi's licence limit) is a failure of the run and propagates.
@@ -56,9 +56,9 @@ def check_distinct(W: np.ndarray, b: np.ndarray | None, bound: float, assignment
     propose = k is not None and b is None and is_dft_head(W, k)
     for start in range(0, len(distinct), CHUNK):
         chunk = distinct[start : start + CHUNK]
-        proposals = dft_proposals(W, k, chunk, bound, cfg.workers) if propose else None
+        proposals, rows = dft_proposals(W, k, chunk) if propose else (None, None)
         res = check_assignments(W, chunk, b, bound=bound, eps=cfg.eps, solver=cfg.solver, workers=cfg.workers,
-                                regions=regions, proposals=proposals)
+                                regions=regions, proposals=proposals, proposal_rows=rows)
         if res.exact and not verify_certificate(res, W, b, items=chunk, bound=bound,
                                                 eps=cfg.eps)[list(res.exact)].all():
             raise RuntimeError("the exact stage's rational evidence fails the independent verifier")

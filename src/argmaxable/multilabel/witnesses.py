@@ -11,41 +11,34 @@ with a root theta_j half a label outside each end of each run, has exactly its s
 half-angle sines is a trigonometric polynomial of degree r). Q > 0 of degree k - r spends the degrees left on
 raising |p| near the roots, where the margins are smallest: a sum of Fejér kernels centred on the roots, each
 weighted by 1 / |prod's derivative there|. The coefficients of p are its x (the DFT columns are orthonormal), slack
-columns get 0 (thesis Prop. 5.2). Where its float64 margins are too small (many runs: the region is thin and the
-product's values near clustered roots cancel), the point is refined by small Chebyshev LPs over the rows near the
-active labels and a grid of the others (:func:`refined`). Nothing here is trusted: the core scales each point to the
-box's edge and checks it against every row in float64 with its rounding bounded (``check_assignments(proposals=...)``);
-a set whose region is thinner than the float margins can show, or one beyond k runs, is left to the core's stages.
+columns get 0 (thesis Prop. 5.2). Nothing here is trusted: the core scales each point to the box's edge and checks
+it against every row in float64 with its rounding bounded (``check_assignments(proposals=...)``). A set the point
+does not close (its float64 margin too small: many runs, a thin region, the product's values near clustered roots
+cancelling; or a set beyond k runs) goes to the core's stages, its LP starting at the point with the rows where a
+degree-k polynomial's sign is decided in its first working set (:func:`seed_rows`).
 """
 
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from argmaxable.constructions import dft_matrix
-from argmaxable.core import LPSettings, chebyshev
-from argmaxable.core.numerics import row_norms
 
 # Relative tolerance to which a head's first 2k+1 columns must equal the truncated DFT matrix for its label sets to
 # get proposals: the head's inverse FFT computes them in float32 (a proposal is only a proposal: a looser match
 # would only cost the check of a point that fails).
 DFT_MATCH = 1e-5
 
-# A construction whose float64 margin at the box's edge is below ACCEPT (of the box's half-width) is refined: the
-# Chebyshev LP of the rows of every GRID-th label and of the NEAR labels each side of every active one, then again
-# with the rows its optimum leaves within half its radius, at most ROUNDS times. Its optimum is the centre of the
-# region over those rows: the polynomial between two grid labels (a degree-k polynomial varies over n / k labels,
-# the grid is much finer) rarely crosses zero, and a few rows added settle it. Measured at n = 20000, k = 24 on
-# BioASQ-sized sets: 2-3 LPs of about a thousand rows each, where constraint generation over all rows from the
-# origin takes 40-100 rounds.
-ACCEPT = 1e-11
+# The first working set of a set's LP: the rows of every GRID-th label and of the NEAR labels each side of every
+# active one. A degree-k polynomial varies over about n / k labels, so between two grid labels it rarely crosses zero,
+# and the active labels' neighbours are where its sign changes. On the first 100 sets of the BioASQ-sized benchmark
+# row (n = 20000, k = 24; benchmarks/RESULTS.md) the float stages took 907 LP rounds (at most 76 a set) and 32 s with
+# these rows, 3141 rounds (at most 138) and 213 s with the LP started as without them (at reflection's iterate from
+# the same points, its default first rows).
 GRID = 50
 NEAR = 3
-ROUNDS = 3
 
 
 def cyclic_runs(active: np.ndarray, n: int) -> np.ndarray:
@@ -112,56 +105,24 @@ def is_dft_head(W: np.ndarray, k: int) -> bool:
     return bool(np.abs(W[:, : 2 * k + 1] - ref).max() <= DFT_MATCH * np.abs(ref).max())
 
 
-def refined(W: np.ndarray, active, x: np.ndarray | None, bound: float) -> np.ndarray | None:
-    """``x`` if its margin at the box's edge |x_j| <= ``bound`` is at least ACCEPT * bound in float64, else the
-    centre of the set's region over the rows of the grid and of the active labels' neighbours (see :data:`GRID`),
-    refined on the rows it leaves near or past zero; None where those LPs find no region. A proposal only: the core
-    checks it against every row."""
-    n = len(W)
-    signs = -np.ones(n)
-    signs[np.asarray(active, dtype=np.int64)] = 1.0
-    norms = row_norms(W)
-    if x is not None:
-        edge = x * (bound / np.abs(x).max())
-        if (signs * (W @ edge) / norms).min() > ACCEPT * bound:
-            return edge
+def seed_rows(active, n: int) -> np.ndarray:
+    """The labels whose rows start the LP of label set ``active`` (see :data:`GRID`), sorted."""
     act = np.asarray(active, dtype=np.int64)
-    rows = np.unique(np.concatenate([np.arange(0, n, GRID), ((act[:, None] + np.arange(-NEAR, NEAR + 1)) % n).ravel()]))
-    best = None
-    for _ in range(ROUNDS):
-        out = chebyshev(-signs[rows, None] * W[rows], np.zeros(len(rows)), bound,
-                        LPSettings(exact_radius=True, initial_rows=len(rows)))
-        if out.x is None or not out.radius > 0:
-            return best
-        best = out.x
-        margin = signs * (W @ best) / norms
-        near = np.flatnonzero(margin <= out.radius / 2)
-        if not np.isin(near, rows, invert=True).any():
-            return best
-        rows = np.union1d(rows, near)
-    return best
+    near = ((act[:, None] + np.arange(-NEAR, NEAR + 1)) % n).ravel()
+    return np.union1d(np.arange(0, n, GRID), near)
 
 
-def dft_proposals(W: np.ndarray, k: int, assignments, bound: float, workers: int = 1) -> np.ndarray:
-    """One proposed point (W.shape[1],) per label set of a DFT head with k frequencies: the alternation construction
-    (slack coordinates 0), refined where its float64 margin is too small (:func:`refined`); NaN for a set beyond k
-    runs or one whose refinement finds no region. All NaN where W is not such a head. ``workers``: sets refined at
-    once (one BLAS thread each)."""
+def dft_proposals(W: np.ndarray, k: int, assignments) -> tuple[np.ndarray, list[np.ndarray]]:
+    """One proposed point (W.shape[1],) per label set of a DFT head with k frequencies, the alternation construction
+    (slack coordinates 0; NaN for a set beyond k runs), and the rows its LP starts with where the point does not
+    close it (:func:`seed_rows`). All NaN and no rows where W is not such a head."""
     n, d = W.shape
     out = np.full((len(assignments), d), np.nan)
     if not is_dft_head(W, k):
-        return out
-
-    def propose(j: int) -> None:
-        x = alternation_coefficients(assignments[j], n, k)
-        if x is None:
-            return
-        full = np.zeros(d)
-        full[: 2 * k + 1] = x
-        point = refined(W, assignments[j], full, bound)
-        if point is not None:
-            out[j] = point
-
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
-        list(pool.map(propose, range(len(assignments))))
-    return out
+        return out, [np.zeros(0, dtype=np.int64)] * len(assignments)
+    for j, active in enumerate(assignments):
+        x = alternation_coefficients(active, n, k)
+        if x is not None:
+            out[j] = 0.0
+            out[j, : 2 * k + 1] = x
+    return out, [seed_rows(active, n) for active in assignments]

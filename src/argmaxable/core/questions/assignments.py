@@ -9,7 +9,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from argmaxable.core.box import inside, to_edge
-from argmaxable.core.chebyshev import chebyshev
+from argmaxable.core.chebyshev import WarmStart, chebyshev
 from argmaxable.core.check import Prepared, finished, prepare, run_stages
 from argmaxable.core.ledger import Ledger
 from argmaxable.core.questions import Question
@@ -91,7 +91,7 @@ def _label_indices(active, r: int, n: int) -> np.ndarray:
 def check_assignments(W, items, b=None, *, bound: float = ASSIGNMENT_BOUND, lower=None, upper=None,
                       eps: float = EPS, patience: int = SET_PATIENCE, solver: str = SOLVER, workers: int = WORKERS,
                       progress: bool = False, exact_radius: bool = False, regions: bool = False,
-                      proposals=None) -> CheckResult:
+                      proposals=None, proposal_rows=None) -> CheckResult:
     """Which label assignments of sigmoid(W x + b) can be the thresholded output for some x in the box?
 
     Parameters
@@ -126,6 +126,11 @@ def check_assignments(W, items, b=None, *, bound: float = ASSIGNMENT_BOUND, lowe
         margin exceeds eps is the assignment's witness, and its local LP (the rows nearest to it) may answer
         ``radius > 1`` with dual weights the verifier checks. What a proposal leaves open goes through the stages
         as usual, its exact LP starting from the proposal.
+    proposal_rows : sequence of m integer arrays, optional
+        With ``proposals``: per assignment, labels whose rows the first working set of its LP holds where the
+        proposal leaves it open (e.g. where a construction says the sign pattern is decided); the LP then starts at
+        the proposal scaled to the box's edge. Rows only guide the LP: its verdict and evidence are checked as
+        always.
 
     Returns
     -------
@@ -141,14 +146,14 @@ def check_assignments(W, items, b=None, *, bound: float = ASSIGNMENT_BOUND, lowe
     """
     settings = Settings(bound, lower, upper, eps, patience, solver, workers, progress, exact_radius, device=None,
                         regions=regions)
-    return check_signs(W, items, b, settings, kind="assignments", proposals=proposals)
+    return check_signs(W, items, b, settings, kind="assignments", proposals=proposals, proposal_rows=proposal_rows)
 
 
 def check_signs(W, items, b, settings: Settings, *, kind: str, given: Prepared | None = None,
-                proposals=None) -> CheckResult:
+                proposals=None, proposal_rows=None) -> CheckResult:
     """:func:`check_assignments` with its settings built. ``given``: the layer as the user gave it where ``W`` was
-    built from it (top-m sets: ``[W, -1]``); the result records its box and is re-verified on it. ``proposals``: as
-    in :func:`check_assignments`."""
+    built from it (top-m sets: ``[W, -1]``); the result records its box and is re-verified on it. ``proposals``,
+    ``proposal_rows``: as in :func:`check_assignments`."""
     if settings.eps > 1.0:  # radius > eps would then be the stronger question, answered beside radius > 1
         raise ValueError(f"The 'eps' parameter must be at most 1 for label sets and top-m sets, which also answer "
                          f"radius > 1 (thesis §4.2's 1-argmaxable). Got {settings.eps!r} instead.")
@@ -157,13 +162,21 @@ def check_signs(W, items, b, settings: Settings, *, kind: str, given: Prepared |
     system = AssignmentSystem(prep.W, prep.b, signs)
     given = given or prep
     if proposals is None:
+        if proposal_rows is not None:
+            raise ValueError("The 'proposal_rows' parameter needs 'proposals': rows start the LP at a proposed point.")
         ledger = run_stages(system, np.arange(len(signs)), settings, prep.box, kind=kind, threshold=1.0,
                             shown_box=given.box)
         return finished(ledger, given, signs > 0)
-    found = Proposed.check(system, _as_proposals(proposals, signs.shape[0], prep.W.shape[1]), prep.box, settings)
+    points = _as_proposals(proposals, signs.shape[0], prep.W.shape[1])
+    rows = None if proposal_rows is None else _as_rows(proposal_rows, signs.shape[0], prep.W.shape[0])
+    found = Proposed.check(system, points, prep.box, settings)
     live = ~found.closed
-    part = run_stages(StartingAt(prep.W, prep.b, signs[live], found.starts[live]), np.arange(int(live.sum())),
-                      settings, prep.box, kind=kind, threshold=1.0, shown_box=given.box) if live.any() else None
+    left = np.flatnonzero(live)
+    starts = None if rows is None else {j: WarmStart(found.starts[pos], rows[pos]) for j, pos in enumerate(left)
+                                        if not np.isnan(found.starts[pos]).any()}
+    part = run_stages(StartingAt(prep.W, prep.b, signs[left], found.starts[left]), np.arange(len(left)),
+                      settings, prep.box, kind=kind, threshold=1.0, shown_box=given.box,
+                      starts=starts) if left.size else None
     ledger = found.ledger(part, live, settings.record(given.box), kind, prep.W.shape[0])
     return finished(ledger, given, signs > 0)
 
@@ -177,6 +190,19 @@ def _as_proposals(proposals, m: int, d: int) -> np.ndarray:
     if np.isinf(P).any():
         raise ValueError("The 'proposals' parameter holds an infinite entry: give a finite point or a row of NaN.")
     return P
+
+
+def _as_rows(rows, m: int, n: int) -> list[np.ndarray]:
+    """``proposal_rows`` as m int64 arrays of labels in [0, n), or a one-line ValueError."""
+    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__len__") or len(rows) != m:
+        raise ValueError(f"The 'proposal_rows' parameter must hold {m} arrays of label indices: one per assignment.")
+    out = []
+    for r in rows:
+        a = np.asarray(r)
+        if a.ndim != 1 or (a.size and a.dtype.kind not in "iu") or (a.size and not (a.min() >= 0 and a.max() < n)):
+            raise ValueError(f"The 'proposal_rows' parameter must hold 1-D arrays of label indices in [0, {n}).")
+        out.append(np.unique(a.astype(np.int64)))
+    return out
 
 
 class Proposed:

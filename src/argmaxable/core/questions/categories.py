@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from argmaxable.core.backend import resolve_device
+from argmaxable.core.chebyshev import WarmStart
 from argmaxable.core.check import Prepared, as_matrix, finished, prepare, run_stages
 from argmaxable.core.ledger import Ledger
 from argmaxable.core.questions import Question
@@ -144,7 +145,7 @@ def check_categories(W, items=None, b=None, *, bound: float = BOUND, lower=None,
     prep = prepare(W, b, settings, keep_float32=True, masks=True)
     items, live, run = _category_positions(items, prep)
     if starts is not None:
-        starts = _start_points(starts, len(items), prep.W0.shape[1])[live]
+        starts = {j: WarmStart(x) for j, x in enumerate(_start_points(starts, len(items), prep.W0.shape[1])[live])}
     system = CategorySystem(prep.W, prep.b, resolve_device(settings.device))
     ledger = run_stages(system, run, settings, prep.box, kind="categories", map_rows=system.row_index, starts=starts)
     ledger = _with_masked(ledger, items, live, prep)
