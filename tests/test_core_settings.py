@@ -51,7 +51,8 @@ def test_the_public_checks_keep_their_defaults():
               "exact_radius": False, "regions": False}
     assert defaults["check_categories"] == {"items": None, "b": None, "bound": 100.0, "patience": 2500,
                                             "device": "auto", "starts": None, "lp_rounds": None, **shared}
-    assert defaults["check_assignments"] == {"b": None, "bound": 1e4, "patience": 100, "proposals": None, **shared}
+    assert defaults["check_assignments"] == {"b": None, "bound": 1e4, "patience": 100, "proposals": None,
+                                             "proposal_rows": None, **shared}
     assert defaults["check_top_m"] == {"b": None, "bound": 100.0, "patience": 100, **shared}
 
 
