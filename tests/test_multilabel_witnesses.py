@@ -151,3 +151,43 @@ def test_the_lp_starts_from_the_proposal_and_its_rows(monkeypatch):
     old = am.check_assignments(W, Y, workers=1)
     assert res.status.tolist() == old.status.tolist() == ["argmaxable"]
     assert am.verify_certificate(res, W, items=Y).all()
+
+
+def _scipy_radius(W, active, bound):
+    """The oracle: the Chebyshev radius over every row at once, scipy's linprog (no working set, none of the
+    package's code)."""
+    from scipy.optimize import linprog
+
+    n, d = W.shape
+    s = -np.ones(n)
+    s[np.asarray(active, dtype=np.int64)] = 1.0
+    A = -s[:, None] * W / np.linalg.norm(W, axis=1)[:, None]
+    out = linprog(np.r_[np.zeros(d), -1.0], A_ub=np.hstack([A, np.ones((n, 1))]), b_ub=np.zeros(n),
+                  bounds=[(-bound, bound)] * d + [(None, None)], method="highs")
+    assert out.status == 0
+    return -out.fun
+
+
+def test_verdicts_with_proposals_are_those_of_one_lp_over_every_row():
+    """DFT n = 200, k = 6 with one N(0, 1/n) slack column, 40 seeded label sets of 1-9 labels checked with the
+    construction's proposals: where scipy's LP over all 200 rows puts the radius clear of eps (a factor 2) and of 1,
+    the status says radius > eps and the "1" answer radius > 1 as it does; every verdict passes the verifier, and
+    the proposals alone prove some sets argmaxable with no LP over the rows."""
+    n, k = 200, 6
+    rng = np.random.default_rng(3)
+    W = np.hstack([dft_matrix(n, k), rng.standard_normal((n, 1)) / np.sqrt(n)])
+    Y = [np.sort(rng.choice(n, rng.integers(1, 10), replace=False)).tolist() for _ in range(40)]
+    P, R = dft_proposals(W, k, Y)
+    res = am.check_assignments(W, Y, workers=1, proposals=P, proposal_rows=R)
+    assert am.verify_certificate(res, W, items=Y).all()
+    compared = 0
+    for j, active in enumerate(Y):
+        r = _scipy_radius(W, active, 1e4)
+        if not (r > 2e-8 or r < 0.5e-8) or abs(r - 1) < 1e-6:
+            continue
+        assert (res.status[j] == "argmaxable") == (r > 1e-8), (j, r, res.status[j])
+        assert res.answers["1"][j] == ("yes" if r > 1 else "no"), (j, r, res.answers["1"][j])
+        compared += 1
+    assert compared >= 30
+    free = (res.status == "argmaxable") & (res.lp_rounds == 0)
+    assert free.sum() >= 5
