@@ -14,7 +14,7 @@ import pytest
 
 import argmaxable as am
 from argmaxable.core import CheckResult, chebyshev, exact
-from argmaxable.core.exact import _LP, MAX_COLUMNS, _BallSimplex, _next_basis, _pivot, settle
+from argmaxable.core.exact import _LP, MAX_COLUMNS, _BallRun, _BallSimplex, _next_basis, _pivot, settle
 
 EPS = 1e-8
 
@@ -161,6 +161,52 @@ def test_rational_simplex_reaches_scipys_optimum(seed, start, via):
         else:
             K = _next_basis(lp, K, lam, M, slack, seen, _BallSimplex(None) if via == "ball" else None)
     assert float(z[d, 0]) == pytest.approx(_scipy_radius(A, c, lo, hi), abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_ball_simplex_starts_from_a_feasible_vertex_near_the_float_lps_point(seed, monkeypatch):
+    """From a point near scipy's optimum (off it by 1e-3 in each coordinate), the ball simplex's start is a basis of
+    d + 1 independent constraints whose vertex holds every constraint in rational arithmetic, at a t no lower than
+    the point's own (its least normalised slack), and the simplex from the float basis that neither holds every
+    constraint nor has non-negative multipliers (the box's corner nearest x0 was its start) ends at scipy's
+    optimum."""
+    from flint import ctx
+
+    rng = np.random.default_rng(seed)
+    d, m = 4, 30
+    A, c = rng.standard_normal((m, d)), rng.standard_normal(m) - 1.0
+    lo, hi = -np.ones(d), np.ones(d)
+    lp = _LP((A, c, np.zeros(d), 0.0), lo, hi, 64)
+    lp.add_rows(np.arange(m))
+    from scipy.optimize import linprog
+
+    norms = np.linalg.norm(A, axis=1)
+    best = linprog(np.r_[np.zeros(d), -1.0], A_ub=np.hstack([A / norms[:, None], np.ones((m, 1))]), b_ub=-c / norms,
+                   bounds=[*zip(lo, hi, strict=True), (None, None)], method="highs")
+    x0 = np.clip(best.x[:d] + 1e-3 * rng.standard_normal(d), lo, hi)
+    with ctx.workprec(128):
+        K = _BallRun(lp, 1000)._purified(x0)
+    assert K is not None and len(set(K)) == d + 1
+    z, _, _ = lp.vertex(K)  # ZeroDivisionError if the constraints were dependent
+    assert all(v >= 0 for v in lp.slack(z))
+    t0 = np.min(-(A @ x0 + c) / norms)
+    assert float(z[d, 0]) >= t0 - 1e-9
+    radius = _scipy_radius(A, c, lo, hi)
+    for _ in range(1000):  # a basis neither primal nor dual feasible, as HiGHS's is on a thin region
+        K = rng.choice(len(lp.g), d + 1, replace=False).tolist()
+        try:
+            z, lam, _ = lp.vertex(K)
+        except ZeroDivisionError:
+            continue
+        if any(v < 0 for v in lp.slack(z)) and any(lam[i, 0] < 0 for i in range(d + 1)):
+            break
+    else:
+        raise AssertionError("no basis infeasible both ways drawn")
+    monkeypatch.setattr(_BallRun, "_corner", lambda *a: pytest.fail("the corner start was taken"))
+    K = _BallSimplex(x0).optimum(lp, K)
+    z, lam, _ = lp.vertex(K)
+    assert all(v >= 0 for v in lp.slack(z)) and all(lam[i, 0] >= 0 for i in range(d + 1))
+    assert float(z[d, 0]) == pytest.approx(radius, abs=1e-9)
 
 
 def test_too_wide_an_item_stays_undecided_with_its_reason():

@@ -8,6 +8,7 @@ the same directory and renamed into place, so an interrupted job never leaves a 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
@@ -48,6 +49,18 @@ def code_version() -> str:
         return f"{__version__}+g{rev}{'.dirty' if dirty else ''}"
     except (OSError, subprocess.SubprocessError):
         return __version__
+
+
+@functools.cache
+def source_digest() -> str:
+    """SHA-256 of the package's own Python sources (paths and bytes, in sorted order): what a stored partial result
+    was computed by, so that it is reused only by the same code (unlike :func:`code_version`, it changes with
+    every edit, committed or not)."""
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        digest.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
+    return digest.hexdigest()
 
 
 def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:

@@ -138,8 +138,13 @@ def _normalised_weights_hold(rows, layer: _Layer, names: np.ndarray, y: list, r:
     checks' convention) bound the radius by r: with ``z_i = y_i / ||a_i||`` (irrational), the radius is at most
     ``N(z) / sum y_i``. Each z_i lies between y_i / U_i and y_i / L_i (integer square roots to :data:`SQRT_BITS`
     bits), so N(z) is bounded from above over those intervals: first with the intervals rounded outward to
-    integers in units of 2^-:data:`Z_BITS` (integer arithmetic, no fraction reduced), then, where that bound is
-    too loose (a certificate whose N is exactly 0 at r = 0), exactly."""
+    integers in units of 2^-:data:`Z_BITS` (integer arithmetic, no fraction reduced), then, only where that bound
+    is too loose to decide (a certificate whose N is exactly 0 at r = 0), exactly.
+
+    The rounded intervals contain the exact ones and each end moved by less than one unit, and the bound's every
+    term is linear in each z_i with coefficient at most ``sum_j |a_ij| max(|lo_j|, |hi_j|) + |c_i|`` in size, so the
+    rounded bound exceeds the exact one by at most the sum of those coefficients (``slack``): a rounded bound above
+    the limit by more than that is refused without the exact one."""
     if rows is None or not np.isfinite(r) or r < 0:
         return False
     block, allowed = rows
@@ -154,8 +159,14 @@ def _normalised_weights_hold(rows, layer: _Layer, names: np.ndarray, y: list, r:
     # w / high rounded down and w / low rounded up, times 2^Z_BITS (w > 0: floor and ceiling of integer quotients)
     low = [(w.numerator * hi.denominator << Z_BITS) // (w.denominator * hi.numerator) for w, (_, hi) in pairs]
     high = [-(-(w.numerator * lo.denominator << Z_BITS) // (w.denominator * lo.numerator)) for w, (lo, _) in pairs]
-    if _bound_over(low, high, A, C, layer.box) <= limit * (1 << Z_BITS):
+    rounded, scaled_limit = _bound_over(low, high, A, C, layer.box), limit * (1 << Z_BITS)
+    if rounded <= scaled_limit:
         return True
+    reach = [max(abs(lo), abs(hi)) for lo, hi in layer.box]
+    slack = sum(abs(int(c)) + sum(abs(int(a)) * m for a, m in zip(row, reach, strict=True))
+                for row, c in zip(A, C, strict=True))
+    if rounded - slack > scaled_limit:
+        return False
     exact_low, exact_high = [w / hi for w, (_, hi) in pairs], [w / lo for w, (lo, _) in pairs]
     return _bound_over(exact_low, exact_high, A, C, layer.box) <= limit
 

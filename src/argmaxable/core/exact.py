@@ -58,9 +58,9 @@ CHECK_STEPS = 3000
 # that HiGHS's float64 pivots see the thin region's geometry; also the precision of the ball-arithmetic simplex.
 TABLEAU_BITS = 128
 # Pivots of the ball-arithmetic simplex (:class:`_BallSimplex`) per call, times d + 1. On a trained debtags DFT head's
-# thin label sets (d = 35: at most 720) it ended in 45 to 557 pivots from the box's corner and in 1 to 295 from the
-# last optimum once rows were added; past this it gives up for the item, which goes on by the tableau and rational
-# pivots.
+# thin label sets (d = 35: at most 720) it ended in 45 to 557 pivots from the box's corner, 58 to 478 from the vertex
+# reached from the float LP's point (169 on average against 396), and in 1 to 151 from the last optimum once rows
+# were added; past this it gives up for the item, which goes on by the tableau and rational pivots.
 BALL_PIVOTS = 20
 # A ball-arithmetic slack (in the units of x) or multiplier (relative to the largest) below this counts as zero: far
 # above the midpoints' error (about 2^-TABLEAU_BITS of the values they come from, times the box) and far below the
@@ -402,8 +402,9 @@ class _BallSimplex:
     primal nor dual feasible in exact arithmetic, and the rational pivots from there climb hundreds of bases. At 128
     bits the same geometry is resolved: from K where its multipliers are >= 0, the dual simplex (the most violated
     constraint enters); from a vertex that holds every constraint, the primal simplex (steepest edge on x); from
-    neither, the primal simplex from the box's corner on the side of ``x0`` (the float LP's point) with the row
-    that bounds t there. After a repeated basis, Bland's rule to the end of the phase. It stays off for the item
+    neither, the primal simplex from a vertex reached from ``x0`` (the float LP's point) that holds every
+    constraint (:meth:`_BallRun._purified`), or, without x0, from the box's corner with the row that bounds t
+    there. After a repeated basis, Bland's rule to the end of the phase. It stays off for the item
     after a call that ends without an optimum within :data:`BALL_PIVOTS` (d + 1) pivots."""
 
     def __init__(self, x0):
@@ -439,10 +440,10 @@ class _BallRun:
     def state(self, K: list[int]):
         """K's inverse (rows z, columns the constraints of K), every constraint's slack at K's vertex (units of x)
         and K's multipliers, as midpoints."""
-        from flint import arb_mat, fmpz_mat
+        from flint import arb_mat
 
         lp = self.lp
-        inv = arb_mat(fmpz_mat([lp.g[k] for k in K])).solve(self.eye, algorithm="approx")
+        inv = arb_mat(_fmpz_rows(lp, K)).solve(self.eye, algorithm="approx")
         z = inv * arb_mat([[lp.h[k]] for k in K])
         return inv, _mids(self.h - self.G * z) / self.size, _mids(inv.transpose() * self.e_t)
 
@@ -451,7 +452,7 @@ class _BallRun:
         inv, s, lam = self.state(K)
         violated = (s < -BALL_ZERO).any()
         if violated and self._negative(K, lam).size:
-            K = self._corner(inv, K, x0)
+            K = (self._purified(x0) if x0 is not None else None) or self._corner(inv, K, x0)
             inv, s, lam = self.state(K)
         elif violated:
             K = self._dual(K, inv, s, lam)
@@ -475,6 +476,73 @@ class _BallRun:
         at = arb_mat([[float(lp.hi[j] if x[j] >= 0 else lp.lo[j])] for j in range(d)] + [[0]])
         t = _mids(self.h - self.G * at)[2 * d :] / np.array([float(g[d]) for g in lp.g[2 * d :]])
         return [*corner, 2 * d + int(np.argmin(t))]
+
+    def _purified(self, x0) -> list[int] | None:
+        """A vertex that holds every constraint, reached from the float LP's point: x0 (clipped to the box) with the
+        largest t the rows allow there, then steps that keep the tight constraints tight and t from falling, each
+        until one more constraint is tight, until d + 1 are (None where a step finds nothing to stop it). Near the
+        optimum, where the box's corner is hundreds of pivots away."""
+        from flint import arb_mat
+
+        lp, d = self.lp, self.lp.d
+        z = arb_mat([[float(v)] for v in np.clip(x0, lp.lo, lp.hi)] + [[0]])  # (x0, t = 0)
+        rows = np.arange(2 * d, len(lp.g))
+        t = _mids(self.h - self.G * z)[rows] / np.array([float(lp.g[k][d]) for k in rows])
+        first = int(rows[np.argmin(t)])
+        z[d, 0] = (self.h[first, 0] - sum((self.G[first, j] * z[j, 0] for j in range(d)), 0)) / self.G[first, d]
+        s_ball = self.h - self.G * z
+        s = _mids(s_ball) / self.size
+        tight = [first] + [k for k in range(2 * d) if abs(s[k]) <= BALL_ZERO]
+        objective = arb_mat([[int(i == d)] for i in range(d + 1)])
+        while len(tight) < d + 1:
+            GT = arb_mat(_fmpz_rows(lp, tight))
+            step = None
+            try:
+                directions = self._null_directions(GT, objective)
+            except ZeroDivisionError:  # the tight rows' Gram matrix is singular at this precision
+                return None
+            for u in directions:
+                rate_ball = self.G * u
+                rate = _mids(rate_ball) / self.size
+                outside = np.ones(len(rate), dtype=bool)
+                outside[tight] = False
+                blocks = np.flatnonzero((rate > BALL_ZERO) & outside)
+                if blocks.size:
+                    ratio = np.maximum(s[blocks], 0) / rate[blocks]
+                    enter = int(blocks[np.argmin(ratio)])
+                    step = (u, rate_ball, enter)
+                    break
+            if step is None:
+                return None
+            u, rate_ball, enter = step
+            alpha = s_ball[enter, 0] / rate_ball[enter, 0]
+            z = z + u * alpha
+            s_ball = self.h - self.G * z
+            s = _mids(s_ball) / self.size
+            tight.append(enter)
+        return tight
+
+    @staticmethod
+    def _null_directions(GT, objective):
+        """Directions u with ``GT u = 0``: the objective's projection first (t rises along it), then, where that is
+        zero, each coordinate's projection and its negation (t unchanged)."""
+        from flint import arb_mat
+
+        gram = GT * GT.transpose()
+        n = objective.nrows()
+
+        def projected(v):
+            return v - GT.transpose() * gram.solve(GT * v, algorithm="approx")
+
+        u = projected(objective)
+        if np.abs(_mids(u)).max() > BALL_ZERO:
+            return [u]
+        out = []
+        for j in range(n - 1):
+            u = projected(arb_mat([[int(i == j)] for i in range(n)]))
+            if np.abs(_mids(u)).max() > BALL_ZERO:
+                out += [u, -u]
+        return out
 
     def _dual(self, K: list[int], inv, s: np.ndarray, lam: np.ndarray) -> list[int] | None:
         """Dual simplex pivots until K's vertex holds every constraint (None past the pivot budget)."""
@@ -533,6 +601,13 @@ class _BallRun:
         """One pivot from the budget; False once it is spent."""
         self.pivots -= 1
         return self.pivots >= 0
+
+
+def _fmpz_rows(lp: _LP, K: list[int]):
+    """The integer matrix of constraints K."""
+    from flint import fmpz_mat
+
+    return fmpz_mat([lp.g[k] for k in K])
 
 
 def _mids(mat) -> np.ndarray:

@@ -3,7 +3,7 @@
 Binary cross-entropy, Adam with separate encoder and classifier learning rates (Table A.4), evaluation every
 ``eval_every`` steps (or epoch), early stopping with patience on the paper's criterion (P@k or dev loss), or
 after ``max_steps`` optimiser steps (the rehearsal's cap). After every evaluation the whole state goes to
-``checkpoint.pt``; a run that finds one made for its own settings and data resumes from it (one made for others
+``checkpoint.pt``; a run that finds one made for its own code, settings and data resumes from it (one made for others
 is removed and the run starts over: Snakemake reruns a job whose settings or inputs changed, and the checkpoint is
 no output of it). Writes ``train.json`` (metrics, wall time split into training steps and scoring, sizes),
 ``curve.csv`` (loss curve) and ``head.npz`` (the classifier W, the composite encoder-space map and the predicted
@@ -35,7 +35,7 @@ from argmaxable.multilabel.encoders import build_encoder
 from argmaxable.multilabel.heads import Head, composite, make_head, trainable_parameters
 from argmaxable.multilabel.metrics import MetricTotals, labels_to_dense
 from argmaxable.multilabel.schema import RunConfig
-from argmaxable.provenance import atomic_path, write_json, write_table
+from argmaxable.provenance import atomic_path, source_digest, write_json, write_table
 from argmaxable.rules import typed
 
 log = logging.getLogger(__name__)
@@ -190,10 +190,10 @@ def _training_rows(dsd, cfg: RunConfig) -> tuple[list[dict], list[dict]]:
 
 
 def run_fingerprint(cfg: RunConfig, *, head: str, d: int, seed: int, n: int, rows) -> str:
-    """What a checkpoint is made for: the run's settings, head, width, seed and label count, and a digest of the
-    rows it trains and stops on (texts or image paths, and labels), so that a dataset rebuilt to the same shape is
-    another run."""
-    digest = hashlib.sha256(repr((dataclasses.asdict(cfg), head, d, seed, n)).encode())
+    """What a checkpoint is made for: the package's sources (a run stopped before an edit of the code starts over),
+    the run's settings, head, width, seed and label count, and a digest of the rows it trains and stops on (texts
+    or image paths, and labels), so that a dataset rebuilt to the same shape is another run."""
+    digest = hashlib.sha256(repr((source_digest(), dataclasses.asdict(cfg), head, d, seed, n)).encode())
     for row in rows:
         digest.update(repr((row.get("text", row.get("image_path")), list(row["labels"]))).encode())
     return digest.hexdigest()
