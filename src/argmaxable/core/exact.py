@@ -486,10 +486,11 @@ class _BallRun:
 
         lp, d = self.lp, self.lp.d
         z = arb_mat([[float(v)] for v in np.clip(x0, lp.lo, lp.hi)] + [[0]])  # (x0, t = 0)
+        at_zero = self.h - self.G * z  # each constraint's slack at t = 0: a row's t there is it over its t-coefficient
         rows = np.arange(2 * d, len(lp.g))
-        t = _mids(self.h - self.G * z)[rows] / np.array([float(lp.g[k][d]) for k in rows])
+        t = _mids(at_zero)[rows] / np.array([float(lp.g[k][d]) for k in rows])
         first = int(rows[np.argmin(t)])
-        z[d, 0] = (self.h[first, 0] - sum((self.G[first, j] * z[j, 0] for j in range(d)), 0)) / self.G[first, d]
+        z[d, 0] = at_zero[first, 0] / self.G[first, d]
         s_ball = self.h - self.G * z
         s = _mids(s_ball) / self.size
         tight = [first] + [k for k in range(2 * d) if abs(s[k]) <= BALL_ZERO]

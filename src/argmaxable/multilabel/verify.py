@@ -63,17 +63,18 @@ def check_distinct(W: np.ndarray, b: np.ndarray | None, bound: float, assignment
     Numerical trouble the exact stage cannot settle comes back as ``undecided`` from the core (never folded into
     either verdict); a :class:`SolverError` (e.g. Gurobi's licence limit) is a failure of the run and propagates.
     ``parts``: a folder where each chunk's answers are kept and, on a later call with the same key
-    (:func:`part_key`), read instead of solved again.
+    (:func:`part_keys`), read instead of solved again.
     """
     index: dict[tuple[int, ...], int] = {}
     inverse = np.array([index.setdefault(a, len(index)) for a in assignments], dtype=np.int64)
     distinct = [list(a) for a in index]
     propose = k is not None and b is None and is_dft_head(W, k)
     chunks = [distinct[start : start + CHUNK] for start in range(0, len(distinct), CHUNK)]
+    keys = part_keys(W, b, bound, chunks, cfg, regions, k) if parts is not None else [None] * len(chunks)
     solved = []
-    for number, chunk in enumerate(chunks, 1):
+    for number, (chunk, key) in enumerate(zip(chunks, keys, strict=True), 1):
         t0 = time.perf_counter()
-        path = parts / f"{part_key(W, b, bound, chunk, cfg, regions, k)}.npz" if parts is not None else None
+        path = parts / f"{key}.npz" if parts is not None else None
         arrays = _read_part(path, len(chunk)) if path is not None else None
         kept = arrays is not None
         if not kept:
@@ -109,19 +110,25 @@ def _solve_chunk(W, b, bound: float, chunk: list[list[int]], cfg: VerifyConfig, 
             "exact": decided.astype(str), "region": region.astype(str)}
 
 
-def part_key(W: np.ndarray, b: np.ndarray | None, bound: float, chunk: list[list[int]], cfg: VerifyConfig,
-             regions: bool, k: int | None) -> str:
-    """SHA-256 of everything a chunk's answers depend on: the package's sources, W and b (dtype, shape, bytes),
-    the box, the verification settings, ``regions``, k and the chunk's label sets in order."""
-    digest = hashlib.sha256(source_digest().encode())
+def part_keys(W: np.ndarray, b: np.ndarray | None, bound: float, chunks: list[list[list[int]]], cfg: VerifyConfig,
+              regions: bool, k: int | None) -> list[str]:
+    """Each chunk's key: SHA-256 of everything its answers depend on, the package's sources, W and b (dtype,
+    shape, bytes), the box, the verification settings, ``regions`` and k (hashed once), then the chunk's label
+    sets in order."""
+    common = hashlib.sha256(source_digest().encode())
     for array in (W, b):
         if array is not None:
-            digest.update(repr((array.dtype.str, array.shape)).encode())
-            digest.update(np.ascontiguousarray(array).tobytes())
+            common.update(repr((array.dtype.str, array.shape)).encode())
+            common.update(np.ascontiguousarray(array).tobytes())
         else:
-            digest.update(b"none")
-    digest.update(repr((float(bound).hex(), dataclasses.asdict(cfg), regions, k, chunk)).encode())
-    return digest.hexdigest()
+            common.update(b"none")
+    common.update(repr((float(bound).hex(), dataclasses.asdict(cfg), regions, k)).encode())
+    keys = []
+    for chunk in chunks:
+        digest = common.copy()
+        digest.update(repr(chunk).encode())
+        keys.append(digest.hexdigest())
+    return keys
 
 
 def _read_part(path: Path, size: int) -> dict[str, np.ndarray] | None:
