@@ -11,6 +11,7 @@ import pytest
 import argmaxable as am
 from argmaxable.constructions import dft_matrix
 from argmaxable.core import stages as stages_module
+from argmaxable.core.questions import assignments as assignments_module
 from argmaxable.multilabel.witnesses import alternation_coefficients, cyclic_runs, dft_proposals, is_dft_head
 
 
@@ -191,3 +192,39 @@ def test_verdicts_with_proposals_are_those_of_one_lp_over_every_row():
     assert compared >= 30
     free = (res.status == "argmaxable") & (res.lp_rounds == 0)
     assert free.sum() >= 5
+
+
+def _local_lps(monkeypatch, W, k, Y):
+    """The check of label sets ``Y`` with the construction's proposals, and how many local LPs it ran and how many
+    of them bounded their set's radius by 1."""
+    calls = []
+    local_upper = assignments_module.Proposed._local_upper
+
+    def counted(self, *args, **kwargs):
+        calls.append(local_upper(self, *args, **kwargs))
+        return calls[-1]
+
+    monkeypatch.setattr(assignments_module.Proposed, "_local_upper", counted)
+    P, R = dft_proposals(W, k, Y)
+    return am.check_assignments(W, Y, workers=1, proposals=P, proposal_rows=R), len(calls), sum(calls)
+
+
+def test_local_lps_stop_where_the_first_bound_nothing(monkeypatch):
+    """DFT n = 300, k = 4 and 120 seeded sets of 1-4 labels. With 30 N(0, 1/n) columns beside the DFT's the regions
+    reach past radius 1 and no local LP bounds its set: the check runs LOCAL_PROBE of them, and its verdicts, answers
+    and radii are those of the check that runs them all. The DFT head alone: its local LPs bound sets, and all run."""
+    n, k = 300, 4
+    rng = np.random.default_rng(0)
+    Y = [np.sort(rng.choice(n, rng.integers(1, 5), replace=False)).tolist() for _ in range(120)]
+    wide = np.hstack([dft_matrix(n, k), rng.standard_normal((n, 30)) / np.sqrt(n)])
+    res, ran, bounded = _local_lps(monkeypatch, wide, k, Y)
+    assert (ran, bounded) == (assignments_module.LOCAL_PROBE, 0)
+    monkeypatch.setattr(assignments_module, "LOCAL_PROBE", 10**6)
+    every, ran_all, bounded_all = _local_lps(monkeypatch, wide, k, Y)
+    assert ran_all > ran and bounded_all == 0
+    assert np.array_equal(res.status, every.status) and np.array_equal(res.radius, every.radius)
+    assert np.array_equal(res.answers["1"], every.answers["1"])
+    assert am.verify_certificate(res, wide, items=Y).all()
+    monkeypatch.setattr(assignments_module, "LOCAL_PROBE", 32)
+    _, ran, bounded = _local_lps(monkeypatch, dft_matrix(n, k), k, Y)
+    assert ran > 32 and bounded > 0
