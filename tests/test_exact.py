@@ -5,6 +5,7 @@ evidence refused by the verifier."""
 from __future__ import annotations
 
 import copy
+import re
 from fractions import Fraction
 from math import isqrt
 from pathlib import Path
@@ -314,14 +315,24 @@ def test_a_checks_budget_of_bases_leaves_the_rest_undecided(monkeypatch):
 
 def test_a_trained_dft_heads_thin_label_set_is_decided():
     """A DFT head the offline default trained (debtags, d = 2, seed 1: 527 labels in head space d = 35; saved in
-    tests/data) and a 16-active label set whose region is thinner than eps: the float LP leaves it open, the exact
-    stage's degenerate pivots need 68 bases (the old budget of 60 left it undecided), and its rational weights bound
-    the radius by eps; the verifier re-checks them exactly."""
+    tests/data) and a 16-active label set whose region is thinner than eps: the float LP leaves it open. Settled over
+    every row (regions=True) the exact stage's degenerate pivots need 68 bases (the old budget of 60 left it
+    undecided), and it finds a rational point inside (thin, not empty) and rational weights bounding the radius by
+    eps. Without regions the relaxation over the rows nearest to violation at the float LP's point proves the same
+    bound with weights over fewer rows and no point. The verifier re-checks both exactly."""
     W = np.load(Path(__file__).parent / "data" / "debtags_dft_d2_head.npz")["W"]
     labels = [[2, 5, 7, 10, 20, 26, 46, 73, 78, 96, 107, 110, 125, 134, 294, 306]]
+    whole = am.check_assignments(W, labels, bound=1e4, eps=EPS, workers=1, regions=True)
+    assert whole.status.tolist() == ["unargmaxable"] and whole.exact[0].decided == "radius"
+    assert whole.exact[0].region == "yes"
+    assert 0 < whole.radius[0] <= whole.radius_upper[0] <= EPS
+    assert am.verify_certificate(whole, W, items=labels, bound=1e4, eps=EPS).all()
     res = am.check_assignments(W, labels, bound=1e4, eps=EPS, workers=1)
     assert res.status.tolist() == ["unargmaxable"] and res.exact[0].decided == "radius"
-    assert 0 < res.radius[0] <= res.radius_upper[0] <= EPS  # a rational point inside: thin, not empty
+    assert res.exact[0].region == "" and res.exact[0].witness is None and np.isnan(res.radius[0])
+    relaxation = re.search(r"of (\d+) \(the rows nearest to violation at the float LP's point", res.message[0])
+    assert res.radius_upper[0] <= EPS and relaxation and int(relaxation.group(1)) < len(W)
+    assert len(res.exact[0].rows) <= W.shape[1] + 1 and set(res.exact[0].rows) <= set(range(len(W)))
     assert am.verify_certificate(res, W, items=labels, bound=1e4, eps=EPS).all()
 
 

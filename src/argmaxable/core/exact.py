@@ -50,6 +50,15 @@ MAX_COLUMNS = 256
 STEPS = 400
 # Bases spent on the region of an item once its status is decided (by this stage or, with ``regions``, before).
 REGION_STEPS = 20
+# A sign system's open item is first settled over two relaxations, in turn: the RELAXED_ROWS * (d + 1) rows nearest
+# to violation at the float LP's point, then those and the float LP's last working set (the rows its optimum, near
+# eps, was found over). Fewer rows only widen the region, so a radius bound <= eps over them holds for every row,
+# where settling the item over all of them adds the rows that decide their optimum (on the BioASQ-sized DFT head's
+# thin label sets thousands, and each ball-simplex pivot over them milliseconds: benchmarks/RESULTS.md). What a
+# relaxation leaves open, or proves argmaxable (its point need not hold the other rows), is settled over every row.
+# With ``regions`` every item is settled over every row at once: a relaxation's region says nothing of the system's,
+# and the item's one exact record holds both answers.
+RELAXED_ROWS = 2
 # Bases per check, all items together: on that head (843 distinct assignments, regions on) the exact stage took
 # 1725 bases, 96 CPU-seconds of the check's 117, and left nothing undecided; past this budget the rest stay
 # undecided, with that reason (regions: left unsettled), so one check's exact stage stays near 200 CPU-seconds.
@@ -129,8 +138,9 @@ class Settled:
 
 
 class Exact:
-    """The stage: every item still undecided after the float stages, settled by :func:`settle` one at a time;
-    with ``regions``, also the region of every item proven unargmaxable (its status stands). ``map_rows(item,
+    """The stage: every item still undecided after the float stages, settled by :func:`settle` one at a time (a
+    sign system's first over the relaxations of :func:`relaxed`, without ``regions``); with ``regions``, also the
+    region of every item proven unargmaxable (its status stands). ``map_rows(item,
     rows)`` names a certificate's rows as the result does (default: the system's dense rows)."""
 
     name = "exact"
@@ -147,20 +157,64 @@ class Exact:
             item = int(ledger.items[pos])
             start = ledger.starts.get(int(pos))
             steps = min(STEPS if ledger.status[pos] == UNDECIDED else REGION_STEPS, CHECK_STEPS - spent)
+            ball = ledger.kind != "categories"
+            terms = system.dense_terms(item) if steps > 0 else None
+            if steps > 0 and ball and not self.settings.regions and ledger.status[pos] == UNDECIDED \
+                    and start is not None and start.x is not None and np.isfinite(start.x).all():
+                out = relaxed(terms, self.box, self.settings.eps, start.x, start.rows, steps)
+                spent += out.bases
+                if out.status == UNARGMAXABLE:
+                    self._settle(ledger, pos, item, _writable(out))
+                    continue
+                steps = min(steps, CHECK_STEPS - spent)
             if steps <= 0:
                 out = _open(f"exact stage not run: this check's budget of {CHECK_STEPS} rational bases is spent")
             else:
-                out = settle(system.dense_terms(item), self.box, self.settings.eps,
-                             None if start is None else start.x, None if start is None else start.rows, steps,
-                             ball=ledger.kind != "categories")
+                out = settle(terms, self.box, self.settings.eps, None if start is None else start.x,
+                             None if start is None else start.rows, steps, ball=ball)
                 spent += out.bases
-                out = _writable(out)
-            rows = out.rows if self.map_rows is None else self.map_rows(item, out.rows)
-            ledger.settle(int(pos), self.name, out, np.asarray(rows, dtype=np.int64))
+            self._settle(ledger, pos, item, _writable(out))
         return open_[ledger.status[open_] == UNDECIDED]
 
+    def _settle(self, ledger, pos, item: int, out: Settled) -> None:
+        rows = out.rows if self.map_rows is None else self.map_rows(item, out.rows)
+        ledger.settle(int(pos), self.name, out, np.asarray(rows, dtype=np.int64))
 
-def settle(terms, box, eps: float, x0=None, seeds=None, steps: int = STEPS, ball: bool = False) -> Settled:
+
+def relaxed(terms, box, eps: float, x0, seeds, steps: int) -> Settled:
+    """Radius <= eps proved over a relaxation (:data:`RELAXED_ROWS`; ``seeds``: the float LP's working set), the
+    certificate's rows named as the system's; otherwise an undecided Settled (its ``bases`` those spent)."""
+    P, p, q, r = terms
+    A = np.asarray(P, dtype=np.float64) - np.asarray(q, dtype=np.float64)
+    c = np.asarray(p, dtype=np.float64) - float(r)
+    d = A.shape[1]
+    norms = row_norms(A)
+    live = np.flatnonzero(norms > 0)
+    dist = (A[live] @ np.clip(np.asarray(x0, dtype=np.float64), *box) + c[live]) / norms[live]
+    k = min(live.size, RELAXED_ROWS * (d + 1))
+    nearest = np.sort(live[np.argpartition(-dist, k - 1)[:k]])
+    spent, tried = 0, 0
+    given = np.zeros(0, dtype=np.int64) if seeds is None else np.asarray(seeds, dtype=np.int64)
+    for rows in (nearest, np.union1d(nearest, np.intersect1d(given, live))):
+        if rows.size >= live.size or rows.size == tried or spent >= steps:
+            break
+        tried = rows.size
+        out = settle((P[rows], p[rows], q, r), box, eps, x0, None, steps - spent, ball=True, region_steps=0)
+        spent += out.bases
+        if out.status == UNARGMAXABLE:
+            empty = out.region == "no"  # an empty relaxation empties the region; a point of it says nothing
+            found = out.message.split("; ")[0]
+            return Settled(UNARGMAXABLE, "no" if empty else "", np.nan, out.upper, None, rows[out.rows],
+                           out.weights, f"{found} of {rows.size} (the rows nearest to violation at the float LP's "
+                                        f"point and its working set: fewer rows only widen the region)"
+                                        + ("; " + out.inside if empty else ""), bases=spent)
+    out = _open("")
+    out.bases = spent
+    return out
+
+
+def settle(terms, box, eps: float, x0=None, seeds=None, steps: int = STEPS, ball: bool = False,
+           region_steps: int = REGION_STEPS) -> Settled:
     """Decide radius > eps, and radius > 0, for the system ``A x + c < 0`` in ``box`` exactly.
 
     Parameters
@@ -175,7 +229,9 @@ def settle(terms, box, eps: float, x0=None, seeds=None, steps: int = STEPS, ball
         The float LP's best point and rows (its certificate's): the first rows taken are those nearest to
         violation at x0, and the seeds.
     steps : int
-        Bases evaluated at most (:data:`REGION_STEPS` more once the status is decided).
+        Bases evaluated at most.
+    region_steps : int
+        Bases evaluated at most once the status is decided and the region is not.
     ball : bool
         Choose the next basis by the ball-arithmetic simplex first (:class:`_BallSimplex`): a sign system's thin
         regions (label sets of a DFT head in the box 1e4) then take a few bases where the tableau's choices take
@@ -220,7 +276,7 @@ def settle(terms, box, eps: float, x0=None, seeds=None, steps: int = STEPS, ball
             if out.region:
                 return out
             if found is None:
-                found, steps = out, min(steps, step + REGION_STEPS)
+                found, steps = out, min(steps, step + region_steps)
         elif out.optimal:  # the radius lies within 2^-bits of eps: the same constraints with finer norms
             if lp.bits == BITS[-1]:
                 return out
