@@ -50,15 +50,14 @@ MAX_COLUMNS = 256
 STEPS = 400
 # Bases spent on the region of an item once its status is decided (by this stage or, with ``regions``, before).
 REGION_STEPS = 20
-# A sign system's open item is first settled over two relaxations, in turn: the RELAXED_ROWS * (d + 1) rows nearest
-# to violation at the float LP's point, then those and the float LP's last working set (the rows its optimum, near
-# eps, was found over). Fewer rows only widen the region, so a radius bound <= eps over them holds for every row,
-# where settling the item over all of them adds the rows that decide their optimum (on the BioASQ-sized DFT head's
-# thin label sets thousands, and each ball-simplex pivot over them milliseconds: benchmarks/RESULTS.md). What a
-# relaxation leaves open, or proves argmaxable (its point need not hold the other rows), is settled over every row.
-# With ``regions`` every item is settled over every row at once: a relaxation's region says nothing of the system's,
-# and the item's one exact record holds both answers.
-RELAXED_ROWS = 2
+# A sign system's open item is first settled over two relaxations, in turn: the first rows an exact LP takes (those
+# nearest to violation at the float LP's point), then those and the float LP's last working set (the rows its optimum,
+# near eps, was found over). Fewer rows only widen the region, so a radius bound <= eps over them holds for every row,
+# where settling the item over all of them adds the rows that decide their optimum (on the BioASQ-sized DFT head's thin
+# label sets thousands, and each ball-simplex pivot over them milliseconds: benchmarks/RESULTS.md). What a relaxation
+# leaves open, or proves argmaxable (its point need not hold the other rows), is settled over every row. With
+# ``regions`` every item is settled over every row at once: a relaxation's region says nothing of the system's, and the
+# item's one exact record holds both answers.
 # Bases per check, all items together: on that head (843 distinct assignments, regions on) the exact stage took
 # 1725 bases, 96 CPU-seconds of the check's 117, and left nothing undecided; past this budget the rest stay
 # undecided, with that reason (regions: left unsettled), so one check's exact stage stays near 200 CPU-seconds.
@@ -182,20 +181,17 @@ class Exact:
 
 
 def relaxed(terms, box, eps: float, x0, seeds, steps: int) -> Settled:
-    """Radius <= eps proved over a relaxation (:data:`RELAXED_ROWS`; ``seeds``: the float LP's working set), the
-    certificate's rows named as the system's; otherwise an undecided Settled (its ``bases`` those spent)."""
+    """Radius <= eps proved over a relaxation (the first rows :func:`settle` would take at ``x0``, then with
+    ``seeds``, the float LP's working set), the certificate's rows named as the system's; otherwise an undecided
+    Settled (its ``bases`` those spent)."""
     P, p, q, r = terms
     A = np.asarray(P, dtype=np.float64) - np.asarray(q, dtype=np.float64)
     c = np.asarray(p, dtype=np.float64) - float(r)
+    lo, hi = (np.asarray(v, dtype=np.float64) for v in box)
     d = A.shape[1]
-    norms = row_norms(A)
-    live = np.flatnonzero(norms > 0)
-    dist = (A[live] @ np.clip(np.asarray(x0, dtype=np.float64), *box) + c[live]) / norms[live]
-    k = min(live.size, RELAXED_ROWS * (d + 1))
-    nearest = np.sort(live[np.argpartition(-dist, k - 1)[:k]])
+    live = np.flatnonzero(row_norms(A) > 0)
     spent, tried = 0, 0
-    given = np.zeros(0, dtype=np.int64) if seeds is None else np.asarray(seeds, dtype=np.int64)
-    for rows in (nearest, np.union1d(nearest, np.intersect1d(given, live))):
+    for rows in (np.sort(_first_rows(A, c, live, lo, hi, x0, None, d)), _first_rows(A, c, live, lo, hi, x0, seeds, d)):
         if rows.size >= live.size or rows.size == tried or spent >= steps:
             break
         tried = rows.size

@@ -34,9 +34,9 @@ LOCAL_ROWS_PER_D = 2
 # Local LPs run first in a check; where none of them bounds its item's radius by 1, the check's other local LPs are
 # skipped and their items go on to the stages, whose LP over every row answers radius > 1 as it answers an item whose
 # local LP failed (the same answers; where a skipped local LP would have bounded its item, the evidence of its "no"
-# is that LP's instead). Where a layer's columns beyond the construction's give
-# the regions room (the trained debtags DFT heads, d = 32 to 128: benchmarks/RESULTS.md) no local LP bounds its item
-# and they cost up to a third of a verification; where they pay (the BioASQ-sized DFT head) most of them do.
+# is that LP's instead). Where a layer's columns beyond the construction's give the regions room (the trained debtags
+# DFT heads, d = 32 to 128: benchmarks/RESULTS.md) no local LP bounds its item and they cost up to a third of a
+# verification; where they pay (the BioASQ-sized DFT head) most of them do.
 LOCAL_PROBE = 32
 
 
